@@ -1,0 +1,43 @@
+# One entry point for users and CI. Every target that needs the environment builds it first.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: setup browser demo test bench lint app clean
+
+$(STAMP): requirements.lock pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), f"Python >= 3.11 needed, found {sys.version}"'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# Debian's Chromium drives the browser tests (Playwright never downloads its own browser here).
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+demo: setup
+	$(VENV)/bin/twin demo
+
+test: setup browser
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) -m benchmarks.run
+
+lint: setup
+	$(VENV)/bin/ruff check twin engine_ext calibration app tests benchmarks
+	$(VENV)/bin/mypy twin engine_ext calibration
+
+app: setup
+	$(VENV)/bin/streamlit run app/explorer.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

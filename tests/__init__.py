@@ -1,0 +1,1 @@
+"""Tests for exchange-latency-twin."""

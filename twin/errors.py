@@ -1,0 +1,34 @@
+"""The twin's exception hierarchy.
+
+Every error the twin raises on purpose derives from :class:`TwinError`, and also from the
+built-in exception a caller would naturally catch::
+
+    TwinError (Exception)
+    ├── ScenarioError (TwinError, ValueError)     a scenario or sweep file is invalid
+    ├── ProfileError (TwinError, ValueError)      a calibration profile is invalid
+    ├── MeasurementError (TwinError, ValueError)  a benchmark file cannot be read
+    └── SimulationError (TwinError, RuntimeError) a run could not produce a result
+
+Messages name the file, the field (or line), the value and what is allowed, so that a
+one-line CLI error is enough to fix the input.
+"""
+
+
+class TwinError(Exception):
+    """Root of every error the twin raises deliberately."""
+
+
+class ScenarioError(TwinError, ValueError):
+    """A scenario (or sweep) file is malformed or asks for something impossible."""
+
+
+class ProfileError(TwinError, ValueError):
+    """A calibration profile is malformed or lacks a parameter the model needs."""
+
+
+class MeasurementError(TwinError, ValueError):
+    """A benchmark output file is empty, truncated or not in a known format."""
+
+
+class SimulationError(TwinError, RuntimeError):
+    """A simulation could not produce a result (for example an engine status failure)."""
