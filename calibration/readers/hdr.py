@@ -1,0 +1,291 @@
+"""HdrHistogram outputs: percentile-distribution text (``.hgrm``) and interval logs.
+
+Percentile distribution (``outputPercentileDistribution``, printed by Aeron's benchmark
+aggregator, wrk2 and many Java and Rust harnesses)::
+
+           Value     Percentile TotalCount 1/(1-Percentile)
+
+          14.143 0.000000000000          1           1.00
+             ...
+       13893.631 1.000000000000    1000000
+    #[Mean    =       51.431, StdDeviation   =      123.339]
+    #[Max     =    13893.631, Total count    =      1000000]
+    #[Buckets =           27, SubBuckets     =         2048]
+
+The last row may carry ``inf`` as its fourth column (wrk2); the CSV variant has a quoted
+header and ``Infinity``. The values' unit is whatever scaling ratio the writer chose; Aeron
+writes microseconds (ratio 1000 over nanoseconds), which is the default here
+(``value_unit=`` overrides it).
+
+Interval log (``HistogramLogWriter``)::
+
+    #[Logged with Exchange Client 0.0.1]
+    #[Histogram log format version 1.3]
+    #[StartTime: 1700000000.000 (seconds since epoch), Tue Nov 14 22:13:20 UTC 2023]
+    "StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"
+    [Tag=name,]start_s,length_s,max,HISTFAAAA...
+
+Headers and legend are optional (Aeron's ``.hdr`` files have none) and may repeat (the
+trading-latency-benchmark Java client appends a full block per report). Recorded values are
+nanoseconds by default (``value_unit=`` overrides). The max column is only a cross-check: its
+unit differs between writers (Aeron divides by 1, the aws-samples client by 1e6, so it is in
+milliseconds), so the reader takes the max from the decoded histogram and only checks that
+the column agrees with it up to a power of 1000.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from hdrh.histogram import HdrHistogram
+
+from calibration.measurement import Measurement
+from calibration.readers._common import Source, number, unit_factor
+
+HGRM_COLUMNS = "Value Percentile TotalCount 1/(1-Percentile)"
+_HGRM_HEADER = re.compile(
+    r'^\s*"?Value"?[\s,]+"?Percentile"?[\s,]+"?TotalCount"?[\s,]+"?1/\(1-Percentile\)"?\s*$'
+)
+_HGRM_MEAN = re.compile(r"^#\[Mean\s*=\s*([^,\]]+),\s*StdDeviation\s*=\s*([^\]]+)\]")
+_HGRM_MAX = re.compile(r"^#\[Max\s*=\s*([^,\]]+),\s*Total\s?[Cc]ount\s*=\s*([^\]]+)\]")
+
+_LOG_LINE = re.compile(
+    r"^(?:Tag=(?P<tag>[^,\s]*),)?(?P<start>[^,]*),(?P<length>[^,]*),(?P<max>[^,]*),(?P<payload>.*)$"
+)
+_LOG_DATA_HINT = re.compile(r"^(?:Tag=[^,\s]*,)?\s*[0-9.]+,[0-9.]+,[0-9.]+,[A-Za-z0-9+/=]+\s*$")
+_LOG_COMMENT_HINT = re.compile(r"^#\[(Histogram log format version|StartTime:|BaseTime:)")
+_LEGEND = '"StartTimestamp"'
+_LOGGED_WITH = re.compile(r"^#\[Logged with (.*)\]\s*$")
+_START_TIME = re.compile(r"^#\[StartTime:\s*([0-9.]+)")
+
+
+def looks_like_hgrm(lines: list[tuple[int, str]]) -> bool:
+    return any(_HGRM_HEADER.match(text) for _, text in lines[:200])
+
+
+def looks_like_interval_log(lines: list[tuple[int, str]]) -> bool:
+    for _, text in lines[:20]:
+        stripped = text.strip()
+        if _LOG_COMMENT_HINT.match(stripped) or stripped.startswith(_LEGEND):
+            return True
+        if _LOG_DATA_HINT.match(stripped):
+            return True
+    return False
+
+
+def read_hgrm(source: Source, conditions: Mapping[str, Any]) -> Measurement:
+    """Read a percentile-distribution table into a percentile Measurement."""
+    factor = unit_factor(source, conditions, "us")
+    lines = source.numbered()
+    start = next(i for i, (_, text) in enumerate(lines) if _HGRM_HEADER.match(text))
+    is_csv = "," in lines[start][1]
+    table: list[tuple[float, float]] = []
+    total = None
+    mean = None
+    max_value = None
+    stated_count = None
+    last_line = lines[start][0]
+    previous = (-1.0, -1.0, -1)
+    finished = False
+    for line, text in lines[start + 1 :]:
+        stripped = text.strip()
+        if stripped.startswith("#["):
+            if (m := _HGRM_MEAN.match(stripped)) is not None:
+                mean = number(source, line, m.group(1), "Mean") * factor
+            elif (m := _HGRM_MAX.match(stripped)) is not None:
+                max_value = number(source, line, m.group(1), "Max") * factor
+                stated_count = number(source, line, m.group(2), "Total count")
+            continue
+        if stripped.startswith("---") or finished:
+            break
+        fields = stripped.split(",") if is_csv else stripped.split()
+        if len(fields) not in (3, 4):
+            raise source.error(line, f"expected 4 columns ({HGRM_COLUMNS}), got {len(fields)}")
+        value = number(source, line, fields[0], "Value")
+        percentile = number(source, line, fields[1], "Percentile")
+        if percentile > 1.0:
+            raise source.error(line, f"Percentile must be a fraction in [0, 1], got {percentile:g}")
+        count_f = number(source, line, fields[2], "TotalCount")
+        if count_f != int(count_f):
+            raise source.error(line, f"TotalCount must be an integer, got {fields[2]!r}")
+        count = int(count_f)
+        if len(fields) == 4:
+            number(source, line, fields[3], "1/(1-Percentile)", allow_inf=True)
+        elif percentile != 1.0:
+            raise source.error(
+                line, f"expected 4 columns ({HGRM_COLUMNS}), got 3 (only the 100% row has 3)"
+            )
+        if percentile < previous[0]:
+            raise source.error(
+                line, f"percentiles out of order: {percentile:.12f} after {previous[0]:.12f}"
+            )
+        if value < previous[1]:
+            raise source.error(line, f"values out of order: {value:g} after {previous[1]:g}")
+        if count < previous[2]:
+            raise source.error(line, f"TotalCount out of order: {count} after {previous[2]}")
+        previous = (percentile, value, count)
+        table.append((percentile * 100.0, value * factor))
+        total = count
+        last_line = line
+        finished = percentile == 1.0
+    if not table:
+        raise source.error(last_line, f"no rows after the header ({HGRM_COLUMNS})")
+    if not finished:
+        raise source.error(
+            last_line,
+            f"truncated: the table stops at percentile {previous[0]:.12f}, "
+            "a complete distribution ends with the 1.000000000000 row",
+        )
+    if stated_count is not None and total is not None and int(stated_count) != total:
+        raise source.error(
+            None, f"footer Total count {int(stated_count)} disagrees with the table's {total}"
+        )
+    return Measurement(
+        format="hgrm",
+        source=source.where(lines[start][0]),
+        percentiles_us=_dedupe(table),
+        count=total,
+        min_us=table[0][1] if table[0][0] == 0.0 else None,
+        max_us=max(max_value, table[-1][1]) if max_value is not None else table[-1][1],
+        mean_us=mean,
+        conditions={"tool": "HdrHistogram", **conditions},
+    )
+
+
+def _dedupe(table: list[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
+    """Keep the last row of each run of equal percentiles (its value is the highest)."""
+    out: list[tuple[float, float]] = []
+    for p, v in table:
+        if out and out[-1][0] == p:
+            out[-1] = (p, v)
+        else:
+            out.append((p, v))
+    return tuple(out)
+
+
+def read_interval_log(source: Source, conditions: Mapping[str, Any]) -> Measurement:
+    """Add up every interval histogram (of one tag) into one percentile Measurement."""
+    factor = unit_factor(source, conditions, "ns")
+    wanted_tag = conditions.get("tag")
+    logged_with = None
+    start_time = None
+    totals: dict[int, int] = {}  # lowest equivalent value -> count, across intervals
+    widths: dict[int, int] = {}  # lowest equivalent value -> highest equivalent value
+    tags: dict[str | None, int] = {}
+    intervals = 0
+    first_line = None
+    duration_s = 0.0
+    for line, text in source.numbered():
+        stripped = text.strip()
+        if stripped.startswith("#"):
+            if (m := _LOGGED_WITH.match(stripped)) is not None:
+                logged_with = m.group(1)
+            elif (m := _START_TIME.match(stripped)) is not None and start_time is None:
+                start_time = float(m.group(1))
+            continue
+        if stripped.startswith(_LEGEND):
+            continue
+        m = _LOG_LINE.match(stripped)
+        if m is None:
+            raise source.error(
+                line,
+                "expected an interval line [Tag=name,]StartTimestamp,Interval_Length,"
+                f"Interval_Max,Interval_Compressed_Histogram, got {_clip(stripped)!r}",
+            )
+        tag = m.group("tag")
+        tags[tag] = tags.get(tag, 0) + 1
+        length_s = number(source, line, m.group("length"), "Interval_Length")
+        number(source, line, m.group("start"), "StartTimestamp")
+        column_max = number(source, line, m.group("max"), "Interval_Max")
+        if wanted_tag is not None and tag != wanted_tag:
+            continue
+        histogram = _decode(source, line, m.group("payload").strip())
+        _check_max_column(source, line, histogram, column_max)
+        counts = np.ctypeslib.as_array(histogram.counts)
+        for index in np.flatnonzero(counts):
+            low = int(histogram.get_value_from_index(int(index)))
+            totals[low] = totals.get(low, 0) + int(counts[index])
+            widths[low] = max(widths.get(low, low), histogram.get_highest_equivalent_value(low))
+        intervals += 1
+        duration_s += length_s
+        first_line = line if first_line is None else first_line
+    if wanted_tag is not None and intervals == 0:
+        known = ", ".join(sorted(repr(t) for t in tags)) or "none"
+        raise source.error(None, f"no interval histogram with tag={wanted_tag!r} (tags: {known})")
+    if intervals == 0:
+        raise source.error(
+            len(source.lines), "no interval histogram lines: the log is empty or truncated"
+        )
+    if wanted_tag is None and len(tags) > 1:
+        names = ", ".join(sorted("untagged" if t is None else repr(t) for t in tags))
+        raise source.error(
+            None, f"the log holds histograms of several tags ({names}): pass tag= to choose one"
+        )
+    total = sum(totals.values())
+    if total == 0:
+        raise source.error(first_line, "every interval histogram is empty (no recorded values)")
+    lows = sorted(totals)
+    cumulative = 0
+    knots: list[tuple[float, float]] = []
+    weighted_sum = 0.0
+    for low in lows:
+        high = widths[low]
+        # Within a bucket, values are taken as spread uniformly from its lowest to its highest
+        # equivalent value; consecutive buckets meet at the same percentile (a jump).
+        knots.append((100.0 * cumulative / total, low * factor))
+        cumulative += totals[low]
+        knots.append((100.0 * cumulative / total, high * factor))
+        weighted_sum += totals[low] * (low + high) / 2.0
+    found: dict[str, Any] = {"tool": "HdrHistogram", "intervals": intervals}
+    if logged_with is not None:
+        found["logged_with"] = logged_with
+    if duration_s > 0:
+        found["duration_s"] = duration_s
+    tag_found = next(iter(tags)) if wanted_tag is None else wanted_tag
+    if tag_found is not None:
+        found["tag"] = tag_found
+    return Measurement(
+        format="hdr-log",
+        source=source.where(first_line),
+        percentiles_us=tuple(knots),
+        count=total,
+        min_us=lows[0] * factor,
+        max_us=widths[lows[-1]] * factor,
+        mean_us=weighted_sum / total * factor,
+        conditions={**found, **conditions},
+    )
+
+
+def _decode(source: Source, line: int, payload: str) -> HdrHistogram:
+    try:
+        return HdrHistogram.decode(payload.encode("ascii"))
+    except Exception as exc:  # hdrh raises binascii, zlib, ctypes and its own errors
+        detail = str(exc) or type(exc).__name__
+        raise source.error(
+            line,
+            f"cannot decode the compressed histogram ({type(exc).__name__}: {detail}); "
+            "the log is truncated or corrupt",
+        ) from exc
+
+
+def _check_max_column(source: Source, line: int, histogram: HdrHistogram, column: float) -> None:
+    """The max column must equal the histogram's max divided by some power of 1000."""
+    true_max = histogram.get_max_value()
+    if column == 0 or true_max == 0:
+        return
+    ratio = true_max / column
+    power = round(math.log10(ratio) / 3)
+    if power < 0 or power > 3 or abs(math.log10(ratio) - 3 * power) > 0.3:
+        raise source.error(
+            line,
+            f"Interval_Max {column:g} does not match the histogram's max {true_max} "
+            "in any unit (ns, us, ms, s): the line is corrupt",
+        )
+
+
+def _clip(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
