@@ -156,9 +156,10 @@ class Measurement:
                 f"{self.source}: {self.format} measurement has no percentile information "
                 f"(only mean_us={self.mean_us}), cannot give percentile {p}"
             )
-        # side="right" picks the knot interval [ps[i-1], ps[i]) holding p, so repeated
-        # percentiles (bucket jumps) never give a zero-width interval.
-        i = int(np.searchsorted(ps, p, side="right"))
+        # side="left" picks the knot interval (ps[i-1], ps[i]] holding p: at a repeated
+        # percentile (a jump between histogram buckets) that is the lower bucket, as in
+        # HdrHistogram's "smallest value whose cumulative count reaches p".
+        i = int(np.searchsorted(ps, p, side="left"))
         if i == 0:
             value = float(vs[0])
         elif i == ps.size:

@@ -41,10 +41,10 @@ def looks_like_samples(lines: list[tuple[int, str]]) -> bool:
         return False
     first = _split(body[0][1])
     has_header = not all(_NUMBER.match(c) for c in first)
+    if has_header and any(_LATENCY_NAME.search(c) for c in first):
+        return True
     rows = body[1:6] if has_header else body[:5]
-    if not rows:
-        return has_header and any(_LATENCY_NAME.search(c) for c in first)
-    return all(any(_NUMBER.match(c) for c in _split(t)) for _, t in rows)
+    return bool(rows) and all(any(_NUMBER.match(c) for c in _split(t)) for _, t in rows)
 
 
 def read_samples(source: Source, conditions: Mapping[str, Any]) -> Measurement:

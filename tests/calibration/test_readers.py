@@ -1,0 +1,435 @@
+"""Readers on real-format fixtures, and on broken variants of them."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from hdrh.histogram import HdrHistogram
+
+from calibration import read
+from twin.errors import MeasurementError
+
+
+def _lines(path):
+    return path.read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+# ---------------------------------------------------------------- format detection
+
+
+@pytest.mark.parametrize(
+    "name, fmt, options",
+    [
+        ("aeron_echo_report.hgrm", "hgrm", {}),
+        ("aeron_echo_0.hdr", "hdr-log", {}),
+        ("tlb_client_histogram.hlog", "hdr-log", {}),
+        ("tagged.hlog", "hdr-log", {"tag": "order"}),
+        ("netperf_tcp_rr.txt", "netperf", {}),
+        ("netperf_udp_rr.txt", "netperf", {}),
+        ("netperf_omni_tcp_rr.txt", "netperf", {}),
+        ("netperf_omni_keyval.txt", "netperf", {}),
+        ("sockperf_pingpong_rtt.txt", "sockperf", {}),
+        ("sockperf_pingpong_latency.txt", "sockperf", {}),
+        ("tlb_output.csv", "tlb-csv", {}),
+        ("samples_latency_us.csv", "samples-csv", {}),
+        ("rtt_samples_ns.txt", "samples-csv", {"value_unit": "ns"}),
+    ],
+)
+def test_format_is_detected_from_content_not_name(fixture_path, variant, name, fmt, options):
+    original = fixture_path(name)
+    renamed = variant("measurement.dat", original.read_text(encoding="utf-8"))
+    assert read(original, **options).format == fmt
+    assert read(renamed, **options).format == fmt
+
+
+def test_caller_conditions_merge_over_the_file(fixture_path):
+    m = read(fixture_path("sockperf_pingpong_rtt.txt"), tier=1, protocol="udp", placement="cpg")
+    assert m.conditions["tier"] == 1 and m.conditions["placement"] == "cpg"
+    assert m.conditions["protocol"] == "udp"  # the caller wins
+    assert m.conditions["tool"] == "sockperf"
+
+
+def test_empty_file(variant):
+    with pytest.raises(MeasurementError, match=r"empty\.txt:1: empty file"):
+        read(variant("empty.txt", "\n  \n"))
+
+
+def test_unknown_format(variant):
+    with pytest.raises(MeasurementError, match=r"notes\.txt:2: unknown benchmark format"):
+        read(variant("notes.txt", "\nhello world, this is not a benchmark\n"))
+
+
+def test_missing_and_binary_files(tmp_path):
+    with pytest.raises(MeasurementError, match="no such file"):
+        read(tmp_path / "nope.hgrm")
+    binary = tmp_path / "x.hdr"
+    binary.write_bytes(b"HIST\x00\x01")
+    with pytest.raises(MeasurementError, match=r"x\.hdr:1: binary data"):
+        read(binary)
+
+
+def test_value_unit_refused_where_the_format_states_its_unit(fixture_path):
+    with pytest.raises(MeasurementError, match="value_unit= applies to"):
+        read(fixture_path("sockperf_pingpong_rtt.txt"), value_unit="ns")
+    with pytest.raises(MeasurementError, match="not a time unit"):
+        read(fixture_path("aeron_echo_report.hgrm"), value_unit="furlongs")
+
+
+# ---------------------------------------------------------------- hgrm
+
+
+def test_hgrm_reads_table_footer_and_matches_hdr(fixture_path):
+    m = read(fixture_path("aeron_echo_report.hgrm"), tier=1)
+    assert m.count == 20000 and m.min_us == pytest.approx(23.359)
+    assert m.max_us == pytest.approx(437.759) and m.mean_us == pytest.approx(31.454)
+    assert m.percentiles_us[0] == (0.0, pytest.approx(23.359))
+    assert m.percentiles_us[-1][0] == 100.0
+    # the same histogram as an interval log gives the same distribution within HDR precision
+    log = read(fixture_path("aeron_echo_0.hdr"))
+    for p in (50, 90, 99):
+        assert m.percentile_us(p) == pytest.approx(log.percentile_us(p), rel=0.01)
+    assert m.conditions["tier"] == 1 and m.source.endswith(":1")
+
+
+def test_hgrm_csv_variant_and_value_unit(variant):
+    text = (
+        '"Value","Percentile","TotalCount","1/(1-Percentile)"\n'
+        "10.000,0.000000000000,1,1.00\n"
+        "20.000,0.500000000000,50,2.00\n"
+        "40.000,1.000000000000,100,Infinity\n"
+    )
+    m = read(variant("wrk.csv", text), value_unit="ms")
+    assert m.format == "hgrm" and m.count == 100
+    assert m.percentile_us(50) == 20000.0 and m.max_us == 40000.0
+
+
+def test_hgrm_wrk2_layout_with_inf_column(variant):
+    text = (
+        "  Detailed Percentile spectrum:\n"
+        "       Value   Percentile   TotalCount 1/(1-Percentile)\n\n"
+        "       0.921     0.000000            1         1.00\n"
+        "       1.240     0.500000        25013         2.00\n"
+        "      10.639     1.000000        50000          inf\n"
+        "#[Mean    =        1.473, StdDeviation   =        0.705]\n"
+        "#[Max     =       10.632, Total count    =        50000]\n"
+        "#[Buckets =           27, SubBuckets     =         2048]\n"
+        "----------------------------------------------------------\n"
+        "  119714 requests in 1.00m, 9.48MB read\n"
+    )
+    m = read(variant("wrk2.txt", text), value_unit="ms")
+    assert m.count == 50000 and m.percentile_us(50) == pytest.approx(1240.0)
+
+
+def test_hgrm_wrong_column_count_names_file_and_line(fixture_path, variant):
+    lines = _lines(fixture_path("aeron_echo_report.hgrm"))
+    lines[16] = "      30.111 0.5\n"
+    path = variant("bad.hgrm", "".join(lines))
+    with pytest.raises(MeasurementError) as err:
+        read(path)
+    assert str(err.value) == (
+        f"{path}:17: expected 4 columns (Value Percentile TotalCount 1/(1-Percentile)), got 2"
+    )
+
+
+def test_hgrm_truncated(fixture_path, variant):
+    lines = _lines(fixture_path("aeron_echo_report.hgrm"))
+    with pytest.raises(MeasurementError, match=r"cut\.hgrm:40: truncated"):
+        read(variant("cut.hgrm", "".join(lines[:40])))
+    with pytest.raises(MeasurementError, match=r"head\.hgrm:1: no rows after the header"):
+        read(variant("head.hgrm", lines[0]))
+
+
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ("      -3.000 0.300000000000       6000           1.43\n", "Value: must be >= 0"),
+        ("       abc   0.300000000000       6000           1.43\n", "Value: expected a number"),
+        ("      99.000 0.010000000000       6000           1.01\n", "percentiles out of order"),
+        ("       1.000 0.999000000000      19990        1000.00\n", "values out of order"),
+    ],
+)
+def test_hgrm_bad_rows(fixture_path, variant, row, message):
+    lines = _lines(fixture_path("aeron_echo_report.hgrm"))
+    lines[5] = row
+    with pytest.raises(MeasurementError, match=rf"bad\.hgrm:6: {message}"):
+        read(variant("bad.hgrm", "".join(lines)))
+
+
+# ---------------------------------------------------------------- HDR interval logs
+
+
+def test_aeron_log_without_header_max_in_ns(fixture_path):
+    m = read(fixture_path("aeron_echo_0.hdr"))
+    line = fixture_path("aeron_echo_0.hdr").read_text().split(",")
+    assert float(line[2]) / 1000.0 == pytest.approx(m.max_us, rel=1e-3)  # column is ns
+    assert m.count == 20000 and m.conditions["duration_s"] == 60.0
+    assert 29 < m.percentile_us(50) < 31
+
+
+def test_tlb_client_log_appended_blocks_max_in_ms(fixture_path):
+    path = fixture_path("tlb_client_histogram.hlog")
+    m = read(path, tier=2)
+    assert m.count == 10000 and m.conditions["intervals"] == 2
+    assert m.conditions["logged_with"] == "Exchange Client 0.0.1"
+    first_max_ms = float(
+        next(t for t in path.read_text().splitlines() if t[:1].isdigit()).split(",")[2]
+    )
+    assert first_max_ms < 10  # the column is in ms: the reader must not take it as us or ns
+    assert m.max_us > 100 and 60 < m.percentile_us(50) < 80
+
+
+def test_interval_log_sums_intervals_exactly(variant):
+    values = [[1000, 2000, 3000], [4000, 5000], [6000]]
+    lines = []
+    for i, vs in enumerate(values):
+        h = HdrHistogram(1, 10**9, 3)
+        for v in vs:
+            h.record_value(v)
+        lines.append(f"{i}.000,1.000,{h.get_max_value() / 1e6:.3f},{h.encode().decode()}\n")
+    m = read(variant("exact.hlog", "".join(lines)))
+    assert m.count == 6 and m.min_us == 1.0 and m.max_us == pytest.approx(6.0, rel=1e-3)
+    assert m.mean_us == pytest.approx(3.5, rel=1e-3)
+    assert m.percentile_us(50) == pytest.approx(3.0, rel=1e-2)
+
+
+def test_tagged_log_needs_a_tag(fixture_path):
+    with pytest.raises(MeasurementError, match="several tags .*'cancel', 'order'.*pass tag="):
+        read(fixture_path("tagged.hlog"))
+    order = read(fixture_path("tagged.hlog"), tag="order")
+    cancel = read(fixture_path("tagged.hlog"), tag="cancel")
+    assert order.count == cancel.count == 1500
+    assert order.conditions["tag"] == "order"
+    assert order.percentile_us(50) > cancel.percentile_us(50)
+    with pytest.raises(MeasurementError, match="no interval histogram with tag='modify'"):
+        read(fixture_path("tagged.hlog"), tag="modify")
+
+
+def test_interval_log_value_unit_override(fixture_path):
+    ns = read(fixture_path("aeron_echo_0.hdr"))
+    us = read(fixture_path("aeron_echo_0.hdr"), value_unit="us")
+    assert us.percentile_us(50) == pytest.approx(ns.percentile_us(50) * 1000)
+
+
+@pytest.mark.parametrize(
+    "cut, message",
+    [
+        (lambda p: p[:-7], "cannot decode the compressed histogram"),  # bad base64 padding
+        (lambda p: p[:40] + "AAAA" * 4 + p[56:], "cannot decode the compressed histogram"),
+        (lambda p: p[:-8] + "!!!!!!!!", "cannot decode the compressed histogram"),
+    ],
+)
+def test_interval_log_corrupt_payload(fixture_path, variant, cut, message):
+    lines = _lines(fixture_path("tlb_client_histogram.hlog"))
+    start, length, maximum, payload = lines[4].rstrip("\n").split(",")
+    lines[4] = ",".join([start, length, maximum, cut(payload)]) + "\n"
+    with pytest.raises(MeasurementError, match=rf"bad\.hlog:5: {message}.*truncated or corrupt"):
+        read(variant("bad.hlog", "".join(lines)))
+
+
+def test_interval_log_truncated_after_header(fixture_path, variant):
+    lines = _lines(fixture_path("tlb_client_histogram.hlog"))
+    with pytest.raises(MeasurementError, match=r"head\.hlog:4: no interval histogram lines"):
+        read(variant("head.hlog", "".join(lines[:4])))
+
+
+def test_interval_log_bad_fields(fixture_path, variant):
+    lines = _lines(fixture_path("tlb_client_histogram.hlog"))
+    good = lines[4]
+    lines[4] = good.replace("0.000,30.000,", "0.000,abc,", 1)
+    with pytest.raises(MeasurementError, match=r"bad\.hlog:5: Interval_Length: expected a number"):
+        read(variant("bad.hlog", "".join(lines)))
+    lines[4] = re.sub(r"^0\.000,30\.000,[0-9.]+,", "0.000,30.000,123456.000,", good)
+    with pytest.raises(MeasurementError, match=r"bad\.hlog:5: Interval_Max .* does not match"):
+        read(variant("bad.hlog", "".join(lines)))
+    lines[4] = "0.000;30.000\n"
+    with pytest.raises(MeasurementError, match=r"bad\.hlog:5: expected an interval line"):
+        read(variant("bad.hlog", "".join(lines)))
+
+
+# ---------------------------------------------------------------- netperf
+
+
+def test_netperf_classic_tcp_rr_mean_is_inverse_rate(fixture_path):
+    m = read(fixture_path("netperf_tcp_rr.txt"), placement="none")
+    assert m.mean_us == pytest.approx(1e6 / 17238.23)
+    assert m.count == round(17238.23 * 30)
+    assert m.conditions["test"] == "TCP_RR" and m.conditions["payload_bytes"] == 16
+    assert not m.percentiles_us and m.summary()["p50"] is None
+    with pytest.raises(MeasurementError, match="no percentile information"):
+        m.percentile_us(50)
+
+
+def test_netperf_classic_udp_rr(fixture_path):
+    m = read(fixture_path("netperf_udp_rr.txt"))
+    assert m.conditions["protocol"] == "UDP" and m.conditions["payload_bytes"] == 64
+    assert m.mean_us == pytest.approx(1e6 / 21464.10)
+
+
+def test_netperf_omni_csv(fixture_path):
+    m = read(fixture_path("netperf_omni_tcp_rr.txt"))
+    assert m.percentiles_us == ((50.0, 57.0), (90.0, 62.0), (99.0, 71.0))
+    assert (m.min_us, m.max_us, m.mean_us) == (37.0, 1204.0, 58.12)
+    assert m.conditions["transaction_rate_per_s"] == pytest.approx(17187.911)
+    assert m.summary()["p99_9"] is None and m.summary()["p95"] == pytest.approx(67.0)
+
+
+def test_netperf_omni_keyval(fixture_path):
+    m = read(fixture_path("netperf_omni_keyval.txt"))
+    assert m.percentile_us(99) == 25.0 and m.min_us == 19.0 and m.mean_us == 21.36
+    assert m.conditions["transaction_rate_per_s"] == pytest.approx(46710.52)
+    assert m.conditions["test"] == "UDP_RR" and m.conditions["payload_bytes"] == 64
+
+
+def test_netperf_burst_gives_no_inverse_rate_mean(fixture_path, variant):
+    text = fixture_path("netperf_tcp_rr.txt").read_text().replace("first burst 0", "first burst 8")
+    with pytest.raises(MeasurementError, match="no latency figures"):
+        read(variant("burst.txt", text))
+
+
+def test_netperf_bad_inputs(fixture_path, variant):
+    lines = _lines(fixture_path("netperf_tcp_rr.txt"))
+    with pytest.raises(MeasurementError, match=r"cut\.txt:5: truncated"):
+        read(variant("cut.txt", "".join(lines[:6])))
+    with pytest.raises(MeasurementError, match=r"cut\.txt:1: netperf banner without results"):
+        read(variant("cut.txt", lines[0]))
+    bad = list(lines)
+    bad[6] = "16384  131072 16       16      30.00    n/a\n"
+    with pytest.raises(MeasurementError, match=r"bad\.txt:7: rate: expected a number, got 'n/a'"):
+        read(variant("bad.txt", "".join(bad)))
+    omni = _lines(fixture_path("netperf_omni_tcp_rr.txt"))
+    omni[2] = "37,58.12,1204,57,62\n"
+    with pytest.raises(MeasurementError, match=r"omni\.txt:3: expected 9 values"):
+        read(variant("omni.txt", "".join(omni)))
+    omni[2] = "37,58.12,1204,57,52,71,17187.911,17187.91,Trans/s\n"
+    with pytest.raises(MeasurementError, match=r"omni\.txt:3: percentiles out of order"):
+        read(variant("omni.txt", "".join(omni)))
+    kv = (
+        fixture_path("netperf_omni_keyval.txt")
+        .read_text()
+        .replace("P90_LATENCY=22", "P90_LATENCY=-1")
+    )
+    with pytest.raises(MeasurementError, match=r"kv\.txt:5: p90: must be >= 0"):
+        read(variant("kv.txt", kv))
+
+
+# ---------------------------------------------------------------- sockperf
+
+
+def test_sockperf_full_rtt(fixture_path):
+    m = read(fixture_path("sockperf_pingpong_rtt.txt"))
+    assert m.count == 515358 and m.mean_us == 57.265
+    assert (m.min_us, m.max_us) == (34.955, 956.552)
+    assert m.percentiles_us[0] == (25.0, 47.81) and m.percentiles_us[-1] == (99.999, 583.141)
+    assert m.conditions["statistic"] == "round_trip" and m.conditions["protocol"] == "UDP"
+    assert m.conditions["duration_s"] == pytest.approx(29.55)
+    assert m.summary()["p99_9"] == 168.944
+
+
+def test_sockperf_half_rtt_is_flagged(fixture_path):
+    m = read(fixture_path("sockperf_pingpong_latency.txt"))
+    assert m.conditions["statistic"] == "half_round_trip" and m.percentile_us(50) == 17.022
+
+
+def test_sockperf_bad_inputs(fixture_path, variant):
+    lines = _lines(fixture_path("sockperf_pingpong_rtt.txt"))
+    with pytest.raises(MeasurementError, match=r"cut\.txt:10: no sockperf statistics"):
+        read(variant("cut.txt", "".join(lines[:10])))
+    bad = list(lines)
+    bad[19] = "sockperf: ---> percentile 90.000 =  276.919\n"
+    with pytest.raises(MeasurementError, match=r"bad\.txt:20: percentile 90 = 276.919 is above"):
+        read(variant("bad.txt", "".join(bad)))
+    bad = list(lines)
+    bad[19] = "sockperf: ---> percentile 90.000 =  n/a\n"
+    with pytest.raises(
+        MeasurementError, match=r"bad\.txt:20: percentile 90.000: expected a number"
+    ):
+        read(variant("bad.txt", "".join(bad)))
+    two = "".join(lines) + "".join(lines[9:])
+    with pytest.raises(MeasurementError, match="several servers"):
+        read(variant("two.txt", two))
+
+
+# ---------------------------------------------------------------- trading-latency-benchmark CSV
+
+
+def test_tlb_csv_units(fixture_path):
+    m = read(fixture_path("tlb_output.csv"))
+    assert m.percentiles_us == (
+        (50.0, 57.0),
+        (90.0, 61.0),
+        (95.0, 63.0),
+        (99.0, 69.0),
+        (99.9, 80.0),
+        (99.99, 422.0),
+    )
+    assert m.max_us == pytest.approx(13600.0) and m.min_us is None
+
+
+def test_tlb_csv_rows_by_route(fixture_path):
+    path = fixture_path("tlb_output_routes.csv")
+    with pytest.raises(MeasurementError, match="2 report rows .*pass source="):
+        read(path)
+    m = read(path, source="10.0.1.5")
+    assert m.percentile_us(50) == pytest.approx(29.253)  # 29253ns
+    assert m.max_us == pytest.approx(1200.0) and m.conditions["destination"] == "10.0.2.7"
+    with pytest.raises(MeasurementError, match="no row matches source='10.9.9.9'"):
+        read(path, source="10.9.9.9")
+
+
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ("57µs,61µs,63µs,69µs,80µs,422µs\n", "expected 7 columns"),
+        ("57µs,61µs,63µs,69µs,80µs,422µs,13.6 fortnights\n", "W: expected a time such as"),
+        ("57µs,61µs,63µs,69µs,80µs,-422µs,13.6ms\n", r"99.99%: must be >= 0"),
+        ("57µs,61µs,63µs,69µs,80µs,42µs,13.6ms\n", "values out of order"),
+        ("57µs,61µs,63µs,69µs,80µs,422µs,100µs\n", r"W \(max\) 100 us is below"),
+    ],
+)
+def test_tlb_csv_bad_rows(fixture_path, variant, row, message):
+    header = fixture_path("tlb_output.csv").read_text(encoding="utf-8").splitlines()[0]
+    with pytest.raises(MeasurementError, match=rf"bad\.csv:2: {message}"):
+        read(variant("bad.csv", header + "\n" + row))
+
+
+def test_tlb_csv_header_only(fixture_path, variant):
+    header = fixture_path("tlb_output.csv").read_text(encoding="utf-8").splitlines()[0]
+    with pytest.raises(MeasurementError, match=r"h\.csv:1: header without data rows"):
+        read(variant("h.csv", header + "\n"))
+
+
+# ---------------------------------------------------------------- raw samples
+
+
+def test_samples_csv_with_named_unit(fixture_path):
+    m = read(fixture_path("samples_latency_us.csv"))
+    assert m.samples_us is not None and m.count == 200
+    assert m.samples_us[0] == 28.004 and m.conditions["value_unit"] == "us"
+    assert m.percentile_us(50) == pytest.approx(float(np.percentile(m.samples_us, 50)))
+
+
+def test_samples_plain_column_needs_a_unit(fixture_path):
+    path = fixture_path("rtt_samples_ns.txt")
+    with pytest.raises(
+        MeasurementError, match=r"rtt_samples_ns\.txt:1: .*does not state its time unit"
+    ):
+        read(path)
+    m = read(path, value_unit="ns")
+    assert m.samples_us[0] == pytest.approx(32.681) and m.count == 100
+
+
+def test_samples_bad_inputs(variant):
+    with pytest.raises(MeasurementError, match=r"s\.csv:3: latency_us: must be >= 0"):
+        read(variant("s.csv", "latency_us\n1.5\n-2\n"))
+    with pytest.raises(MeasurementError, match=r"s\.csv:4: latency_us: expected a number"):
+        read(variant("s.csv", "latency_us\n1.5\n2\nlost\n"))
+    with pytest.raises(MeasurementError, match=r"s\.csv:1: header without samples"):
+        read(variant("s.csv", "rtt_ns\n"))
+    with pytest.raises(MeasurementError, match="cannot tell which column .*pass column="):
+        read(variant("s.csv", "a_us,b_us\n1,2\n"))
+    with pytest.raises(MeasurementError, match="contradicts the column name"):
+        read(variant("s.csv", "latency_us\n1\n2\n"), value_unit="ms")
+    m = read(variant("s.csv", "a_us,b_ms\n1,2\n3,4\n"), column="b_ms")
+    assert list(m.samples_us) == [2000.0, 4000.0]
