@@ -1,0 +1,83 @@
+"""The EC2 instance catalogue: the facts of each instance type the twin can place.
+
+Facts come from the public EC2 instance-type pages (vCPUs, bare metal or not, network bandwidth,
+hypervisor). AWS does not publish packet-per-second allowances; the ``pps_allowance`` column is an
+order-of-magnitude assumption (about 100k packets/s per Gb/s of bandwidth, in line with public
+packet-rate tests on ENA) and only binds on small instances. ENA exposes up to 32 queue pairs, one
+per vCPU (ENA documentation), which is how many cores can run the receive path in parallel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Public EC2 documentation, "Network specifications" of each instance family (bandwidth is the
+# sustained figure; "up to" sizes use their baseline).
+EC2_DOCS = "AWS EC2 instance types: network specifications"
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """One EC2 instance type as the network model sees it."""
+
+    name: str
+    vcpus: int
+    metal: bool
+    bandwidth_gbps: float
+    hypervisor: str  # "nitro" (virtualised on Nitro), "metal" (Nitro card, no hypervisor), "xen"
+    pps_allowance: float
+
+    @property
+    def ena_queues(self) -> int:
+        """Receive queues that can process packets in parallel (ENA: up to 32, one per vCPU)."""
+        return 1 if self.hypervisor == "xen" else min(self.vcpus, 32)
+
+
+def _nitro(name: str, vcpus: int, bandwidth_gbps: float, metal: bool = False) -> InstanceType:
+    return InstanceType(
+        name=name,
+        vcpus=vcpus,
+        metal=metal,
+        bandwidth_gbps=bandwidth_gbps,
+        hypervisor="metal" if metal else "nitro",
+        pps_allowance=bandwidth_gbps * 100_000.0,
+    )
+
+
+CATALOGUE: dict[str, InstanceType] = {
+    t.name: t
+    for t in (
+        _nitro("c6id.metal", 128, 50.0, metal=True),
+        _nitro("c5n.xlarge", 4, 5.0),
+        _nitro("c5n.9xlarge", 36, 50.0),
+        _nitro("c5n.18xlarge", 72, 100.0),
+        _nitro("c5n.metal", 72, 100.0, metal=True),
+        _nitro("c5.xlarge", 4, 1.25),
+        _nitro("c5.4xlarge", 16, 5.0),
+        _nitro("c6i.32xlarge", 128, 50.0),
+        _nitro("c6in.32xlarge", 128, 200.0),
+        _nitro("c6in.metal", 128, 200.0, metal=True),
+        _nitro("c7gn.16xlarge", 64, 200.0),
+        _nitro("c7i.4xlarge", 16, 3.125),
+        _nitro("c7i.24xlarge", 96, 37.5),
+        _nitro("c6a.2xlarge", 8, 3.125),
+        InstanceType(
+            name="t2.micro",
+            vcpus=1,
+            metal=False,
+            bandwidth_gbps=0.1,
+            hypervisor="xen",
+            pps_allowance=50_000.0,
+        ),
+    )
+}
+
+
+def instance_type(name: str) -> InstanceType:
+    """Look up an instance type; ``KeyError`` lists the allowed names."""
+    try:
+        return CATALOGUE[name]
+    except KeyError:
+        raise KeyError(
+            f"{name!r} is not in the catalogue; allowed: {', '.join(CATALOGUE)}"
+        ) from None

@@ -1,0 +1,134 @@
+"""The host's network stack between the application and the NIC, on either side.
+
+Send: application encode/write, optional TLS encryption, then the kernel (or a kernel-bypass
+poll-mode driver) building and queueing the packet. Receive: the kernel's receive path (softirq,
+TCP), waking the application thread (unless it busy-polls), optional TLS decryption and the
+application's decode. Kernel packet processing costs CPU on the ENA queues' cores: that part is
+a queued service at a station with one server per receive queue, so it saturates under load.
+The application's encode and decode run on its pool of I/O threads (``io_threads``), another
+station: at high message rates this is where a JVM client or gateway starts to queue.
+
+Tuning knobs follow the domain brief: ``busy_poll`` replaces the interrupt wake-up with a spin;
+deep C-states add the exit latency of a sleeping core; unpinned IRQs add migration jitter.
+"""
+
+from __future__ import annotations
+
+from twin.catalogue import InstanceType
+from twin.components.stages import sources, stage
+from twin.dists import Const, Exponential
+from twin.path import Hop, Station
+from twin.profile import Profile
+from twin.scenario import HostStack
+
+
+def _cores(role: str, instance: InstanceType) -> Station:
+    return Station(f"{role} network cores", instance.ena_queues)
+
+
+def _io_threads(role: str, host: HostStack) -> Station:
+    return Station(f"{role} I/O threads", host.io_threads)
+
+
+def send_hops(role: str, host: HostStack, instance: InstanceType, profile: Profile) -> list[Hop]:
+    """Hops from the application's write to the packet handed to the NIC."""
+    hops = [
+        Hop(
+            f"{role} app send",
+            "host",
+            service=stage(profile, "app_send"),
+            station=_io_threads(role, host),
+            source=sources(profile, "app_send_median_us"),
+        ),
+    ]
+    if host.tls:
+        hops.append(
+            Hop(
+                f"{role} TLS encrypt",
+                "host",
+                delay=stage(profile, "tls_record"),
+                source=sources(profile, "tls_record_median_us"),
+            )
+        )
+    kind = "kernel_tx" if host.stack == "kernel" else "bypass_tx"
+    hops.append(
+        Hop(
+            f"{role} {host.stack} tx",
+            "host",
+            delay=stage(profile, kind),
+            service=Const(profile.value(f"{kind}_cpu_us")),
+            station=_cores(role, instance),
+            source=sources(profile, f"{kind}_median_us", f"{kind}_cpu_us"),
+        )
+    )
+    return hops
+
+
+def receive_hops(role: str, host: HostStack, instance: InstanceType, profile: Profile) -> list[Hop]:
+    """Hops from the NIC's delivery to the application holding the decoded message."""
+    kind = "kernel_rx" if host.stack == "kernel" else "bypass_rx"
+    hops = [
+        Hop(
+            f"{role} {host.stack} rx",
+            "host",
+            delay=stage(profile, kind),
+            service=Const(profile.value(f"{kind}_cpu_us")),
+            station=_cores(role, instance),
+            source=sources(profile, f"{kind}_median_us", f"{kind}_cpu_us"),
+        ),
+    ]
+    if host.busy_poll or host.stack == "bypass":
+        hops.append(
+            Hop(
+                f"{role} busy poll",
+                "host",
+                fixed_us=profile.value("busy_poll_us"),
+                source=sources(profile, "busy_poll_us"),
+            )
+        )
+    else:
+        hops.append(
+            Hop(
+                f"{role} wake-up",
+                "host",
+                delay=stage(profile, "wakeup"),
+                source=sources(profile, "wakeup_median_us"),
+            )
+        )
+        if host.deep_cstates:
+            hops.append(
+                Hop(
+                    f"{role} C-state exit",
+                    "host",
+                    delay=Exponential(profile.value("cstate_exit_mean_us")),
+                    source=sources(profile, "cstate_exit_mean_us"),
+                )
+            )
+    if not host.irq_pinning and host.stack == "kernel":
+        hops.append(
+            Hop(
+                f"{role} IRQ migration",
+                "host",
+                delay=Exponential(profile.value("irq_unpinned_mean_us")),
+                source=sources(profile, "irq_unpinned_mean_us"),
+            )
+        )
+    if host.tls:
+        hops.append(
+            Hop(
+                f"{role} TLS decrypt",
+                "host",
+                delay=stage(profile, "tls_record"),
+                source=sources(profile, "tls_record_median_us"),
+            )
+        )
+    hops.append(
+        Hop(
+            f"{role} app receive",
+            "host",
+            service=stage(profile, "app_recv"),
+            station=_io_threads(role, host),
+            source=sources(profile, "app_recv_median_us"),
+        )
+    )
+    return hops

@@ -1,0 +1,39 @@
+"""``make demo``: the four access tiers at the published low and high rates, side by side."""
+
+from __future__ import annotations
+
+from twin.cli import scenarios_dir
+from twin.scenario import load_scenario
+from twin.simulation import apply_overrides, run
+
+TIER_FILES = ("tier1_peering_cpg", "tier2_peering", "tier3_privatelink", "tier4_cloudfront")
+RATES = (10_000, 400_000)
+# Measured seconds per run, chosen so each run records about 20k round trips.
+DES_DURATION_S = {10_000: 2.0, 400_000: 0.05}
+
+
+def demo(engine: str = "des") -> str:
+    """Run every tier at both rates and return the comparison table."""
+    header = (
+        f"{'tier':20s} {'rate msg/s':>10s} {'p50':>8s} {'p90':>8s} {'p99':>8s} "
+        f"{'p99.9':>8s} {'max':>8s} {'msgs':>7s}"
+    )
+    lines = [
+        "Order round trip (us), order->ack and cancel->cancel ack, c6id.metal both ends",
+        header,
+        "-" * len(header),
+    ]
+    for name in TIER_FILES:
+        base = load_scenario(scenarios_dir() / f"{name}.toml")
+        for rate in RATES:
+            result = run(apply_overrides(base, rate, DES_DURATION_S[rate]), engine=engine)
+            if not result.stable:
+                lines.append(f"{name:20s} {rate:>10,d} unstable: {'; '.join(result.saturated)}")
+                continue
+            r = result.rtt_us
+            lines.append(
+                f"{name:20s} {rate:>10,d} {r['p50']:8.1f} {r['p90']:8.1f} "
+                f"{r['p99']:8.1f} {r['p99_9']:8.1f} {r['max']:8.1f} "
+                f"{result.messages:>7,d}"
+            )
+    return "\n".join(lines)

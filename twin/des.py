@@ -1,0 +1,182 @@
+"""The reference engine: a readable SimPy model of the order loop over a compiled path.
+
+Each message is a SimPy process that walks the path's hops in order: it waits the hop's fixed
+time and its non-queueing delay, then (if the hop has a station) queues FIFO for one of the
+station's servers and holds it for the service time. In the order loop a client sends a limit
+order, and on its ack immediately sends the cancel; each of the two round trips is one recorded
+message. Open loops start cycles on a schedule (so a slow reply never delays the next send and
+coordinated omission cannot hide the tail); closed loops run ``accounts`` paced loops that each
+wait for their reply. Samples come from ``numpy.random.Generator`` seeded by the load's seed.
+
+Full fidelity and easy to read, not fast (tens of thousands of messages per second of wall
+time): ``twin.fast`` runs the same arrays compiled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+import simpy
+
+from twin import dtypes
+from twin.histogram import empty_counts, record_us
+from twin.load import Load
+from twin.path import CompiledPath
+from twin.results import EngineOutput
+
+# Stream id separating the engine's draws from placement's (same seed, different streams).
+DES_STREAM = 0x444553
+
+Sampler = Callable[[], float]
+
+
+def _sampler(
+    code: int,
+    p0: float,
+    p1: float,
+    p2: float,
+    rng: np.random.Generator,
+    tables: np.ndarray,
+    lengths: np.ndarray,
+) -> Sampler | None:
+    """A zero-argument draw for one distribution (None when it is always zero)."""
+    if code == dtypes.DIST_NONE:
+        return None
+    if code == dtypes.DIST_CONST:
+        return lambda: p0
+    if code == dtypes.DIST_EXP:
+        return lambda: rng.exponential(p0)
+    if code == dtypes.DIST_LOGNORMAL:
+        return lambda: p0 + p1 * np.exp(p2 * rng.standard_normal())
+    if code == dtypes.DIST_GAMMA:
+        return lambda: p0 + rng.gamma(p1, p2)
+    if code == dtypes.DIST_EMPIRICAL:
+        row = tables[int(p0)]
+        n = int(lengths[int(p0)])
+        return lambda: row[rng.integers(n)]
+    raise ValueError(f"Unknown distribution code {code}")
+
+
+class _Model:
+    """State of one SimPy run: stations, samplers and the measurement totals."""
+
+    def __init__(self, path: CompiledPath, load: Load):
+        self.env = simpy.Environment()
+        self.load = load
+        self.rng = np.random.default_rng([load.seed, DES_STREAM])
+        hops = path.hops
+        self.n_hops = path.n_hops
+        self.fixed = [float(x) for x in hops["fixed_us"]]
+        self.delay = [
+            _sampler(
+                int(h["delay_code"]),
+                h["delay_p0"],
+                h["delay_p1"],
+                h["delay_p2"],
+                self.rng,
+                path.tables,
+                path.table_lengths,
+            )
+            for h in hops
+        ]
+        self.service = [
+            _sampler(
+                int(h["service_code"]),
+                h["service_p0"],
+                h["service_p1"],
+                h["service_p2"],
+                self.rng,
+                path.tables,
+                path.table_lengths,
+            )
+            for h in hops
+        ]
+        self.station = [int(s) for s in hops["station"]]
+        self.resources = [simpy.Resource(self.env, capacity=int(c)) for c in path.station_servers]
+        self.samples: list[float] = []
+        self.hop_sum = np.zeros(self.n_hops)
+        self.busy = np.zeros(path.n_stations)
+
+    def in_window(self, t: float) -> bool:
+        return self.load.warmup_us <= t < self.load.end_us
+
+    def message(self) -> Generator[Any, Any, None]:
+        """One client message's round trip through every hop."""
+        env = self.env
+        sent = env.now
+        record = self.in_window(sent)
+        hop_times = [0.0] * self.n_hops if record else None
+        for i in range(self.n_hops):
+            entered = env.now
+            draw = self.delay[i]
+            wait = self.fixed[i] + (draw() if draw is not None else 0.0)
+            if wait > 0:
+                yield env.timeout(wait)
+            st = self.station[i]
+            if st >= 0:
+                with self.resources[st].request() as req:
+                    yield req
+                    serve = self.service[i]
+                    s = serve() if serve is not None else 0.0
+                    if self.in_window(env.now):
+                        self.busy[st] += s
+                    yield env.timeout(s)
+            if hop_times is not None:
+                hop_times[i] = env.now - entered
+        if hop_times is not None:
+            self.samples.append(env.now - sent)
+            self.hop_sum += hop_times
+
+    def cycle(self) -> Generator[Any, Any, None]:
+        """One loop iteration: order then cancel (or one echo)."""
+        for _ in range(self.load.messages_per_cycle):
+            yield self.env.process(self.message())
+
+    def open_loop(self) -> Generator[Any, Any, None]:
+        """Start cycles on a Poisson or evenly spaced schedule until the window closes."""
+        mean_gap = 1.0 / self.load.cycle_rate_per_us
+        poisson = self.load.arrivals == dtypes.ARRIVALS_POISSON
+        while True:
+            gap = self.rng.exponential(mean_gap) if poisson else mean_gap
+            yield self.env.timeout(gap)
+            if self.env.now >= self.load.end_us:
+                return
+            self.env.process(self.cycle())
+
+    def closed_account(self, phase_us: float) -> Generator[Any, Any, None]:
+        """One account's paced loop: a cycle, then wait for its next slot (if still ahead)."""
+        period = self.load.accounts / self.load.cycle_rate_per_us
+        next_start = phase_us
+        while next_start < self.load.end_us:
+            if next_start > self.env.now:
+                yield self.env.timeout(next_start - self.env.now)
+            yield self.env.process(self.cycle())
+            next_start += period
+
+    def run(self) -> EngineOutput:
+        if self.load.loop == dtypes.LOOP_OPEN:
+            self.env.process(self.open_loop())
+        else:
+            period = self.load.accounts / self.load.cycle_rate_per_us
+            for _ in range(self.load.accounts):
+                self.env.process(self.closed_account(float(self.rng.uniform(0, period))))
+        self.env.run()
+        samples = np.asarray(self.samples)
+        counts = empty_counts()
+        record_us(counts, samples)
+        return EngineOutput(
+            counts=counts,
+            messages=len(samples),
+            rtt_sum_us=float(samples.sum()),
+            rtt_max_us=float(samples.max()) if len(samples) else 0.0,
+            hop_time_sum_us=self.hop_sum,
+            station_busy_us=self.busy,
+            duration_us=self.load.duration_us,
+        )
+
+
+def simulate(path: CompiledPath, load: Load) -> EngineOutput:
+    """Run the SimPy model of ``load`` over ``path`` and return the window's totals."""
+    return _Model(path, load).run()

@@ -1,0 +1,73 @@
+"""The offered load as both engines see it: plain numbers derived from a scenario's workload.
+
+Rates count client messages (orders and cancels, or echoes) per second. In an open loop, cycles
+(order + cancel, or one echo) start on a schedule at ``rate / messages_per_cycle`` per second,
+whatever the replies do: Poisson or evenly spaced. In a closed loop each of ``accounts`` loops
+waits for its reply before sending again and paces its cycles to share the target rate, so the
+achieved rate falls below target when latency grows (the closed-loop property).
+
+Messages are recorded when they are **sent** inside ``[warmup, warmup + duration)``; a run goes
+on until every recorded message has been answered, so slow replies are never cut off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from twin import dtypes
+from twin.scenario import Workload
+from twin.units import seconds_to_us
+
+
+@dataclass(frozen=True)
+class Load:
+    """Numbers that drive an engine run (times in us)."""
+
+    loop: int
+    arrivals: int
+    rate_msgs_per_s: float
+    accounts: int
+    messages_per_cycle: int
+    duration_us: float
+    warmup_us: float
+    seed: int
+
+    def __post_init__(self) -> None:
+        if self.rate_msgs_per_s <= 0:
+            raise ValueError(f"Rate must be > 0 msg/s, got {self.rate_msgs_per_s}")
+        if self.duration_us <= 0:
+            raise ValueError(f"Duration must be > 0 us, got {self.duration_us}")
+        if self.warmup_us < 0:
+            raise ValueError(f"Negative warm-up {self.warmup_us} us")
+        if self.accounts < 1 or self.messages_per_cycle not in (1, 2):
+            raise ValueError(
+                f"Need >= 1 account and 1 or 2 messages per cycle, got {self.accounts}, "
+                f"{self.messages_per_cycle}"
+            )
+
+    @property
+    def cycle_rate_per_us(self) -> float:
+        """Cycles started per microsecond across all accounts."""
+        return self.rate_msgs_per_s / self.messages_per_cycle / 1e6
+
+    @property
+    def end_us(self) -> float:
+        """Time after which no recorded message is sent."""
+        return self.warmup_us + self.duration_us
+
+    @classmethod
+    def from_workload(cls, workload: Workload) -> Load:
+        return cls(
+            loop=dtypes.LOOP_OPEN if workload.loop == "open" else dtypes.LOOP_CLOSED,
+            arrivals=(
+                dtypes.ARRIVALS_POISSON
+                if workload.arrivals == "poisson"
+                else dtypes.ARRIVALS_UNIFORM
+            ),
+            rate_msgs_per_s=workload.rate_msgs_per_s,
+            accounts=workload.accounts,
+            messages_per_cycle=workload.messages_per_cycle,
+            duration_us=seconds_to_us(workload.duration_s),
+            warmup_us=seconds_to_us(workload.warmup_s),
+            seed=workload.seed,
+        )

@@ -1,0 +1,87 @@
+"""Writing results to disk so that an interrupted or failed write never leaves a partial file.
+
+Every file is written to a temporary name in the destination folder and renamed into place
+(``os.replace`` is atomic on POSIX), so readers see either the old file or the complete new one.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from twin.histogram import to_hdr
+from twin.results import RunResult
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: Path, text: str) -> None:
+    atomic_write(path, lambda tmp: tmp.write_text(text))
+
+
+def write_json(path: Path, payload: Any) -> None:
+    write_text(path, json.dumps(payload, indent=2) + "\n")
+
+
+def histogram_table(counts: np.ndarray) -> pa.Table:
+    """Non-empty histogram buckets as a table: bucket value in ns and its count."""
+    hist = to_hdr(counts)
+    index = np.flatnonzero(counts)
+    values = [hist.get_value_from_index(int(i)) for i in index]
+    return pa.table(
+        {"value_ns": pa.array(values, pa.int64()), "count": pa.array(counts[index], pa.int64())}
+    )
+
+
+def hgrm_text(counts: np.ndarray) -> str:
+    """HdrHistogram's percentile distribution (``.hgrm``) with values in microseconds.
+
+    The ``hdrhistogram`` package prints the standard deviation footer unscaled (in ns while
+    every other value is in us); it is rewritten here so the file is self-consistent.
+    """
+    buffer = io.BytesIO()
+    hist = to_hdr(counts)
+    hist.output_percentile_distribution(buffer, 1000.0)
+    stddev_us = hist.get_stddev() / 1000.0
+    return re.sub(
+        r"StdDeviation   = *[0-9.]+",
+        f"StdDeviation   = {stddev_us:12.3f}",
+        buffer.getvalue().decode(),
+    )
+
+
+def write_run(out_dir: Path, result: RunResult, scenario_toml: str) -> list[Path]:
+    """Write a run's JSON summary, scenario, and histograms (Parquet and ``.hgrm``)."""
+    paths = [out_dir / "result.json", out_dir / "scenario.toml"]
+    write_json(paths[0], result.to_dict())
+    write_text(paths[1], scenario_toml)
+    if result.counts is not None:
+        counts = result.counts
+        hist_path = out_dir / "rtt_histogram.parquet"
+        atomic_write(hist_path, lambda tmp: pq.write_table(histogram_table(counts), tmp))
+        hgrm_path = out_dir / "rtt.hgrm"
+        write_text(hgrm_path, hgrm_text(counts))
+        paths += [hist_path, hgrm_path]
+    return paths

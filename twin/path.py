@@ -1,0 +1,165 @@
+"""The path a message takes, and its compiled form shared by both engines.
+
+A :class:`Hop` is one place a message spends time. It owns three parts: a fixed propagation time,
+a random delay that never queues (infinite servers: fibre, a switch's pipeline, a scaled-out
+Hyperplane fleet), and optionally a service at a :class:`Station` with a finite number of servers
+(a CPU core, a NIC's packet allowance, a pool of gateway threads), where messages wait in FIFO
+order. Hops that name the same station share its servers.
+
+:func:`compile_path` turns a list of hops into plain numpy arrays (:data:`twin.dtypes.HOP_DTYPE`
+rows, station capacities, empirical tables): the one description that ``twin.des`` and
+``twin.fast`` both execute, so the two engines cannot drift apart silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from twin import dtypes
+from twin.dists import ZERO, Dist, Empirical
+
+
+@dataclass(frozen=True)
+class Station:
+    """A finite-capacity FIFO resource: ``servers`` messages can be in service at once."""
+
+    name: str
+    servers: int
+
+    def __post_init__(self) -> None:
+        if self.servers < 1:
+            raise ValueError(f"Station {self.name!r} needs >= 1 server, got {self.servers}")
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One stage of the path: fixed time + non-queueing delay + optional queued service."""
+
+    name: str
+    component: str
+    fixed_us: float = 0.0
+    delay: Dist = ZERO
+    service: Dist = ZERO
+    station: Station | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.fixed_us < 0:
+            raise ValueError(f"Negative fixed delay {self.fixed_us} us in hop {self.name!r}")
+        if self.station is None and not self.service.is_zero:
+            raise ValueError(f"Hop {self.name!r} has a service time but no station")
+
+    @property
+    def mean_unloaded_us(self) -> float:
+        """Mean time in this hop when nothing else is queued."""
+        return self.fixed_us + self.delay.mean + self.service.mean
+
+
+@dataclass(frozen=True)
+class CompiledPath:
+    """Plain arrays both engines read. ``hops`` is the full round trip, in order."""
+
+    hops: np.ndarray  # HOP_DTYPE rows
+    station_servers: np.ndarray  # int64, one per station
+    tables: np.ndarray  # float64 (n_tables, max_len): empirical samples, padded
+    table_lengths: np.ndarray  # int64, valid length of each table row
+    hop_names: tuple[str, ...]
+    hop_components: tuple[str, ...]
+    station_names: tuple[str, ...]
+
+    @property
+    def n_hops(self) -> int:
+        return len(self.hops)
+
+    @property
+    def n_stations(self) -> int:
+        return len(self.station_servers)
+
+    def unloaded_mean_us(self) -> float:
+        """Mean round trip with no queueing at all (sum of each hop's mean)."""
+        total = 0.0
+        for row in self.hops:
+            total += row["fixed_us"]
+            total += _mean_of(row, "delay", self.tables, self.table_lengths)
+            total += _mean_of(row, "service", self.tables, self.table_lengths)
+        return float(total)
+
+    def station_service_mean_us(self) -> np.ndarray:
+        """Mean service time each station gives one message per round trip (sum over its hops)."""
+        out = np.zeros(self.n_stations)
+        for row in self.hops:
+            if row["station"] >= 0:
+                out[row["station"]] += _mean_of(row, "service", self.tables, self.table_lengths)
+        return out
+
+
+def _mean_of(row: np.void, part: str, tables: np.ndarray, lengths: np.ndarray) -> float:
+    code = int(row[f"{part}_code"])
+    p0, p1, p2 = (float(row[f"{part}_p{i}"]) for i in range(3))
+    if code == dtypes.DIST_NONE:
+        return 0.0
+    if code in (dtypes.DIST_CONST, dtypes.DIST_EXP):
+        return p0
+    if code == dtypes.DIST_LOGNORMAL:
+        return p0 + p1 * float(np.exp(p2 * p2 / 2))
+    if code == dtypes.DIST_GAMMA:
+        return p0 + p1 * p2
+    if code == dtypes.DIST_EMPIRICAL:
+        table = int(p0)
+        return float(tables[table, : lengths[table]].mean())
+    raise ValueError(f"Unknown distribution code {code}")
+
+
+def compile_path(hops: list[Hop]) -> CompiledPath:
+    """Lower a list of hops to the arrays both engines execute."""
+    if not hops:
+        raise ValueError("A path needs at least one hop")
+    stations: dict[str, Station] = {}
+    tables: list[np.ndarray] = []
+    table_index: dict[int, int] = {}
+    rows = np.zeros(len(hops), dtype=dtypes.HOP_DTYPE)
+
+    def encode(dist: Dist) -> tuple[int, float, float, float]:
+        if isinstance(dist, Empirical):
+            key = id(dist)
+            if key not in table_index:
+                table_index[key] = len(tables)
+                tables.append(np.asarray(dist.samples_us, dtype=np.float64))
+            return dist.code, float(table_index[key]), 0.0, 0.0
+        return (dist.code, *dist.params())
+
+    for i, hop in enumerate(hops):
+        row = rows[i]
+        row["fixed_us"] = hop.fixed_us
+        (row["delay_code"], row["delay_p0"], row["delay_p1"], row["delay_p2"]) = encode(hop.delay)
+        (row["service_code"], row["service_p0"], row["service_p1"], row["service_p2"]) = encode(
+            hop.service
+        )
+        if hop.station is None:
+            row["station"] = -1
+        else:
+            known = stations.get(hop.station.name)
+            if known is not None and known != hop.station:
+                raise ValueError(
+                    f"Station {hop.station.name!r} declared with {known.servers} and "
+                    f"{hop.station.servers} servers"
+                )
+            stations.setdefault(hop.station.name, hop.station)
+            row["station"] = list(stations).index(hop.station.name)
+    max_len = max((len(t) for t in tables), default=1)
+    table_array = np.zeros((max(len(tables), 1), max_len))
+    lengths = np.zeros(max(len(tables), 1), dtype=np.int64)
+    for k, t in enumerate(tables):
+        table_array[k, : len(t)] = t
+        lengths[k] = len(t)
+    return CompiledPath(
+        hops=rows,
+        station_servers=np.array([s.servers for s in stations.values()], dtype=np.int64),
+        tables=table_array,
+        table_lengths=lengths,
+        hop_names=tuple(h.name for h in hops),
+        hop_components=tuple(h.component for h in hops),
+        station_names=tuple(stations),
+    )

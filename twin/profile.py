@@ -1,0 +1,134 @@
+"""Calibration profiles: the model's numbers, with where each one came from.
+
+A profile is a TOML file (``calibration/profiles/*.toml``) that maps parameter names to a value,
+an optional standard uncertainty and a source (a row id of the published-figures table, a public
+document, a measurement in the repo, or a fit). Components read their numbers only from here, so
+nothing fitted is ever hard-coded in the model.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from twin.errors import ProfileError
+
+_PARAM_KEYS = {"value", "sd", "source", "fitted", "unit"}
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One model parameter: its value, standard uncertainty (0 if unknown) and provenance."""
+
+    value: float
+    source: str
+    sd: float = 0.0
+    fitted: bool = False
+
+
+@dataclass(frozen=True)
+class Profile(Mapping[str, Parameter]):
+    """An immutable set of named parameters plus metadata about how they were obtained."""
+
+    name: str
+    params: Mapping[str, Parameter]
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    path: str = "<memory>"
+
+    def __getitem__(self, key: str) -> Parameter:
+        try:
+            return self.params[key]
+        except KeyError:
+            raise ProfileError(
+                f"{self.path}: parameter {key!r} is missing from profile {self.name!r}"
+            ) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.params)
+
+    def __len__(self) -> int:
+        return len(self.params)
+
+    def value(self, key: str) -> float:
+        """The value of parameter ``key`` (raises :class:`ProfileError` naming it if absent)."""
+        return self[key].value
+
+    def with_values(self, values: Mapping[str, float], source: str = "override") -> Profile:
+        """A copy with some values replaced (used by calibration and what-if tools)."""
+        params = dict(self.params)
+        for key, val in values.items():
+            old = self[key]
+            params[key] = replace(old, value=float(val), source=source)
+        return replace(self, params=MappingProxyType(params))
+
+
+def profiles_dir() -> Path:
+    """The folder of shipped profiles (inside the ``calibration`` package)."""
+    return Path(str(resources.files("calibration"))) / "profiles"
+
+
+def resolve_profile_path(name_or_path: str, relative_to: Path | None = None) -> Path:
+    """A profile given by shipped name (``default``) or by path (relative to a scenario file)."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".toml":
+        if not candidate.is_absolute() and relative_to is not None:
+            candidate = relative_to / candidate
+        return candidate
+    return profiles_dir() / f"{name_or_path}.toml"
+
+
+def _parse_param(path: Path, key: str, raw: Any) -> Parameter:
+    where = f"{path}: params.{key}"
+    if not isinstance(raw, dict):
+        raise ProfileError(f"{where}: expected a table with value and source, got {raw!r}")
+    unknown = set(raw) - _PARAM_KEYS
+    if unknown:
+        raise ProfileError(
+            f"{where}: unknown keys {sorted(unknown)}; allowed {sorted(_PARAM_KEYS)}"
+        )
+    value = raw.get("value")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ProfileError(f"{where}.value = {value!r}: must be a finite number")
+    source = raw.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise ProfileError(f"{where}.source: every parameter must cite its source")
+    sd = raw.get("sd", 0.0)
+    if isinstance(sd, bool) or not isinstance(sd, int | float) or sd < 0:
+        raise ProfileError(f"{where}.sd = {sd!r}: must be a number >= 0")
+    fitted = raw.get("fitted", False)
+    if not isinstance(fitted, bool):
+        raise ProfileError(f"{where}.fitted = {fitted!r}: must be true or false")
+    return Parameter(value=float(value), source=source, sd=float(sd), fitted=fitted)
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read and validate a profile file."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ProfileError(f"{path}: profile file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path}: not valid TOML: {exc}") from None
+    unknown = set(data) - {"meta", "params", "targets"}
+    if unknown:
+        raise ProfileError(f"{path}: unknown top-level keys {sorted(unknown)}")
+    raw_params = data.get("params")
+    if not isinstance(raw_params, dict) or not raw_params:
+        raise ProfileError(f"{path}: a profile needs a non-empty [params] table")
+    params = {key: _parse_param(path, key, raw) for key, raw in raw_params.items()}
+    meta = dict(data.get("meta", {}))
+    if "targets" in data:
+        meta["targets"] = data["targets"]
+    return Profile(
+        name=str(meta.get("name", path.stem)),
+        params=MappingProxyType(params),
+        meta=MappingProxyType(meta),
+        path=str(path),
+    )

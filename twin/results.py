@@ -1,0 +1,192 @@
+"""What a run produces: round-trip percentiles, throughput and where the time went.
+
+Both engines return an :class:`EngineOutput` (plain arrays); :func:`summarise` turns it into a
+:class:`RunResult`, the one object the CLI, sweeps, the explorer and the notebooks read. A station
+offered a utilisation at or above 1 has no steady state: such a run is reported as **unstable**,
+with the saturated stations named, never as a latency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from twin.histogram import to_hdr
+from twin.load import Load
+from twin.path import CompiledPath
+
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
+
+
+@dataclass
+class EngineOutput:
+    """Raw totals of one engine run over the measurement window."""
+
+    counts: np.ndarray  # round-trip histogram (twin.histogram layout, ns)
+    messages: int
+    rtt_sum_us: float
+    rtt_max_us: float
+    hop_time_sum_us: np.ndarray  # per hop, summed over recorded messages
+    station_busy_us: np.ndarray  # service time begun inside the window, per station
+    duration_us: float
+
+    def merge(self, other: EngineOutput) -> EngineOutput:
+        """Pool two independent runs of the same path (replications or batches)."""
+        return EngineOutput(
+            counts=self.counts + other.counts,
+            messages=self.messages + other.messages,
+            rtt_sum_us=self.rtt_sum_us + other.rtt_sum_us,
+            rtt_max_us=max(self.rtt_max_us, other.rtt_max_us),
+            hop_time_sum_us=self.hop_time_sum_us + other.hop_time_sum_us,
+            station_busy_us=self.station_busy_us + other.station_busy_us,
+            duration_us=self.duration_us + other.duration_us,
+        )
+
+
+@dataclass(frozen=True)
+class HopStat:
+    name: str
+    component: str
+    mean_us: float
+    utilization: float | None  # None for hops that never queue
+
+
+@dataclass(frozen=True)
+class StationStat:
+    name: str
+    servers: int
+    utilization: float
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A run's answer. ``rtt_us`` is empty when the run is unstable."""
+
+    scenario: str
+    engine: str
+    rate_msgs_per_s: float
+    seed: int
+    messages: int
+    rtt_us: dict[str, float]
+    throughput_msgs_per_s: float
+    hops: tuple[HopStat, ...]
+    stations: tuple[StationStat, ...]
+    stable: bool
+    saturated: tuple[str, ...] = ()
+    placements: dict[str, str] = field(default_factory=dict)
+    counts: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public JSON shape of ``twin run --json``."""
+        return {
+            "scenario": self.scenario,
+            "engine": self.engine,
+            "rate_msgs_per_s": self.rate_msgs_per_s,
+            "seed": self.seed,
+            "messages": self.messages,
+            "stable": self.stable,
+            "saturated_stations": list(self.saturated),
+            "rtt_us": dict(self.rtt_us) if self.stable else None,
+            "throughput_msgs_per_s": self.throughput_msgs_per_s,
+            "hops": [
+                {
+                    "name": h.name,
+                    "component": h.component,
+                    "mean_us": h.mean_us,
+                    "utilization": h.utilization,
+                }
+                for h in self.hops
+            ],
+            "stations": [
+                {"name": s.name, "servers": s.servers, "utilization": s.utilization}
+                for s in self.stations
+            ],
+            "placements": dict(self.placements),
+        }
+
+
+def offered_utilization(path: CompiledPath, load: Load) -> np.ndarray:
+    """Offered load per station (rate x mean service / servers): >= 1 means no steady state."""
+    per_us = load.rate_msgs_per_s / 1e6
+    return per_us * path.station_service_mean_us() / path.station_servers
+
+
+def unstable_result(
+    scenario: str, engine: str, path: CompiledPath, load: Load, placements: dict[str, str]
+) -> RunResult:
+    """The report for a run whose offered load saturates a station (no simulation is run)."""
+    rho = offered_utilization(path, load)
+    saturated = tuple(
+        f"{path.station_names[i]} (offered utilization {rho[i]:.2f})"
+        for i in np.flatnonzero(rho >= 1.0)
+    )
+    return RunResult(
+        scenario=scenario,
+        engine=engine,
+        rate_msgs_per_s=load.rate_msgs_per_s,
+        seed=load.seed,
+        messages=0,
+        rtt_us={},
+        throughput_msgs_per_s=0.0,
+        hops=(),
+        stations=tuple(
+            StationStat(n, int(c), float(r))
+            for n, c, r in zip(path.station_names, path.station_servers, rho, strict=True)
+        ),
+        stable=False,
+        saturated=saturated,
+        placements=placements,
+    )
+
+
+def summarise(
+    scenario: str,
+    engine: str,
+    path: CompiledPath,
+    load: Load,
+    out: EngineOutput,
+    placements: dict[str, str],
+) -> RunResult:
+    """Percentiles, throughput and per-hop accounting of a finished run."""
+    if out.messages == 0:
+        raise ValueError(
+            "No message was recorded: the measurement window is too short for the rate "
+            f"({load.rate_msgs_per_s} msg/s over {load.duration_us} us)"
+        )
+    hist = to_hdr(out.counts)
+    rtt = {k: hist.get_value_at_percentile(p) / 1e3 for k, p in PERCENTILES.items()}
+    rtt["max"] = out.rtt_max_us
+    rtt["mean"] = out.rtt_sum_us / out.messages
+    station_util = out.station_busy_us / (out.duration_us * path.station_servers)
+    hops = tuple(
+        HopStat(
+            name=path.hop_names[i],
+            component=path.hop_components[i],
+            mean_us=float(out.hop_time_sum_us[i] / out.messages),
+            utilization=(
+                float(station_util[path.hops[i]["station"]])
+                if path.hops[i]["station"] >= 0
+                else None
+            ),
+        )
+        for i in range(path.n_hops)
+    )
+    return RunResult(
+        scenario=scenario,
+        engine=engine,
+        rate_msgs_per_s=load.rate_msgs_per_s,
+        seed=load.seed,
+        messages=out.messages,
+        rtt_us=rtt,
+        throughput_msgs_per_s=out.messages / (out.duration_us / 1e6),
+        hops=hops,
+        stations=tuple(
+            StationStat(n, int(c), float(u))
+            for n, c, u in zip(path.station_names, path.station_servers, station_util, strict=True)
+        ),
+        stable=True,
+        placements=placements,
+        counts=out.counts,
+    )

@@ -1,0 +1,544 @@
+"""Scenario files: a deployment and a workload, loaded from TOML, immutable and validated.
+
+Loading runs parse -> defaults -> cross-checks -> build. Every error is one line that names the
+file, the field, the value and what is allowed. A :class:`Scenario` keeps the raw table it was
+built from so that sweeps and the explorer can change any field by its dotted name and have the
+result validated by exactly the same rules (:meth:`Scenario.with_fields`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from twin.catalogue import CATALOGUE, InstanceType
+from twin.errors import ScenarioError
+
+ROLE_NAMES = ("client", "gateway", "engine")
+HOST_SIDES = ("client", "exchange")
+TIERS = ("peering", "transit_gateway", "privatelink", "cloudfront")
+STRATEGIES = ("cluster", "partition", "spread")
+STACKS = ("kernel", "bypass")
+WORKLOAD_KINDS = ("order_loop", "echo")
+LOOPS = ("open", "closed")
+ARRIVALS = ("poisson", "uniform")
+
+# Largest frame each path carries (AWS VPC documentation, "Network maximum transmission unit"):
+# jumbo frames inside a VPC and over in-region peering, 8500 B through Transit Gateway and
+# PrivateLink, 1500 B once traffic leaves for the Internet.
+MTU_BYTES = {"peering": 9001, "transit_gateway": 8500, "privatelink": 8500, "cloudfront": 1500}
+# IPv4 + TCP headers without options.
+TCP_IP_HEADER_BYTES = 40
+AZ_ID_PATTERN = re.compile(r"^[a-z]{2,5}[0-9]-az[0-9]{1,2}$")
+REGION_PATTERN = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
+
+
+@dataclass(frozen=True)
+class PlacementGroup:
+    """An EC2 placement group; a cluster group may be shared with other accounts through RAM."""
+
+    name: str
+    strategy: str
+    owner: str
+    az_id: str | None
+    shared_with: tuple[str, ...]
+    partitions: int
+
+
+@dataclass(frozen=True)
+class Role:
+    """Where one role (client, gateway, engine) runs."""
+
+    name: str
+    account: str
+    az_id: str
+    instance: InstanceType
+    placement_group: str | None
+    partition: int | None
+
+
+@dataclass(frozen=True)
+class HostStack:
+    """How one side's hosts move packets between the NIC and the application."""
+
+    stack: str
+    busy_poll: bool
+    deep_cstates: bool
+    irq_pinning: bool
+    tls: bool
+    connection_reuse: bool
+    io_threads: int
+
+
+@dataclass(frozen=True)
+class Connectivity:
+    """The logical access tier between the market maker's VPC and the exchange's."""
+
+    tier: str
+    nat_gateway: bool
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The client's traffic: the order loop (order -> ack -> cancel -> cancel ack) or an echo."""
+
+    kind: str
+    accounts: int
+    rate_msgs_per_s: float
+    payload_bytes: int
+    loop: str
+    arrivals: str
+    duration_s: float
+    warmup_s: float
+    seed: int
+    segmentation: bool
+
+    @property
+    def messages_per_cycle(self) -> int:
+        """Client messages per loop iteration: order + cancel, or one echo."""
+        return 2 if self.kind == "order_loop" else 1
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """The venue's software: gateway threads and optional service-time overrides (us)."""
+
+    gateway_threads: int
+    gateway_service_us: float | None
+    risk_match_service_us: float | None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated deployment + workload. Build with :func:`load_scenario` or :func:`parse`."""
+
+    name: str
+    description: str
+    source: str
+    region: str
+    profile: str
+    roles: Mapping[str, Role]
+    placement_groups: Mapping[str, PlacementGroup]
+    connectivity: Connectivity
+    hosts: Mapping[str, HostStack]
+    workload: Workload
+    exchange: Exchange
+    raw: Mapping[str, Any]
+
+    @property
+    def base_dir(self) -> Path | None:
+        """Folder of the scenario file (profiles given as paths are relative to it)."""
+        return Path(self.source).parent if self.source != "<memory>" else None
+
+    @property
+    def engine_colocated(self) -> bool:
+        """True when the matching engine runs on the gateway's host (no network hop between)."""
+        return "engine" not in self.roles
+
+    def with_fields(self, changes: Mapping[str, Any]) -> Scenario:
+        """A new scenario with dotted fields changed, validated by the same rules."""
+        raw = copy.deepcopy(dict(self.raw))
+        for dotted, value in changes.items():
+            table = raw
+            parts = dotted.split(".")
+            for part in parts[:-1]:
+                nxt = table.setdefault(part, {})
+                if not isinstance(nxt, dict):
+                    raise ScenarioError(f"{self.source}: {dotted}: {part!r} is not a table")
+                table = nxt
+            table[parts[-1]] = value
+        return parse(raw, source=self.source)
+
+    def to_toml(self) -> str:
+        """The scenario as TOML text (what a user downloads or saves next to results)."""
+        return dump_toml(self.raw)
+
+
+class _Table:
+    """Reads one TOML table, checking types and ranges and refusing keys nobody asked for."""
+
+    def __init__(self, source: str, prefix: str, data: Any):
+        self.source = source
+        self.prefix = prefix
+        if not isinstance(data, dict):
+            raise self.error(prefix.rstrip("."), data, "must be a table")
+        self.data = data
+        self.used: set[str] = set()
+
+    def error(self, field: str, value: Any, problem: str) -> ScenarioError:
+        return ScenarioError(f"{self.source}: {field} = {value!r}: {problem}")
+
+    def _get(self, key: str, default: Any) -> tuple[str, Any]:
+        self.used.add(key)
+        return f"{self.prefix}{key}", self.data.get(key, default)
+
+    def string(self, key: str, default: Any = ..., choices: tuple[str, ...] | None = None) -> Any:
+        field, value = self._get(key, default)
+        if value is ...:
+            raise ScenarioError(f"{self.source}: {field} is required")
+        if value is None and default is None:
+            return None
+        if not isinstance(value, str):
+            raise self.error(field, value, "must be a string")
+        if choices is not None and value not in choices:
+            raise self.error(field, value, f"allowed: {', '.join(choices)}")
+        return value
+
+    def boolean(self, key: str, default: bool) -> bool:
+        field, value = self._get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(field, value, "must be true or false")
+        return value
+
+    def number(
+        self,
+        key: str,
+        default: Any = ...,
+        *,
+        check: Callable[[float], bool],
+        allowed: str,
+        integer: bool = False,
+    ) -> Any:
+        field, value = self._get(key, default)
+        if value is ...:
+            raise ScenarioError(f"{self.source}: {field} is required ({allowed})")
+        if value is None and default is None:
+            return None
+        kinds: tuple[type, ...] = (int,) if integer else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            kind = "an integer" if integer else "a number"
+            raise self.error(field, value, f"must be {kind} ({allowed})")
+        if not math.isfinite(value) or not check(value):
+            raise self.error(field, value, f"allowed: {allowed}")
+        return value if integer else float(value)
+
+    def string_list(self, key: str) -> tuple[str, ...]:
+        field, value = self._get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.error(field, value, "must be a list of strings")
+        return tuple(value)
+
+    def table(self, key: str, required: bool = True) -> Any:
+        field, value = self._get(key, None)
+        if value is None:
+            if required:
+                raise ScenarioError(f"{self.source}: [{field}] table is required")
+            return {}
+        if not isinstance(value, dict):
+            raise self.error(field, value, "must be a table")
+        return value
+
+    def done(self) -> None:
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            allowed = ", ".join(sorted(self.used))
+            raise ScenarioError(
+                f"{self.source}: {self.prefix}{unknown[0]}: unknown key; allowed here: {allowed}"
+            )
+
+
+def _positive(v: float) -> bool:
+    return v > 0
+
+
+def _non_negative(v: float) -> bool:
+    return v >= 0
+
+
+def _parse_group(source: str, name: str, data: Any) -> PlacementGroup:
+    t = _Table(source, f"placement_groups.{name}.", data)
+    strategy = t.string("strategy", choices=STRATEGIES)
+    owner = t.string("owner")
+    az_id = t.string("az_id", None)
+    shared_with = t.string_list("shared_with")
+    partitions = t.number(
+        "partitions",
+        7 if strategy == "partition" else 1,
+        check=lambda v: 1 <= v <= 7,
+        allowed="1..7 (EC2 allows up to 7 partitions per AZ)",
+        integer=True,
+    )
+    t.done()
+    if strategy == "cluster" and az_id is None:
+        raise ScenarioError(
+            f"{source}: placement_groups.{name}.az_id is required: a cluster group lives in one AZ"
+        )
+    if az_id is not None and not AZ_ID_PATTERN.match(az_id):
+        raise t.error(f"placement_groups.{name}.az_id", az_id, "expected an AZ ID like use1-az4")
+    if shared_with and strategy != "cluster":
+        raise t.error(
+            f"placement_groups.{name}.shared_with",
+            list(shared_with),
+            "only cluster placement groups can be shared (AWS RAM shared CPG)",
+        )
+    return PlacementGroup(name, strategy, owner, az_id, shared_with, partitions)
+
+
+def _parse_role(source: str, name: str, data: Any) -> Role:
+    t = _Table(source, f"roles.{name}.", data)
+    account = t.string("account")
+    az_id = t.string("az_id")
+    if not AZ_ID_PATTERN.match(az_id):
+        raise t.error(f"roles.{name}.az_id", az_id, "expected an AZ ID like use1-az4 (not a name)")
+    instance_name = t.string("instance")
+    if instance_name not in CATALOGUE:
+        raise t.error(
+            f"roles.{name}.instance",
+            instance_name,
+            f"not in the catalogue; allowed: {', '.join(CATALOGUE)}",
+        )
+    group = t.string("placement_group", None)
+    partition = t.number(
+        "partition", None, check=lambda v: 1 <= v <= 7, allowed="1..7", integer=True
+    )
+    t.done()
+    return Role(name, account, az_id, CATALOGUE[instance_name], group, partition)
+
+
+def _parse_host(source: str, side: str, data: Any) -> HostStack:
+    t = _Table(source, f"hosts.{side}.", data)
+    host = HostStack(
+        stack=t.string("stack", "kernel", choices=STACKS),
+        busy_poll=t.boolean("busy_poll", False),
+        deep_cstates=t.boolean("deep_cstates", True),
+        irq_pinning=t.boolean("irq_pinning", False),
+        tls=t.boolean("tls", False),
+        connection_reuse=t.boolean("connection_reuse", True),
+        io_threads=t.number(
+            "io_threads", 4, check=lambda v: 1 <= v <= 1024, allowed="1..1024", integer=True
+        ),
+    )
+    t.done()
+    return host
+
+
+def _parse_workload(source: str, data: Any) -> Workload:
+    t = _Table(source, "workload.", data)
+    workload = Workload(
+        kind=t.string("kind", "order_loop", choices=WORKLOAD_KINDS),
+        accounts=t.number(
+            "accounts", 1, check=lambda v: 1 <= v <= 100_000, allowed="1..100000", integer=True
+        ),
+        rate_msgs_per_s=t.number(
+            "rate_msgs_per_s",
+            check=lambda v: 0 < v <= 1e9,
+            allowed="> 0 and <= 1e9 messages per second",
+        ),
+        payload_bytes=t.number(
+            "payload_bytes",
+            120,
+            check=lambda v: 1 <= v <= 1_000_000,
+            allowed="1..1000000",
+            integer=True,
+        ),
+        loop=t.string("loop", "open", choices=LOOPS),
+        arrivals=t.string("arrivals", "poisson", choices=ARRIVALS),
+        duration_s=t.number("duration_s", 1.0, check=_positive, allowed="> 0 seconds"),
+        warmup_s=t.number("warmup_s", 0.1, check=_non_negative, allowed=">= 0 seconds"),
+        seed=t.number(
+            "seed", 1, check=lambda v: 0 <= v < 2**63, allowed="0..2**63-1", integer=True
+        ),
+        segmentation=t.boolean("segmentation", False),
+    )
+    t.done()
+    return workload
+
+
+def _parse_exchange(source: str, data: Any) -> Exchange:
+    t = _Table(source, "exchange.", data)
+    exchange = Exchange(
+        gateway_threads=t.number(
+            "gateway_threads", 4, check=lambda v: 1 <= v <= 1024, allowed="1..1024", integer=True
+        ),
+        gateway_service_us=t.number(
+            "gateway_service_us", None, check=_positive, allowed="> 0 us (omit to use the profile)"
+        ),
+        risk_match_service_us=t.number(
+            "risk_match_service_us",
+            None,
+            check=_positive,
+            allowed="> 0 us (omit to use the profile)",
+        ),
+    )
+    t.done()
+    return exchange
+
+
+def _check_groups(source: str, roles: Mapping[str, Role], groups: Mapping[str, PlacementGroup]):
+    for role in roles.values():
+        if role.placement_group is None:
+            if role.partition is not None:
+                raise ScenarioError(
+                    f"{source}: roles.{role.name}.partition = {role.partition}: "
+                    "a partition needs a partition placement group"
+                )
+            continue
+        field = f"roles.{role.name}.placement_group"
+        group = groups.get(role.placement_group)
+        if group is None:
+            raise ScenarioError(
+                f"{source}: {field} = {role.placement_group!r}: no such placement group; "
+                f"defined: {', '.join(groups) or 'none'}"
+            )
+        if role.account != group.owner and role.account not in group.shared_with:
+            raise ScenarioError(
+                f"{source}: {field} = {group.name!r}: account {role.account!r} neither owns the "
+                f"group (owner {group.owner!r}) nor has it shared (shared_with: "
+                f"{list(group.shared_with)})"
+            )
+        if group.az_id is not None and role.az_id != group.az_id:
+            if role.account != group.owner:
+                raise ScenarioError(
+                    f"{source}: roles.{role.name}.az_id = {role.az_id!r}: shared cluster "
+                    f"placement group {group.name!r} is in AZ ID {group.az_id!r} (owner "
+                    f"{group.owner!r}); both accounts must target the same AZ ID"
+                )
+            raise ScenarioError(
+                f"{source}: roles.{role.name}.az_id = {role.az_id!r}: {group.strategy} placement "
+                f"group {group.name!r} is in {group.az_id!r}; a group cannot span AZs"
+            )
+        if role.partition is not None and group.strategy != "partition":
+            raise ScenarioError(
+                f"{source}: roles.{role.name}.partition = {role.partition}: group "
+                f"{group.name!r} is a {group.strategy} group, not a partition group"
+            )
+        if role.partition is not None and role.partition > group.partitions:
+            raise ScenarioError(
+                f"{source}: roles.{role.name}.partition = {role.partition}: group "
+                f"{group.name!r} has {group.partitions} partitions"
+            )
+    members: dict[str, set[str]] = {}
+    for role in roles.values():
+        if role.placement_group is not None:
+            members.setdefault(role.placement_group, set()).add(role.az_id)
+    for name, azs in members.items():
+        if len(azs) > 1 and groups[name].strategy == "cluster":
+            raise ScenarioError(
+                f"{source}: placement_groups.{name}: a cluster group cannot span AZs "
+                f"(members name {sorted(azs)})"
+            )
+
+
+def _check_payload(source: str, workload: Workload, connectivity: Connectivity) -> None:
+    mtu = MTU_BYTES[connectivity.tier]
+    if workload.payload_bytes + TCP_IP_HEADER_BYTES > mtu and not workload.segmentation:
+        raise ScenarioError(
+            f"{source}: workload.payload_bytes = {workload.payload_bytes}: above the "
+            f"{connectivity.tier} path MTU of {mtu} B less {TCP_IP_HEADER_BYTES} B of headers; "
+            "set workload.segmentation = true to split messages into several packets"
+        )
+
+
+def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
+    """Validate a scenario given as a (TOML-shaped) mapping."""
+    t = _Table(source, "", dict(data))
+    name = t.string("name", Path(source).stem if source != "<memory>" else "scenario")
+    description = t.string("description", "")
+    region = t.string("region", "us-east-1")
+    if not REGION_PATTERN.match(region):
+        raise t.error("region", region, "expected a region code like us-east-1")
+    profile = t.string("profile", "default")
+    raw_groups = t.table("placement_groups", required=False)
+    groups = {n: _parse_group(source, n, g) for n, g in raw_groups.items()}
+    raw_roles = t.table("roles")
+    for role_name in raw_roles:
+        if role_name not in ROLE_NAMES:
+            raise ScenarioError(
+                f"{source}: roles.{role_name}: unknown role; allowed: {', '.join(ROLE_NAMES)}"
+            )
+    for required in ("client", "gateway"):
+        if required not in raw_roles:
+            raise ScenarioError(f"{source}: [roles.{required}] is required")
+    roles = {n: _parse_role(source, n, raw_roles[n]) for n in ROLE_NAMES if n in raw_roles}
+    c = _Table(source, "connectivity.", t.table("connectivity"))
+    connectivity = Connectivity(
+        tier=c.string("tier", choices=TIERS), nat_gateway=c.boolean("nat_gateway", False)
+    )
+    c.done()
+    if connectivity.nat_gateway and connectivity.tier != "cloudfront":
+        raise ScenarioError(
+            f"{source}: connectivity.nat_gateway = true: a NAT gateway sits on the Internet path "
+            f"only (tier cloudfront), not on tier {connectivity.tier!r}"
+        )
+    raw_hosts = t.table("hosts", required=False)
+    for side in raw_hosts:
+        if side not in HOST_SIDES:
+            raise ScenarioError(
+                f"{source}: hosts.{side}: unknown host side; allowed: {', '.join(HOST_SIDES)}"
+            )
+    hosts = {s: _parse_host(source, s, raw_hosts.get(s, {})) for s in HOST_SIDES}
+    workload = _parse_workload(source, t.table("workload"))
+    exchange = _parse_exchange(source, t.table("exchange", required=False))
+    t.done()
+    _check_groups(source, roles, groups)
+    _check_payload(source, workload, connectivity)
+    if workload.kind == "echo" and "engine" in roles:
+        raise ScenarioError(
+            f"{source}: roles.engine: an echo workload has no matching engine; remove the role"
+        )
+    return Scenario(
+        name=name,
+        description=description,
+        source=source,
+        region=region,
+        profile=profile,
+        roles=MappingProxyType(roles),
+        placement_groups=MappingProxyType(groups),
+        connectivity=connectivity,
+        hosts=MappingProxyType(hosts),
+        workload=workload,
+        exchange=exchange,
+        raw=MappingProxyType(copy.deepcopy(dict(data))),
+    )
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario TOML file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: scenario file not found") from None
+    except (IsADirectoryError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"{path}: cannot read scenario: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
+    return parse(data, source=str(path))
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return repr(value)
+
+
+def dump_toml(data: Mapping[str, Any], prefix: str = "") -> str:
+    """Write a nested mapping of plain values as TOML (scalars first, then sub-tables)."""
+    lines = []
+    tables = []
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            tables.append((key, value))
+        else:
+            lines.append(f"{key} = {_toml_value(value)}")
+    for key, value in tables:
+        name = f"{prefix}{key}"
+        has_scalars = any(not isinstance(v, Mapping) for v in value.values())
+        body = dump_toml(value, prefix=f"{name}.")
+        if has_scalars or not value:
+            lines.append(f"\n[{name}]")
+        lines.append(body)
+    return "\n".join(line for line in lines if line != "").strip() + "\n"

@@ -1,0 +1,279 @@
+"""Where instances land in an AZ, and the path each message takes between them.
+
+An AZ is made of spine cells, each with racks of hosts (sizes from the profile). Placement follows
+the placement group's rules, drawn from a generator seeded by the scenario:
+
+- cluster: every member under one spine cell, on racks within a small span of each other;
+- no group: each instance on a random cell and rack (random from the customer's point of view);
+- partition: each partition on its own racks; spread: every instance on distinct racks;
+- roles in different AZs reach each other over the inter-AZ link.
+
+:func:`build_path` then lays out the ordered hops of one round trip (request, exchange, reply) for
+the scenario's tier. Both engines execute the result, compiled by :func:`twin.path.compile_path`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from twin.components import exchange, fabric, host, hyperplane, internet, nic
+from twin.dists import Dist
+from twin.path import Hop
+from twin.profile import Profile
+from twin.scenario import MTU_BYTES, TCP_IP_HEADER_BYTES, Scenario
+
+# Stream id separating placement randomness from the engines' (same seed, different streams).
+PLACEMENT_STREAM = 0x504C4143
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The host one role's instance landed on."""
+
+    role: str
+    az_id: str
+    cell: int
+    rack: int
+    group: str | None
+    strategy: str | None
+
+    def describe(self) -> str:
+        where = f"{self.az_id} cell {self.cell} rack {self.rack}"
+        return f"{where} ({self.strategy} group {self.group})" if self.group else where
+
+
+def level_between(a: Placement, b: Placement) -> str:
+    """The nearest common fabric layer of two placements (see :mod:`twin.components.fabric`)."""
+    if a.az_id != b.az_id:
+        return "cross_az"
+    if a.cell != b.cell:
+        return "cross_cell"
+    if a.rack != b.rack:
+        return "cell"
+    return "rack"
+
+
+def place(scenario: Scenario, profile: Profile) -> dict[str, Placement]:
+    """Place every role that has its own instance, following its placement group's rules."""
+    rng = np.random.default_rng([scenario.workload.seed, PLACEMENT_STREAM])
+    cells = int(profile.value("az_spine_cells"))
+    racks = int(profile.value("cell_racks"))
+    span = int(profile.value("cpg_rack_span"))
+    group_cell: dict[tuple[str, str, int], tuple[int, int]] = {}
+    used_racks: dict[str, set[tuple[str, int, int]]] = {}
+    placements = {}
+    for role in scenario.roles.values():
+        group = scenario.placement_groups.get(role.placement_group or "")
+        if group is None:
+            cell, rack = int(rng.integers(cells)), int(rng.integers(racks))
+        elif group.strategy == "cluster":
+            key = (group.name, role.az_id, 0)
+            if key not in group_cell:
+                group_cell[key] = (int(rng.integers(cells)), int(rng.integers(racks - span + 1)))
+            cell, first_rack = group_cell[key]
+            rack = first_rack + int(rng.integers(span))
+        else:
+            taken = used_racks.setdefault(group.name, set())
+            partition = role.partition or (len(taken) % group.partitions) + 1
+            if group.strategy == "partition":
+                key = (group.name, role.az_id, partition)
+                if key not in group_cell:
+                    group_cell[key] = (int(rng.integers(cells)), int(rng.integers(racks)))
+                cell, rack = group_cell[key]
+            else:
+                cell, rack = int(rng.integers(cells)), int(rng.integers(racks))
+                while (role.az_id, cell, rack) in taken:
+                    cell, rack = int(rng.integers(cells)), int(rng.integers(racks))
+            taken.add((role.az_id, cell, rack))
+        placements[role.name] = Placement(
+            role.name,
+            role.az_id,
+            cell,
+            rack,
+            role.placement_group,
+            group.strategy if group else None,
+        )
+    return placements
+
+
+class _PathBuilder:
+    """Assembles the hops of one round trip for a scenario and its placements."""
+
+    def __init__(self, scenario: Scenario, profile: Profile, placements: dict[str, Placement]):
+        self.s = scenario
+        self.profile = profile
+        self.placements = placements
+        tier = scenario.connectivity.tier
+        payload = scenario.workload.payload_bytes
+        self.packets = max(1, math.ceil(payload / (MTU_BYTES[tier] - TCP_IP_HEADER_BYTES)))
+
+    def side(self, role: str) -> str:
+        return "client" if role == "client" else "exchange"
+
+    def in_same_cluster_group(self, a: str, b: str) -> bool:
+        pa, pb = self.placements[a], self.placements[b]
+        return pa.group is not None and pa.group == pb.group and pa.strategy == "cluster"
+
+    def nic(self, role: str, direction: str, peer: str) -> Hop:
+        return nic.nic_hop(
+            role,
+            direction,
+            self.s.roles[role].instance,
+            self.s.workload.payload_bytes,
+            self.packets,
+            self.in_same_cluster_group(role, peer),
+            self.profile,
+        )
+
+    def fabric(self, src: str, dst: str) -> list[Hop]:
+        level = level_between(self.placements[src], self.placements[dst])
+        return fabric.fabric_hops(f"{src}→{dst}", level, self.profile)
+
+    def outside(self, label: str, cross_az: bool) -> list[Hop]:
+        """A trip to a node outside any placement group: across cells (or AZs) of the fabric."""
+        return fabric.fabric_hops(label, "cross_az" if cross_az else "cross_cell", self.profile)
+
+    def tier_network(self, src: str, dst: str, stop_at_edge: bool = False) -> list[Hop]:
+        """The logical + physical path between the client and the gateway, one direction."""
+        tier = self.s.connectivity.tier
+        label = f"{src}→{dst}"
+        cross_az = self.placements[src].az_id != self.placements[dst].az_id
+        p = self.profile
+        if tier == "peering":
+            return self.fabric(src, dst)
+        if tier == "transit_gateway":
+            return (
+                self.outside(f"{label} to TGW", False)
+                + [hyperplane.hyperplane_hop(label, "transit gateway", p)]
+                + self.outside(f"{label} from TGW", cross_az)
+            )
+        if tier == "privatelink":
+            first, second = ("privatelink endpoint", "network load balancer")
+            if src != "client":
+                first, second = second, first
+            return (
+                self.outside(f"{label} to {first}", False)
+                + [hyperplane.hyperplane_hop(label, first, p)]
+                + self.outside(f"{label} {first} to {second}", cross_az)
+                + [hyperplane.hyperplane_hop(label, second, p)]
+                + self.outside(f"{label} from {second}", False)
+            )
+        client_end: list[Hop] = []
+        if self.s.connectivity.nat_gateway:
+            client_end = self.outside(f"{label} NAT gateway leg", False) + [
+                hyperplane.hyperplane_hop(label, "NAT gateway", p)
+            ]
+        client_end += self.outside(f"{label} client to border", False)
+        client_end.append(internet.border_hop(f"{label} client side", p))
+        client_end += internet.edge_hops(label, p)
+        exchange_end = internet.origin_hops(label, p)
+        exchange_end.append(internet.border_hop(f"{label} exchange side", p))
+        exchange_end += self.outside(f"{label} border to gateway", False)
+        if stop_at_edge:
+            return client_end
+        return (
+            client_end + exchange_end
+            if src == "client"
+            else _reverse_internet(exchange_end, client_end)
+        )
+
+    def send(self, role: str, peer: str) -> list[Hop]:
+        return host.send_hops(
+            role, self.s.hosts[self.side(role)], self.s.roles[role].instance, self.profile
+        ) + [self.nic(role, "tx", peer)]
+
+    def receive(self, role: str, peer: str) -> list[Hop]:
+        return [self.nic(role, "rx", peer)] + host.receive_hops(
+            role, self.s.hosts[self.side(role)], self.s.roles[role].instance, self.profile
+        )
+
+    def handshake(self) -> list[Hop]:
+        """Round trips paid before every request when the client does not reuse connections."""
+        if self.s.hosts["client"].connection_reuse:
+            return []
+        edge = self.s.connectivity.tier == "cloudfront"
+        trip = self.tier_network("client", "gateway", stop_at_edge=edge)
+        back = list(reversed(trip)) if edge else self.tier_network("gateway", "client")
+        rounds = 2 if self.s.hosts["client"].tls else 1  # TCP SYN/SYN-ACK, then TLS 1.3 hello
+        hops: list[Hop] = []
+        for r in range(rounds):
+            what = "TCP handshake" if r == 0 else "TLS handshake"
+            hops += [_renamed(h, f"{what}: {h.name}") for h in trip + back]
+        if self.s.hosts["client"].tls:
+            hops.append(
+                Hop(
+                    "TLS handshake crypto",
+                    "host",
+                    fixed_us=self.profile.value("tls_handshake_us"),
+                    source=self.profile["tls_handshake_us"].source,
+                )
+            )
+        return hops
+
+    def exchange_work(self, engine: Dist | None) -> list[Hop]:
+        inbound = exchange.inbound_hops(self.s.exchange, self.profile, engine)
+        if self.s.engine_colocated:
+            return inbound + [exchange.reply_hop(self.s.exchange, self.profile)]
+        decode, match = inbound
+        return (
+            [decode]
+            + self.send("gateway", "engine")
+            + self.fabric("gateway", "engine")
+            + self.receive("engine", "gateway")
+            + [match]
+            + self.send("engine", "gateway")
+            + self.fabric("engine", "gateway")
+            + self.receive("gateway", "engine")
+            + [exchange.reply_hop(self.s.exchange, self.profile)]
+        )
+
+    def round_trip(self, engine: Dist | None) -> list[Hop]:
+        middle = (
+            self.exchange_work(engine)
+            if self.s.workload.kind == "order_loop"
+            else [exchange.echo_hop(self.profile)]
+        )
+        hops = (
+            self.handshake()
+            + self.send("client", "gateway")
+            + self.tier_network("client", "gateway")
+            + self.receive("gateway", "client")
+            + middle
+            + self.send("gateway", "client")
+            + self.tier_network("gateway", "client")
+            + self.receive("client", "gateway")
+        )
+        return _unique_names(hops)
+
+
+def _reverse_internet(exchange_end: list[Hop], client_end: list[Hop]) -> list[Hop]:
+    """The reply leg of the Internet tier: the client-side legs in reverse order."""
+    return list(reversed(exchange_end)) + list(reversed(client_end))
+
+
+def _renamed(hop: Hop, name: str) -> Hop:
+    return Hop(name, hop.component, hop.fixed_us, hop.delay, hop.service, hop.station, hop.source)
+
+
+def _unique_names(hops: list[Hop]) -> list[Hop]:
+    seen: Counter[str] = Counter()
+    out = []
+    for hop in hops:
+        seen[hop.name] += 1
+        out.append(hop if seen[hop.name] == 1 else _renamed(hop, f"{hop.name} #{seen[hop.name]}"))
+    return out
+
+
+def build_path(
+    scenario: Scenario,
+    profile: Profile,
+    placements: dict[str, Placement] | None = None,
+    engine_service: Dist | None = None,
+) -> list[Hop]:
+    """The ordered hops of one round trip (order -> ack, cancel -> cancel ack, or echo)."""
+    placements = placements if placements is not None else place(scenario, profile)
+    return _PathBuilder(scenario, profile, placements).round_trip(engine_service)
