@@ -1,0 +1,1 @@
+"""Benchmarks: kept out of the test run, each writing machine-readable results."""
