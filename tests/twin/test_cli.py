@@ -1,0 +1,82 @@
+"""The ``twin`` CLI contract: JSON keys, output files, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from tests.twin.conftest import SCENARIOS
+from twin.cli import main
+
+TIER1 = str(SCENARIOS / "tier1_peering_cpg.toml")
+
+
+def twin(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "twin", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_run_json_is_one_object_with_the_contract_keys(tmp_path: Path) -> None:
+    proc = twin(
+        "run",
+        TIER1,
+        "--duration",
+        "0.05",
+        "--seed",
+        "4",
+        "--json",
+        "--engine",
+        "des",
+        "--out",
+        str(tmp_path / "out"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads(proc.stdout)
+    for key in (
+        "scenario",
+        "engine",
+        "rate_msgs_per_s",
+        "messages",
+        "rtt_us",
+        "throughput_msgs_per_s",
+        "hops",
+    ):
+        assert key in payload
+    assert set(payload["rtt_us"]) >= {"p50", "p90", "p95", "p99", "p99_9", "max", "mean"}
+    assert payload["engine"] == "des" and payload["scenario"] == "tier1_peering_cpg"
+    assert all({"name", "mean_us", "utilization"} <= set(h) for h in payload["hops"])
+    rtt = payload["rtt_us"]
+    assert (
+        rtt["p50"] <= rtt["p90"] <= rtt["p95"] <= rtt["p99"] <= rtt["p99_9"] <= rtt["max"] * 1.001
+    )
+    out = tmp_path / "out"
+    assert json.loads((out / "result.json").read_text()) == payload
+    table = pq.read_table(out / "rtt_histogram.parquet")
+    assert sum(table.column("count").to_pylist()) == payload["messages"]
+    assert "Percentile" in (out / "rtt.hgrm").read_text()
+    assert (out / "scenario.toml").read_text().startswith("name = ")
+    assert not list(out.glob(".*.tmp"))
+
+
+def test_rate_override_and_human_output(capsys) -> None:
+    assert main(["run", TIER1, "--rate", "50000", "--duration", "0.02", "--engine", "des"]) == 0
+    text = capsys.readouterr().out
+    assert "target 50,000 msg/s" in text and "risk check + matching" in text
+
+
+def test_check_and_scenarios(capsys) -> None:
+    assert main(["check", TIER1]) == 0
+    assert "ok" in capsys.readouterr().out
+    assert main(["scenarios"]) == 0
+    listing = capsys.readouterr().out
+    assert "tier4_cloudfront.toml" in listing and "netperf_rr_c5n_nopg.toml" in listing
+
+
+def test_missing_file_is_bad_input(capsys, tmp_path: Path) -> None:
+    assert main(["check", str(tmp_path / "nope.toml")]) == 2
+    assert "nope.toml: scenario file not found" in capsys.readouterr().err

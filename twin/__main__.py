@@ -1,0 +1,5 @@
+"""``python -m twin`` runs the CLI."""
+
+from twin.cli import entry
+
+entry()
