@@ -1,0 +1,227 @@
+"""Plotly figures and tables of the explorer, built from :class:`app.runner.Summary` values.
+
+Pure functions (summaries in, figures or rows out) so that the Streamlit script stays a layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from app.runner import PERCENTILES, Summary
+from twin import Profile
+
+PERCENTILE_VALUES = dict(PERCENTILES)
+TIER_COLOURS = ("#1f77b4", "#2ca02c", "#ff7f0e", "#d62728")
+
+
+def format_us(value_us: float) -> str:
+    """A latency for display, always in microseconds (so numbers compare at a glance)."""
+    return f"{value_us:,.1f} µs"
+
+
+def format_rate(rate_msgs_per_s: float) -> str:
+    if rate_msgs_per_s >= 1e6:
+        return f"{rate_msgs_per_s / 1e6:.3g}M msg/s"
+    if rate_msgs_per_s >= 1e3:
+        return f"{rate_msgs_per_s / 1e3:.3g}k msg/s"
+    return f"{rate_msgs_per_s:.3g} msg/s"
+
+
+def _layout(fig: go.Figure, **kwargs: Any) -> go.Figure:
+    fig.update_layout(margin={"l": 10, "r": 10, "t": 40, "b": 10}, **kwargs)
+    return fig
+
+
+def cdf_figure(runs: Mapping[str, Summary], marks: Sequence[str], tail: bool = False) -> go.Figure:
+    """Round-trip CDFs on a log-x axis (or 1 - CDF on log-log), chosen percentiles marked."""
+    fig = go.Figure()
+    for (label, summary), colour in zip(runs.items(), TIER_COLOURS * 4, strict=False):
+        if not summary.stable:
+            continue
+        y = 1 - summary.cdf_p if tail else summary.cdf_p
+        keep = y > 0 if tail else np.ones_like(y, dtype=bool)
+        fig.add_trace(
+            go.Scatter(
+                x=summary.cdf_us[keep],
+                y=y[keep],
+                mode="lines",
+                line={"shape": "hv", "color": colour},
+                name=label,
+            )
+        )
+        for key in marks:
+            value = summary.p(key)
+            q = PERCENTILE_VALUES[key] / 100
+            fig.add_trace(
+                go.Scatter(
+                    x=[value],
+                    y=[1 - q if tail else q],
+                    mode="markers+text",
+                    marker={"color": colour, "size": 9},
+                    text=[f"{key} {value:,.0f}"],
+                    textposition="middle right" if len(runs) == 1 else "top left",
+                    showlegend=False,
+                    hovertemplate=f"{label} {key}: %{{x:,.1f}} µs<extra></extra>",
+                )
+            )
+    fig.update_xaxes(type="log", title="round trip (µs, log scale)")
+    if tail:
+        fig.update_yaxes(type="log", title="fraction slower (1 − CDF)")
+    else:
+        fig.update_yaxes(title="fraction at or below", range=[0, 1.02])
+    return _layout(fig, height=420, legend={"orientation": "h", "y": -0.2})
+
+
+def percentile_rows(summary: Summary, keys: Sequence[str]) -> list[dict[str, Any]]:
+    """The percentile table: value and its 95% interval, plus mean and max."""
+    rows = []
+    for key in keys:
+        lo, hi = summary.bands_us[key]
+        rows.append(
+            {"statistic": key, "round trip (µs)": summary.p(key), "95% low": lo, "95% high": hi}
+        )
+    for key in ("mean", "max"):
+        rows.append(
+            {
+                "statistic": key,
+                "round trip (µs)": summary.rtt_us[key],
+                "95% low": None,
+                "95% high": None,
+            }
+        )
+    return rows
+
+
+def tiers_figure(runs: Mapping[str, Summary]) -> go.Figure:
+    """p50 / p99 / p99.9 of each tier as grouped bars (log y: the tiers span decades)."""
+    fig = go.Figure()
+    labels = [label for label, s in runs.items() if s.stable]
+    for key, colour in (("p50", "#9ecae1"), ("p99", "#3182bd"), ("p99.9", "#08519c")):
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=[runs[label].p(key) for label in labels],
+                name=key,
+                marker_color=colour,
+                text=[f"{runs[label].p(key):,.0f}" for label in labels],
+                textposition="outside",
+            )
+        )
+    fig.update_yaxes(type="log", title="round trip (µs, log scale)")
+    return _layout(fig, barmode="group", height=380, legend={"orientation": "h", "y": -0.25})
+
+
+def curve_figure(
+    rates: Sequence[float],
+    runs: Sequence[Summary],
+    ceiling_us: float,
+    capacity_msgs_per_s: float | None,
+) -> go.Figure:
+    """Latency against offered rate, with the p99 ceiling and the capacity it implies."""
+    fig = go.Figure()
+    stable = [(r, s) for r, s in zip(rates, runs, strict=True) if s.stable]
+    for key, dash in (("p50", "dot"), ("p99", "solid"), ("p99.9", "dash")):
+        fig.add_trace(
+            go.Scatter(
+                x=[r for r, _ in stable],
+                y=[s.p(key) for _, s in stable],
+                mode="lines+markers",
+                name=key,
+                line={"dash": dash},
+            )
+        )
+    fig.add_hline(
+        y=ceiling_us,
+        line={"color": "#d62728", "dash": "dash"},
+        annotation_text=f"p99 ceiling {ceiling_us:,.0f} µs",
+    )
+    if capacity_msgs_per_s is not None:
+        fig.add_vline(
+            x=capacity_msgs_per_s,
+            line={"color": "#2ca02c", "dash": "dash"},
+            annotation_text=f"capacity {format_rate(capacity_msgs_per_s)}",
+            annotation_position="top left",
+        )
+    fig.update_xaxes(type="log", title="offered rate (msg/s, log scale)")
+    fig.update_yaxes(type="log", title="round trip (µs, log scale)")
+    return _layout(fig, height=420, legend={"orientation": "h", "y": -0.2})
+
+
+def hop_rows(summary: Summary, by_component: bool) -> list[dict[str, Any]]:
+    """Per-hop (or per-component, in path order of first appearance) time, mean and at p99."""
+    rows: dict[str, dict[str, Any]] = {}
+    for hop in summary.hops:
+        key = hop.component if by_component else hop.name
+        row = rows.setdefault(
+            key, {"hop": key, "mean (µs)": 0.0, "at p99 (µs)": 0.0, "utilization": None}
+        )
+        row["mean (µs)"] += hop.mean_us
+        row["at p99 (µs)"] += hop.p99_us
+        if hop.utilization is not None:
+            row["utilization"] = max(row["utilization"] or 0.0, hop.utilization)
+    return list(rows.values())
+
+
+def waterfall_figure(rows: Sequence[Mapping[str, Any]], column: str, total_label: str) -> go.Figure:
+    """A horizontal waterfall: each hop's microseconds stacking up to the round trip."""
+    names = [str(r["hop"]) for r in rows] + [total_label]
+    values = [float(r[column]) for r in rows]
+    fig = go.Figure(
+        go.Waterfall(
+            orientation="h",
+            y=names,
+            x=[*values, 0.0],
+            measure=["relative"] * len(values) + ["total"],
+            text=[f"{v:,.1f}" for v in values] + [f"{sum(values):,.1f}"],
+            textposition="outside",
+            connector={"line": {"color": "#bbbbbb", "width": 1}},
+            increasing={"marker": {"color": "#3182bd"}},
+            totals={"marker": {"color": "#08519c"}},
+        )
+    )
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title="µs")
+    return _layout(fig, height=max(300, 22 * len(names) + 80), showlegend=False)
+
+
+def profile_rows(profile: Profile) -> list[dict[str, Any]]:
+    """Every parameter of a calibration profile with its uncertainty and provenance."""
+    return [
+        {
+            "parameter": name,
+            "value": p.value,
+            "sd": p.sd,
+            "fitted": p.fitted,
+            "source": p.source,
+        }
+        for name, p in profile.params.items()
+    ]
+
+
+def target_rows(profile: Profile) -> list[dict[str, Any]]:
+    """Measured vs predicted points a fit recorded in the profile (empty when there are none).
+
+    Accepts a table of tables (``[targets.name]`` with any keys) or an array of tables.
+    """
+    targets = profile.meta.get("targets")
+    if not targets:
+        return []
+    if isinstance(targets, Mapping):
+        items = list(targets.items())
+    elif isinstance(targets, list):
+        items = [(str(i), t) for i, t in enumerate(targets)]
+    else:
+        return [{"target": "targets", "value": repr(targets)}]
+    rows = []
+    for name, target in items:
+        row: dict[str, Any] = {"target": name}
+        if isinstance(target, Mapping):
+            row.update({k: v for k, v in target.items() if not isinstance(v, Mapping | list)})
+        else:
+            row["value"] = target
+        rows.append(row)
+    return rows

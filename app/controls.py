@@ -1,0 +1,253 @@
+"""The explorer's controls as plain values, and how they change a scenario.
+
+The Streamlit script only draws widgets; everything a control *means* lives here as pure
+functions so that it can be tested without a browser:
+
+- :func:`defaults_from` reads the control values a scenario already implies;
+- :func:`apply` turns control values back into a validated :class:`twin.Scenario`, changing only
+  what differs from the base scenario's own values (so untouched controls never rewrite a file);
+- :func:`tier_preset` says what picking an access tier resets (placement and client TLS).
+
+Placement choices map onto the scenario schema as follows: ``shared CPG`` puts every role in one
+cluster placement group owned by the exchange and shared (AWS RAM) with the market maker's account;
+``none`` removes the roles' ``placement_group`` keys; ``partition`` gives each account its own
+partition group. ``cross-AZ`` moves the client to another AZ ID and out of any cluster group.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import tomllib
+from dataclasses import dataclass
+from typing import Any
+
+from twin import Scenario, ScenarioError, parse
+from twin.catalogue import CATALOGUE
+from twin.scenario import MTU_BYTES, TCP_IP_HEADER_BYTES
+
+PLACEMENTS = ("shared CPG", "none", "partition")
+AZ_LAYOUTS = ("same AZ", "cross-AZ")
+LOOPS = ("open", "closed")
+INSTANCE_TYPES = tuple(CATALOGUE)
+EXCHANGE_ROLES = ("gateway", "engine")
+# Rates offered by the rate slider (client messages per second).
+RATES_MSGS_PER_S = (
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    200_000,
+    300_000,
+    400_000,
+    500_000,
+    750_000,
+    1_000_000,
+)
+CPG_NAME = "venue-cpg"
+
+
+@dataclass(frozen=True)
+class Tier:
+    """One access tier of the domain brief and the deployment it implies by default."""
+
+    number: int
+    label: str
+    connectivity: str
+    placement: str
+    client_tls: bool
+
+
+TIERS = {
+    1: Tier(1, "Tier 1 · VPC peering + shared CPG", "peering", "shared CPG", False),
+    2: Tier(2, "Tier 2 · VPC peering, default placement", "peering", "none", False),
+    3: Tier(3, "Tier 3 · PrivateLink", "privatelink", "shared CPG", False),
+    4: Tier(4, "Tier 4 · Internet via CloudFront", "cloudfront", "none", True),
+}
+
+
+@dataclass(frozen=True)
+class Controls:
+    """Every value the explorer's sidebar sets."""
+
+    tier: int
+    placement: str
+    client_instance: str
+    exchange_instance: str
+    rate_msgs_per_s: float
+    payload_bytes: int
+    accounts: int
+    loop: str
+    client_bypass: bool
+    exchange_bypass: bool
+    client_tuning: bool
+    exchange_tuning: bool
+    az_layout: str
+
+    def replace(self, **changes: Any) -> Controls:
+        return dataclasses.replace(self, **changes)
+
+
+def tier_preset(tier: int) -> dict[str, Any]:
+    """Control values that picking ``tier`` resets (the tier's usual placement)."""
+    return {"placement": TIERS[tier].placement}
+
+
+def infer_tier(scenario: Scenario) -> int:
+    """The access tier a scenario is closest to (peering splits on the shared CPG)."""
+    connectivity = scenario.connectivity.tier
+    if connectivity == "peering":
+        return 1 if infer_placement(scenario) == "shared CPG" else 2
+    if connectivity == "cloudfront":
+        return 4
+    # PrivateLink, and Transit Gateway (also Hyperplane-based, the nearest of the four).
+    return 3
+
+
+def infer_placement(scenario: Scenario) -> str:
+    """The placement choice a scenario's client and gateway show."""
+    group = scenario.placement_groups.get(scenario.roles["gateway"].placement_group or "")
+    if group is None:
+        return "none"
+    return "partition" if group.strategy == "partition" else "shared CPG"
+
+
+def _tuned(scenario: Scenario, side: str) -> bool:
+    host = scenario.hosts[side]
+    return host.busy_poll and not host.deep_cstates and host.irq_pinning
+
+
+def defaults_from(scenario: Scenario) -> Controls:
+    """The control values that reproduce ``scenario`` exactly."""
+    roles = scenario.roles
+    same_az = roles["client"].az_id == roles["gateway"].az_id
+    return Controls(
+        tier=infer_tier(scenario),
+        placement=infer_placement(scenario),
+        client_instance=roles["client"].instance.name,
+        exchange_instance=roles["gateway"].instance.name,
+        rate_msgs_per_s=scenario.workload.rate_msgs_per_s,
+        payload_bytes=scenario.workload.payload_bytes,
+        accounts=scenario.workload.accounts,
+        loop=scenario.workload.loop,
+        client_bypass=scenario.hosts["client"].stack == "bypass",
+        exchange_bypass=scenario.hosts["exchange"].stack == "bypass",
+        client_tuning=_tuned(scenario, "client"),
+        exchange_tuning=_tuned(scenario, "exchange"),
+        az_layout="same AZ" if same_az else "cross-AZ",
+    )
+
+
+def other_az_id(az_id: str) -> str:
+    """A different AZ ID in the same region (``use1-az4`` -> ``use1-az1``)."""
+    prefix, number = az_id.rsplit("-az", 1)
+    return f"{prefix}-az{1 if number != '1' else 2}"
+
+
+def field_changes(base: Controls, controls: Controls) -> dict[str, Any]:
+    """Dotted scenario fields for every control that differs from ``base`` (placement aside)."""
+    changes: dict[str, Any] = {}
+    if controls.tier != base.tier:
+        tier = TIERS[controls.tier]
+        changes["connectivity.tier"] = tier.connectivity
+        changes["connectivity.nat_gateway"] = False
+        changes["hosts.client.tls"] = tier.client_tls
+    if controls.client_instance != base.client_instance:
+        changes["roles.client.instance"] = controls.client_instance
+    if controls.exchange_instance != base.exchange_instance:
+        for role in EXCHANGE_ROLES:
+            changes[f"roles.{role}.instance"] = controls.exchange_instance
+    if controls.rate_msgs_per_s != base.rate_msgs_per_s:
+        changes["workload.rate_msgs_per_s"] = controls.rate_msgs_per_s
+    if controls.payload_bytes != base.payload_bytes:
+        changes["workload.payload_bytes"] = controls.payload_bytes
+        mtu = MTU_BYTES[TIERS[controls.tier].connectivity]
+        changes["workload.segmentation"] = controls.payload_bytes + TCP_IP_HEADER_BYTES > mtu
+    if controls.accounts != base.accounts:
+        changes["workload.accounts"] = controls.accounts
+    if controls.loop != base.loop:
+        changes["workload.loop"] = controls.loop
+    for side in ("client", "exchange"):
+        bypass = getattr(controls, f"{side}_bypass")
+        if bypass != getattr(base, f"{side}_bypass"):
+            changes[f"hosts.{side}.stack"] = "bypass" if bypass else "kernel"
+        tuned = getattr(controls, f"{side}_tuning")
+        if tuned != getattr(base, f"{side}_tuning"):
+            changes[f"hosts.{side}.busy_poll"] = tuned
+            changes[f"hosts.{side}.deep_cstates"] = not tuned
+            changes[f"hosts.{side}.irq_pinning"] = tuned
+    return changes
+
+
+def _without_groups(raw: dict[str, Any]) -> None:
+    for role in raw["roles"].values():
+        role.pop("placement_group", None)
+        role.pop("partition", None)
+    raw.pop("placement_groups", None)
+
+
+def placed_raw(raw: dict[str, Any], placement: str, az_layout: str) -> dict[str, Any]:
+    """A copy of a scenario's raw table with placement groups and AZs rewritten."""
+    raw = copy.deepcopy(raw)
+    roles = raw["roles"]
+    gateway = roles["gateway"]
+    client = roles["client"]
+    client["az_id"] = gateway["az_id"] if az_layout == "same AZ" else other_az_id(gateway["az_id"])
+    _without_groups(raw)
+    exchange_account = gateway["account"]
+    if placement == "shared CPG":
+        members = [name for name, r in roles.items() if r["az_id"] == gateway["az_id"]]
+        others = sorted({roles[n]["account"] for n in members} - {exchange_account})
+        group: dict[str, Any] = {
+            "strategy": "cluster",
+            "owner": exchange_account,
+            "az_id": gateway["az_id"],
+        }
+        if others:
+            group["shared_with"] = others
+        raw["placement_groups"] = {CPG_NAME: group}
+        for name in members:
+            roles[name]["placement_group"] = CPG_NAME
+    elif placement == "partition":
+        # Partition groups cannot be shared (only cluster groups can), so each account has its own.
+        groups = {}
+        for r in roles.values():
+            name = f"{r['account']}-ppg"
+            groups[name] = {"strategy": "partition", "owner": r["account"]}
+            r["placement_group"] = name
+        raw["placement_groups"] = groups
+    return raw
+
+
+def apply(scenario: Scenario, controls: Controls) -> Scenario:
+    """``scenario`` changed by every control that differs from its own values, validated.
+
+    Raises :class:`twin.ScenarioError` (one line naming the field) if the combination is invalid.
+    """
+    base = defaults_from(scenario)
+    if (controls.placement, controls.az_layout) != (base.placement, base.az_layout):
+        raw = placed_raw(dict(scenario.raw), controls.placement, controls.az_layout)
+        scenario = parse(raw, source=scenario.source)
+    changes = field_changes(base, controls)
+    return scenario.with_fields(changes) if changes else scenario
+
+
+def for_tier(controls: Controls, tier: int) -> Controls:
+    """``controls`` with ``tier`` picked as the sidebar would (its preset applied)."""
+    return controls.replace(tier=tier, **tier_preset(tier))
+
+
+def load_upload(file_name: str, data: bytes) -> Scenario:
+    """Validate an uploaded scenario file; raises :class:`twin.ScenarioError` naming the problem."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{file_name}: not UTF-8 text: {exc}") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{file_name}: not valid TOML: {exc}") from None
+    return parse(raw, source=file_name)

@@ -1,0 +1,407 @@
+"""What-if explorer: pick a deployment, move a control, watch the round-trip distribution respond.
+
+Started with ``make app`` (``streamlit run app/explorer.py``). A thin layout over the twin's public
+API: what each control means lives in :mod:`app.controls`, runs and summaries in
+:mod:`app.runner`, figures in :mod:`app.charts`. Runs are cached by scenario TOML text + engine +
+sample size, so going back to a setting already seen is instant.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+# `streamlit run` puts app/ on sys.path; the repository root is needed for `app.*` imports.
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from app import charts, controls, runner  # noqa: E402
+from twin import (  # noqa: E402
+    ProfileError,
+    Scenario,
+    ScenarioError,
+    TwinError,
+    load_profile,
+    load_scenario,
+)
+from twin.profile import resolve_profile_path  # noqa: E402
+
+SCENARIOS = REPO / "scenarios"
+UPLOADED = "uploaded"
+DEFAULT_BASE = "tier1_peering_cpg"
+CONTROL_KEYS = tuple(controls.Controls.__dataclass_fields__)
+# Messages per point of the multi-run views (tiers side by side, latency-throughput curve).
+SWEEP_MESSAGES = {"des": 1_000, "fast": 50_000}
+CEILINGS_US = (20, 50, 100, 150, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000, 5_000, 10_000)
+
+
+@st.cache_data(show_spinner=False)
+def shipped_scenarios() -> dict[str, str]:
+    """Shipped scenario name -> TOML text (validated on the way in)."""
+    return {p.stem: load_scenario(p).to_toml() for p in sorted(SCENARIOS.glob("*.toml"))}
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def cached_run(toml_text: str, source: str, engine: str, messages: int) -> runner.Summary:
+    return runner.simulate(runner.scenario_from_toml(toml_text, source), engine, messages)
+
+
+def run_many(items: list[tuple[str, Scenario]], engine: str, messages: int, what: str) -> dict:
+    """Several cached runs, with a progress bar while any of them is simulated."""
+    bar = st.progress(0.0, text=f"Simulating {what}…")
+    out = {}
+    for i, (label, scenario) in enumerate(items):
+        bar.progress(i / len(items), text=f"Simulating {what}: {label} ({i + 1}/{len(items)})")
+        out[label] = cached_run(scenario.to_toml(), scenario.source, engine, messages)
+    bar.empty()
+    return out
+
+
+def base_scenario() -> Scenario:
+    """The scenario the controls start from: a shipped one, or a valid upload."""
+    choice = st.session_state.get("base", DEFAULT_BASE)
+    uploaded = st.session_state.get("uploaded_scenario")
+    if choice == UPLOADED and uploaded is not None:
+        name, text = uploaded
+        return runner.scenario_from_toml(text, name)
+    text = shipped_scenarios()[choice]
+    return runner.scenario_from_toml(text, str(SCENARIOS / f"{choice}.toml"))
+
+
+def on_upload() -> None:
+    """Validate an uploaded file; a valid one becomes the base, an invalid one is reported."""
+    file = st.session_state.get("upload")
+    st.session_state.pop("upload_error", None)
+    if file is None:
+        return
+    try:
+        scenario = controls.load_upload(file.name, file.getvalue())
+    except ScenarioError as exc:
+        st.session_state["upload_error"] = str(exc)
+        return
+    st.session_state["uploaded_scenario"] = (file.name, scenario.to_toml())
+    st.session_state["base"] = UPLOADED
+
+
+def on_tier() -> None:
+    """Picking a tier resets the controls it implies (its usual placement)."""
+    st.session_state.update(controls.tier_preset(st.session_state["tier"]))
+
+
+def reset_controls(base: Scenario) -> None:
+    """Load the base scenario's own values into every control."""
+    defaults = controls.defaults_from(base)
+    for key in CONTROL_KEYS:
+        st.session_state[key] = getattr(defaults, key)
+
+
+def sidebar() -> tuple[Scenario, controls.Controls]:
+    shipped = list(shipped_scenarios())
+    options = shipped + ([UPLOADED] if "uploaded_scenario" in st.session_state else [])
+    uploaded_name = st.session_state.get("uploaded_scenario", ("",))[0]
+    st.session_state.setdefault("base", DEFAULT_BASE)
+    with st.sidebar:
+        st.header("Deployment")
+        st.selectbox(
+            "Start from scenario",
+            options,
+            key="base",
+            format_func=lambda o: f"uploaded: {uploaded_name}" if o == UPLOADED else o,
+        )
+        st.file_uploader(
+            "…or upload a scenario TOML", type=["toml"], key="upload", on_change=on_upload
+        )
+        if "upload_error" in st.session_state:
+            st.error(f"Upload rejected: {st.session_state['upload_error']}", icon="⚠️")
+        base = base_scenario()
+        base_key = (st.session_state["base"], base.to_toml())
+        if st.session_state.get("_base_key") != base_key:
+            reset_controls(base)
+            st.session_state["_base_key"] = base_key
+        if base.description:
+            st.caption(base.description)
+
+        st.radio(
+            "Access tier",
+            list(controls.TIERS),
+            key="tier",
+            format_func=lambda t: controls.TIERS[t].label,
+            on_change=on_tier,
+        )
+        st.radio("Placement group", controls.PLACEMENTS, key="placement", horizontal=True)
+        st.radio("AZ layout", controls.AZ_LAYOUTS, key="az_layout", horizontal=True)
+        left, right = st.columns(2)
+        left.selectbox("Client instance", controls.INSTANCE_TYPES, key="client_instance")
+        right.selectbox("Exchange instance", controls.INSTANCE_TYPES, key="exchange_instance")
+
+        st.header("Workload")
+        rates = sorted({*controls.RATES_MSGS_PER_S, st.session_state["rate_msgs_per_s"]})
+        st.select_slider(
+            "Rate (client messages per second)",
+            rates,
+            key="rate_msgs_per_s",
+            format_func=charts.format_rate,
+        )
+        left, right = st.columns(2)
+        left.number_input("Payload (bytes)", 1, 1_000_000, key="payload_bytes", step=8)
+        right.number_input("Accounts", 1, 100_000, key="accounts", step=1)
+        st.radio(
+            "Loop",
+            controls.LOOPS,
+            key="loop",
+            horizontal=True,
+            help="open: sends follow a schedule; closed: each account waits for its reply",
+        )
+
+        st.header("Hosts")
+        left, right = st.columns(2)
+        left.caption("Market maker")
+        right.caption("Exchange")
+        left.toggle("Kernel bypass", key="client_bypass")
+        right.toggle("Kernel bypass", key="exchange_bypass")
+        left.toggle("Host tuning", key="client_tuning", help=TUNING_HELP)
+        right.toggle("Host tuning", key="exchange_tuning", help=TUNING_HELP)
+    values = controls.Controls(**{key: st.session_state[key] for key in CONTROL_KEYS})
+    return base, values
+
+
+TUNING_HELP = "busy polling, no deep C-states, IRQs pinned (irqbalance off)"
+
+
+def headline(summary: runner.Summary, base: runner.Summary | None) -> None:
+    if not summary.stable:
+        st.error(
+            "Unstable: the offered load saturates "
+            + "; ".join(summary.saturated)
+            + ". There is no steady-state latency; lower the rate or add capacity.",
+            icon="🛑",
+        )
+        return
+    cols = st.columns(5)
+    for col, key in zip(cols, ("p50", "p99", "p99.9", "max"), strict=False):
+        delta = None
+        if base is not None and base.stable:
+            d = summary.p(key) - base.p(key)
+            delta = f"{d:+,.1f} µs vs base"
+        col.metric(key, charts.format_us(summary.p(key)), delta, delta_color="inverse")
+    cols[4].metric("throughput", charts.format_rate(summary.throughput_msgs_per_s))
+
+
+def distribution_tab(summary: runner.Summary) -> None:
+    if not summary.stable:
+        st.info("No distribution: the run is unstable.")
+        return
+    left, right = st.columns([3, 1])
+    marks = right.multiselect(
+        "Mark percentiles",
+        [k for k, _ in runner.PERCENTILES],
+        default=["p50", "p99", "p99.9"],
+        key="marks",
+    )
+    tail = right.toggle("Tail view (1 − CDF)", key="tail_view")
+    left.plotly_chart(charts.cdf_figure({summary.scenario: summary}, marks, tail))
+    rows = charts.percentile_rows(summary, marks or ["p50", "p99"])
+    st.dataframe(rows, hide_index=True, column_config=_us_columns(rows))
+    st.caption(
+        f"{summary.messages:,} recorded round trips. Bands are distribution-free 95% intervals "
+        "(binomial order statistics); neighbouring round trips share queues, so the true "
+        "uncertainty is somewhat wider. Calibration bands (profile parameter uncertainty) are "
+        "not propagated yet."
+    )
+
+
+def _us_columns(rows: list[dict]) -> dict:
+    return {
+        key: st.column_config.NumberColumn(key, format="%.1f")
+        for key in (rows[0] if rows else {})
+        if "µs" in key or key.startswith("95%")
+    }
+
+
+def tiers_tab(values: controls.Controls, base: Scenario, engine: str, messages: int) -> None:
+    st.caption(
+        "The same hosts and workload under each access tier (each tier with its usual placement), "
+        f"at {charts.format_rate(values.rate_msgs_per_s)}."
+    )
+    items = []
+    for tier in controls.TIERS:
+        try:
+            items.append((f"Tier {tier}", controls.apply(base, controls.for_tier(values, tier))))
+        except ScenarioError as exc:
+            st.warning(f"Tier {tier}: {exc}")
+    runs = run_many(items, engine, messages, "the four tiers")
+    stable = {label: s for label, s in runs.items() if s.stable}
+    for label, s in runs.items():
+        if not s.stable:
+            st.warning(f"{label} is unstable at this rate: {'; '.join(s.saturated)}")
+    if not stable:
+        return
+    left, right = st.columns(2)
+    left.plotly_chart(charts.tiers_figure(stable))
+    right.plotly_chart(charts.cdf_figure(stable, ["p99"]))
+    rows = [
+        {"tier": label, **{f"{k} (µs)": s.p(k) for k, _ in runner.PERCENTILES}}
+        for label, s in stable.items()
+    ]
+    st.dataframe(rows, hide_index=True, column_config=_us_columns(rows))
+
+
+def curve_tab(scenario: Scenario, engine: str, messages: int) -> None:
+    rates = runner.curve_rates(scenario)
+    items = [
+        (charts.format_rate(r), scenario.with_fields({"workload.rate_msgs_per_s": r}))
+        for r in rates
+    ]
+    runs = list(run_many(items, engine, messages, "the latency-throughput curve").values())
+    ceiling = st.select_slider(
+        "p99 ceiling (µs)",
+        CEILINGS_US,
+        value=1_000,
+        key="ceiling_us",
+        format_func=lambda v: f"{v:,} µs",
+    )
+    stable = [(r, s) for r, s in zip(rates, runs, strict=True) if s.stable]
+    capacity, how = runner.capacity_at(
+        [r for r, _ in stable], [s.p("p99") for _, s in stable], ceiling
+    )
+    saturation = runner.saturation_rate_msgs_per_s(scenario)
+    if capacity is None:
+        st.metric("capacity under the ceiling", "none", help=how)
+    else:
+        st.metric("capacity under the ceiling", charts.format_rate(capacity), help=how)
+    st.plotly_chart(charts.curve_figure(rates, runs, ceiling, capacity))
+    st.caption(
+        f"{how}. The busiest station saturates at {charts.format_rate(saturation)}; each point "
+        f"records {messages:,} round trips on the {engine} engine."
+    )
+
+
+def hops_tab(summary: runner.Summary) -> None:
+    if not summary.stable:
+        st.info("No hop breakdown: the run is unstable.")
+        return
+    left, right = st.columns(2)
+    by = left.radio("Group", ("by hop", "by component"), horizontal=True, key="hop_group")
+    which = right.radio("Round trip", ("mean", "at p99"), horizontal=True, key="hop_stat", index=0)
+    rows = charts.hop_rows(summary, by_component=by == "by component")
+    column = "mean (µs)" if which == "mean" else "at p99 (µs)"
+    total = f"round trip {which}"
+    st.plotly_chart(charts.waterfall_figure(rows, column, total))
+    st.dataframe(rows, hide_index=True, column_config=_us_columns(rows))
+    st.caption(
+        "Means are measured per hop (queueing included). The split at p99 is an estimate: the "
+        "tail above the mean is shared out in proportion to each hop's variance (unloaded "
+        "variance plus its measured queueing wait squared)."
+    )
+
+
+def calibration_tab(scenario: Scenario) -> None:
+    try:
+        profile = load_profile(resolve_profile_path(scenario.profile, scenario.base_dir))
+    except ProfileError as exc:
+        st.error(str(exc))
+        return
+    st.subheader(f"Profile {profile.name!r}")
+    for key in ("description", "status"):
+        if key in profile.meta:
+            st.caption(f"{key}: {profile.meta[key]}")
+    targets = charts.target_rows(profile)
+    if targets:
+        st.markdown("**Measured vs fitted**")
+        st.dataframe(targets, hide_index=True)
+    else:
+        st.info(
+            "This profile records no calibration targets yet (no measured-vs-fitted points); "
+            "below are its parameters with their uncertainty and source."
+        )
+    st.dataframe(charts.profile_rows(profile), hide_index=True)
+
+
+def downloads(scenario: Scenario, summary: runner.Summary) -> None:
+    left, right, _ = st.columns([1, 1, 3])
+    left.download_button(
+        "Download scenario (TOML)",
+        scenario.to_toml(),
+        file_name=f"{scenario.name}.toml",
+        mime="application/toml",
+        on_click="ignore",
+    )
+    result = dict(summary.result)
+    if summary.stable:
+        result["rtt_95pct_bands_us"] = {k: list(v) for k, v in summary.bands_us.items()}
+    right.download_button(
+        "Download results (JSON)",
+        json.dumps(result, indent=2),
+        file_name=f"{scenario.name}-result.json",
+        mime="application/json",
+        on_click="ignore",
+    )
+
+
+def main() -> None:
+    st.set_page_config(page_title="Exchange latency twin", page_icon="⏱️", layout="wide")
+    base, values = sidebar()
+    engine = runner.engine_name()
+    messages = runner.sample_messages(engine)
+    sweep_messages = SWEEP_MESSAGES.get(engine, runner.DEFAULT_SAMPLE_MESSAGES)
+    st.title("Order round-trip latency: what if…")
+    try:
+        scenario = controls.apply(base, values)
+    except ScenarioError as exc:
+        st.error(f"These settings do not make a valid deployment: {exc}", icon="⚠️")
+        st.stop()
+    st.caption(
+        f"{controls.TIERS[values.tier].label} · placement {values.placement} · "
+        f"{values.az_layout} · {charts.format_rate(values.rate_msgs_per_s)} · "
+        f"{values.payload_bytes} B · {values.loop} loop · engine **{engine}**, "
+        f"{messages:,} messages per run"
+    )
+    try:
+        with st.spinner(f"Simulating {messages:,} round trips on the {engine} engine…"):
+            summary = cached_run(scenario.to_toml(), scenario.source, engine, messages)
+            reference = None
+            if scenario.raw != base.raw:
+                reference = cached_run(base.to_toml(), base.source, engine, messages)
+    except TwinError as exc:
+        st.error(f"The run failed: {exc}", icon="⚠️")
+        st.stop()
+    headline(summary, reference)
+    downloads(scenario, summary)
+    tabs = st.tabs(
+        [
+            "Distribution",
+            "Four tiers",
+            "Latency vs throughput",
+            "Where the time goes",
+            "Calibration",
+            "Scenario",
+        ],
+        key="view",
+        on_change="rerun",
+    )
+    with tabs[0]:
+        if tabs[0].open:
+            distribution_tab(summary)
+    with tabs[1]:
+        if tabs[1].open:
+            tiers_tab(values, base, engine, messages)
+    with tabs[2]:
+        if tabs[2].open:
+            curve_tab(scenario, engine, sweep_messages)
+    with tabs[3]:
+        if tabs[3].open:
+            hops_tab(summary)
+    with tabs[4]:
+        if tabs[4].open:
+            calibration_tab(scenario)
+    with tabs[5]:
+        if tabs[5].open:
+            st.code(scenario.to_toml(), language="toml")
+            st.json(summary.placements)
+
+
+main()

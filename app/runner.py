@@ -1,0 +1,271 @@
+"""Runs for the explorer: engine choice, sample sizes, and a compact summary of each result.
+
+The explorer must answer a control change within about a second, so every run is sized by a
+message budget per engine rather than by the scenario's own ``duration_s``: the simulated window
+is the budget divided by the rate the loop will actually reach. What comes back is a
+:class:`Summary` of plain numbers and small arrays (cheap to cache and to pickle), built only
+from the twin's public results.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from twin import ENGINES, Prepared, RunResult, Scenario, parse, prepare, run_prepared
+from twin.histogram import to_hdr
+
+# Messages per run. The SimPy reference manages ~2-3k messages per wall second; the compiled
+# engine is fast enough for a tail worth the name.
+SAMPLE_MESSAGES = {"des": 2_000, "fast": 200_000}
+DEFAULT_SAMPLE_MESSAGES = 2_000
+# Warm-up before recording: a tenth of the window, and never less than this many messages.
+WARMUP_FRACTION = 0.1
+WARMUP_MIN_MESSAGES = 100
+PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99.9", 99.9))
+RESULT_KEYS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p99_9"}
+# Two-sided 95% normal quantile for the order-statistic confidence interval.
+Z_95 = 1.959964
+
+
+def engine_name() -> str:
+    """The engine the explorer uses: the compiled one when it is registered."""
+    return "fast" if "fast" in ENGINES else "des"
+
+
+def sample_messages(engine: str) -> int:
+    return SAMPLE_MESSAGES.get(engine, DEFAULT_SAMPLE_MESSAGES)
+
+
+def scenario_from_toml(text: str, source: str = "<explorer>") -> Scenario:
+    """Parse scenario TOML text (the cache key of every run) back into a scenario."""
+    return parse(tomllib.loads(text), source=source)
+
+
+def reachable_rate_msgs_per_s(prepared: Prepared) -> float:
+    """The rate the loop can reach: the target, or fewer in a closed loop that waits on replies."""
+    workload = prepared.scenario.workload
+    rate = workload.rate_msgs_per_s
+    if workload.loop == "closed":
+        # Each account keeps one cycle in flight: at best accounts / unloaded round trip.
+        per_cycle_us = prepared.path.unloaded_mean_us()
+        cycles_per_s = workload.accounts * 1e6 / max(per_cycle_us, 1e-3)
+        rate = min(rate, cycles_per_s * workload.messages_per_cycle)
+    return rate
+
+
+def sized(scenario: Scenario, messages: int) -> Scenario:
+    """``scenario`` with its window set to record about ``messages`` messages."""
+    rate = reachable_rate_msgs_per_s(prepare(scenario))
+    duration_s = messages / rate
+    warmup_s = max(WARMUP_FRACTION * duration_s, WARMUP_MIN_MESSAGES / rate)
+    return scenario.with_fields({"workload.duration_s": duration_s, "workload.warmup_s": warmup_s})
+
+
+@dataclass(frozen=True)
+class HopRow:
+    name: str
+    component: str
+    mean_us: float
+    p99_us: float  # estimated share of the p99 round trip (see hop_shares_at)
+    utilization: float | None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the explorer shows of one run."""
+
+    scenario: str
+    engine: str
+    rate_msgs_per_s: float
+    stable: bool
+    messages: int = 0
+    throughput_msgs_per_s: float = 0.0
+    rtt_us: dict[str, float] = field(default_factory=dict)
+    bands_us: dict[str, tuple[float, float]] = field(default_factory=dict)
+    cdf_us: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    cdf_p: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    hops: tuple[HopRow, ...] = ()
+    saturated: tuple[str, ...] = ()
+    stations: tuple[tuple[str, int, float], ...] = ()
+    placements: dict[str, str] = field(default_factory=dict)
+    result: dict[str, Any] = field(default_factory=dict)
+
+    def p(self, key: str) -> float:
+        return self.rtt_us[RESULT_KEYS.get(key, key)]
+
+
+def bucket_values_ns(indices: np.ndarray) -> np.ndarray:
+    """Lowest value of each HdrHistogram counts index (inverse of ``twin.histogram``'s layout)."""
+    half = 1024  # twin.histogram.SUB_BUCKET_HALF_COUNT
+    bucket = (indices >> 10) - 1
+    sub = (indices & (half - 1)) + half
+    first = bucket < 0
+    sub = np.where(first, sub - half, sub)
+    bucket = np.where(first, 0, bucket)
+    return sub.astype(np.int64) << bucket.astype(np.int64)
+
+
+def cdf_points(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The empirical CDF of a histogram: (round trip us, fraction at or below)."""
+    idx = np.flatnonzero(counts)
+    values_us = bucket_values_ns(idx) / 1e3
+    cum = np.cumsum(counts[idx]) / counts.sum()
+    return values_us, cum
+
+
+def percentile_bands(
+    counts: np.ndarray, percentiles: tuple[tuple[str, float], ...] = PERCENTILES
+) -> dict[str, tuple[float, float]]:
+    """Distribution-free 95% intervals for percentiles (binomial order statistics).
+
+    They assume independent samples; queueing correlates neighbouring round trips, so the true
+    uncertainty is somewhat wider.
+    """
+    hist = to_hdr(counts)
+    n = int(counts.sum())
+    bands = {}
+    for key, pct in percentiles:
+        q = pct / 100
+        half = Z_95 * math.sqrt(n * q * (1 - q))
+        lo = max(0.0, (n * q - half) / n * 100)
+        hi = min(100.0, (n * q + half + 1) / n * 100)
+        bands[key] = (
+            hist.get_value_at_percentile(lo) / 1e3,
+            hist.get_value_at_percentile(hi) / 1e3,
+        )
+    return bands
+
+
+def hop_moments_us(prepared: Prepared) -> tuple[np.ndarray, np.ndarray]:
+    """Unloaded mean (us) and variance (us^2) of each hop's time, read from the compiled path.
+
+    The codes and parameter layout are those of ``twin.dtypes`` (the one table both engines read).
+    """
+    from twin import dtypes
+
+    path = prepared.path
+    means = path.hops["fixed_us"].astype(float)
+    variances = np.zeros(path.n_hops)
+    for i, row in enumerate(path.hops):
+        for part in ("delay", "service"):
+            code = int(row[f"{part}_code"])
+            p0, p1, p2 = (float(row[f"{part}_p{k}"]) for k in range(3))
+            if code == dtypes.DIST_CONST:
+                means[i] += p0
+            elif code == dtypes.DIST_EXP:
+                means[i] += p0
+                variances[i] += p0 * p0
+            elif code == dtypes.DIST_LOGNORMAL:
+                s2 = p2 * p2
+                means[i] += p0 + p1 * math.exp(s2 / 2)
+                variances[i] += p1 * p1 * math.exp(s2) * (math.exp(s2) - 1)
+            elif code == dtypes.DIST_GAMMA:
+                means[i] += p0 + p1 * p2
+                variances[i] += p1 * p2 * p2
+            elif code == dtypes.DIST_EMPIRICAL:
+                table = path.tables[int(p0), : path.table_lengths[int(p0)]]
+                means[i] += float(table.mean())
+                variances[i] += float(table.var())
+    return means, variances
+
+
+def hop_shares_at(
+    mean_us: np.ndarray, variance_us2: np.ndarray, total_mean_us: float, target_us: float
+) -> np.ndarray:
+    """Estimated time in each hop for a round trip of ``target_us`` (e.g. the p99).
+
+    The engines record per-hop sums only, so the tail is split by the Gaussian conditional
+    expectation of independent hops: E[X_i | sum = t] = mean_i + var_i / sum(var) * (t - mean).
+    """
+    excess = target_us - total_mean_us
+    total_var = float(variance_us2.sum())
+    if total_var <= 0:
+        return mean_us + excess / len(mean_us)
+    return mean_us + variance_us2 / total_var * excess
+
+
+def summarise(result: RunResult, prepared: Prepared) -> Summary:
+    """A :class:`Summary` of a run of ``prepared``."""
+    if not result.stable:
+        return Summary(
+            scenario=result.scenario,
+            engine=result.engine,
+            rate_msgs_per_s=result.rate_msgs_per_s,
+            stable=False,
+            saturated=result.saturated,
+            stations=tuple((s.name, s.servers, s.utilization) for s in result.stations),
+            placements=dict(result.placements),
+            result=result.to_dict(),
+        )
+    assert result.counts is not None
+    hop_means = np.array([h.mean_us for h in result.hops])
+    # Queueing adds variance the unloaded distributions do not know; for a FIFO wait the spread is
+    # of the order of its mean, so the measured wait (mean above unloaded) enters squared.
+    unloaded_means, unloaded_variances = hop_moments_us(prepared)
+    waits = np.maximum(hop_means - unloaded_means, 0.0)
+    variances = unloaded_variances + waits**2
+    at_p99 = hop_shares_at(hop_means, variances, float(hop_means.sum()), result.rtt_us["p99"])
+    cdf_us, cdf_p = cdf_points(result.counts)
+    return Summary(
+        scenario=result.scenario,
+        engine=result.engine,
+        rate_msgs_per_s=result.rate_msgs_per_s,
+        stable=True,
+        messages=result.messages,
+        throughput_msgs_per_s=result.throughput_msgs_per_s,
+        rtt_us=dict(result.rtt_us),
+        bands_us=percentile_bands(result.counts),
+        cdf_us=cdf_us,
+        cdf_p=cdf_p,
+        hops=tuple(
+            HopRow(h.name, h.component, h.mean_us, float(p), h.utilization)
+            for h, p in zip(result.hops, at_p99, strict=True)
+        ),
+        stations=tuple((s.name, s.servers, s.utilization) for s in result.stations),
+        placements=dict(result.placements),
+        result=result.to_dict(),
+    )
+
+
+def simulate(scenario: Scenario, engine: str, messages: int) -> Summary:
+    """Run ``scenario`` sized to ``messages`` on ``engine`` and summarise it."""
+    prepared = prepare(sized(scenario, messages))
+    return summarise(run_prepared(prepared, engine), prepared)
+
+
+def saturation_rate_msgs_per_s(scenario: Scenario) -> float:
+    """The rate at which the busiest station reaches utilisation 1 (no steady state beyond)."""
+    path = prepare(scenario).path
+    service = path.station_service_mean_us()
+    with np.errstate(divide="ignore"):
+        per_station = np.where(service > 0, path.station_servers / service * 1e6, np.inf)
+    return float(per_station.min())
+
+
+def curve_rates(scenario: Scenario, points: int = 8) -> list[float]:
+    """Rates for a latency-throughput curve: geometric up to just below saturation."""
+    top = saturation_rate_msgs_per_s(scenario) * 0.97
+    bottom = min(top / 50, scenario.workload.rate_msgs_per_s)
+    rates = set(np.geomspace(bottom, top, points).round(-2).tolist())
+    if scenario.workload.rate_msgs_per_s < top:
+        rates.add(float(scenario.workload.rate_msgs_per_s))
+    return sorted(r for r in rates if r > 0)
+
+
+def capacity_at(
+    rates: list[float], p99_us: list[float], ceiling_us: float
+) -> tuple[float | None, str]:
+    """The largest rate whose p99 stays under ``ceiling_us`` (linear between curve points)."""
+    if not rates or p99_us[0] > ceiling_us:
+        return None, "p99 is above the ceiling even at the lowest rate"
+    points = list(zip(rates, p99_us, strict=True))
+    for (r0, y0), (r1, y1) in itertools.pairwise(points):
+        if y1 > ceiling_us:
+            return r0 + (r1 - r0) * (ceiling_us - y0) / (y1 - y0), "p99 crosses the ceiling"
+    return rates[-1], "p99 stays under the ceiling up to saturation"
