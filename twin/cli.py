@@ -116,6 +116,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from calibration import inspect_cmd
+    from twin.sweep import cli as sweep_cli
 
     parser = argparse.ArgumentParser(
         prog="twin", description="Digital twin of order round-trip latency to a cloud exchange."
@@ -158,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_demo)
 
     inspect_cmd.add_parser(sub)
+    sweep_cli.add_parsers(sub)
     return parser
 
 

@@ -1,0 +1,338 @@
+"""Capacity at a latency ceiling: the highest rate whose p99 stays under it, with uncertainty.
+
+The search runs replications (independent seeds) at a coarse ladder of rates below the rate at
+which some station saturates (offered utilisation 1, from the compiled path: no simulation needed
+for that bound), finds the first rate whose mean p99 reaches the ceiling, then bisects the bracket
+``refine`` times. The answer interpolates the mean p99 curve linearly at the ceiling; its 95%
+interval is where the curves of the p99's upper and lower confidence bounds cross the ceiling
+(the rates at which p99 is under the ceiling with confidence, and over it with confidence). A
+rate with any unstable replication counts as over the ceiling.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from twin.errors import ScenarioError
+from twin.results import offered_utilization
+from twin.scenario import Scenario
+from twin.simulation import prepare
+from twin.sweep.executors import run_tasks
+from twin.sweep.spec import Point, Sweep, replication_seeds
+from twin.sweep.summary import t_quantile
+from twin.sweep.task import PointTask, TaskOutcome
+
+RATE_FIELD = "workload.rate_msgs_per_s"
+# Coarse ladder as fractions of the saturation rate: dense near 1, where queueing tails grow.
+DEFAULT_FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98)
+MAX_DOWNWARD_STEPS = 6
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """p99 across replications at one rate (``inf`` when any replication was unstable)."""
+
+    rate_msgs_per_s: float
+    p99_us: float
+    ci95: tuple[float, float] | None
+    p99_runs_us: tuple[float, ...]
+
+    @property
+    def stable(self) -> bool:
+        return math.isfinite(self.p99_us)
+
+
+@dataclass(frozen=True)
+class CapacityResult:
+    """The answer of :func:`find_capacity` and the curve behind it."""
+
+    scenario: str
+    engine: str
+    p99_ceiling_us: float
+    replications: int
+    saturation_rate_msgs_per_s: float | None
+    max_rate_msgs_per_s: float
+    ci95: tuple[float, float]
+    ceiling_reached: bool
+    curve: tuple[CurvePoint, ...]
+    failures: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of ``twin capacity --json``."""
+
+        def finite(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        return {
+            "max_rate_msgs_per_s": self.max_rate_msgs_per_s,
+            "ci95": list(self.ci95),
+            "curve": [
+                {
+                    "rate_msgs_per_s": c.rate_msgs_per_s,
+                    "p99_us": finite(c.p99_us),
+                    "p99_ci95_us": list(c.ci95) if c.ci95 and c.stable else None,
+                    "stable": c.stable,
+                }
+                for c in self.curve
+            ],
+            "scenario": self.scenario,
+            "engine": self.engine,
+            "p99_ceiling_us": self.p99_ceiling_us,
+            "replications": self.replications,
+            "saturation_rate_msgs_per_s": self.saturation_rate_msgs_per_s,
+            "ceiling_reached": self.ceiling_reached,
+        }
+
+
+def saturation_rate(scenario: Scenario) -> float | None:
+    """Rate at which the busiest station reaches utilisation 1 (None without stations)."""
+    prepared = prepare(scenario)
+    rho = offered_utilization(prepared.path, prepared.load)
+    if rho.size == 0 or not np.max(rho) > 0:
+        return None
+    return float(scenario.workload.rate_msgs_per_s / np.max(rho))
+
+
+def _curve_point(rate: float, p99s: list[float]) -> CurvePoint:
+    runs = tuple(p99s)
+    if not all(math.isfinite(p) for p in runs):
+        return CurvePoint(rate, math.inf, None, runs)
+    mean = float(np.mean(runs))
+    t = t_quantile(len(runs))
+    if t is None:
+        return CurvePoint(rate, mean, None, runs)
+    half = t * float(np.std(runs, ddof=1)) / math.sqrt(len(runs))
+    return CurvePoint(rate, mean, (mean - half, mean + half), runs)
+
+
+def crossing(rates: Sequence[float], values: Sequence[float], ceiling: float, side: str) -> float:
+    """Rate at which a rising ``values`` curve first reaches ``ceiling``.
+
+    Linear interpolation between the bracketing rates; when the upper side of the bracket is
+    unstable (infinite) the answer is the bracket's ``low`` end, ``high`` end or ``mid``dle, as
+    ``side`` asks. Below the first rate gives the first rate; never reached gives the last.
+    """
+    for j, value in enumerate(values):
+        if value >= ceiling:
+            if j == 0:
+                return float(rates[0])
+            r0, r1, v0 = rates[j - 1], rates[j], values[j - 1]
+            if not math.isfinite(value):
+                return float({"low": r0, "high": r1, "mid": (r0 + r1) / 2}[side])
+            return float(r0 + (ceiling - v0) * (r1 - r0) / (value - v0))
+    return float(rates[-1])
+
+
+class _Evaluator:
+    """Runs replications at rates through an executor and remembers every outcome."""
+
+    def __init__(self, scenario: Scenario, engine: str, seeds: tuple[int, ...], **run_args: Any):
+        self.scenario = scenario
+        self.engine = engine
+        self.seeds = seeds
+        self.run_args = run_args
+        self.p99: dict[float, list[float]] = {}
+        self.outcomes: dict[float, list[TaskOutcome]] = {}
+        self.failures: dict[str, str] = {}
+        self.bar = tqdm(
+            desc=f"capacity {scenario.name}",
+            unit="run",
+            file=sys.stderr,
+            disable=not run_args.pop("progress", True),
+            dynamic_ncols=True,
+            total=0,
+        )
+
+    def evaluate(self, rates: Sequence[float]) -> None:
+        new = [r for r in rates if r not in self.p99]
+        tasks = []
+        for i, rate in enumerate(new):
+            point = self.scenario.with_fields({RATE_FIELD: rate})
+            for r, seed in enumerate(self.seeds):
+                tasks.append(PointTask(i, r, seed, self.engine, point.source, dict(point.raw)))
+        self.bar.total += len(tasks)
+        self.bar.refresh()
+        results: dict[float, list[TaskOutcome]] = {rate: [] for rate in new}
+        for task, outcome in run_tasks(tasks, **self.run_args):
+            rate = new[task.point_id]
+            if isinstance(outcome, TaskOutcome) and outcome.error is None:
+                results[rate].append(outcome)
+            else:
+                error = outcome.error if isinstance(outcome, TaskOutcome) else repr(outcome)
+                self.failures[f"rate {rate:g} replication {task.replication}"] = str(error)
+            self.bar.update(1)
+        for rate, done in results.items():
+            if len(done) < len(self.seeds):
+                raise ScenarioError(
+                    f"{self.scenario.source}: capacity run at {rate:g} msg/s failed: "
+                    + "; ".join(self.failures.values())
+                )
+            done.sort(key=lambda o: o.replication)
+            self.outcomes[rate] = done
+            self.p99[rate] = [o.row["p99"] if o.row["stable"] else math.inf for o in done]
+
+    def curve(self) -> list[CurvePoint]:
+        return [_curve_point(rate, self.p99[rate]) for rate in sorted(self.p99)]
+
+
+def find_capacity(
+    scenario: Scenario,
+    *,
+    p99_ceiling_us: float,
+    replications: int = 3,
+    seed: int = 1,
+    engine: str = "des",
+    rates: Sequence[float] | None = None,
+    refine: int = 3,
+    executor: str = "local",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    out_dir: Path | None = None,
+) -> CapacityResult:
+    """Highest rate whose mean p99 stays under ``p99_ceiling_us``, with a 95% interval."""
+    if not p99_ceiling_us > 0:
+        raise ScenarioError(f"p99 ceiling {p99_ceiling_us} us: allowed: > 0")
+    if refine < 0:
+        raise ScenarioError(f"--refine {refine}: allowed: >= 0")
+    sat = saturation_rate(scenario)
+    if rates is None:
+        if sat is None:
+            raise ScenarioError(
+                f"{scenario.source}: no queueing station bounds the rate; give --rates"
+            )
+        rates = [sat * f for f in DEFAULT_FRACTIONS]
+    seeds = replication_seeds(seed, replications)
+    ev = _Evaluator(
+        scenario,
+        engine,
+        seeds,
+        executor=executor,
+        workers=workers,
+        scheduler=scheduler,
+        progress=progress,
+    )
+    try:
+        ev.evaluate(sorted(rates))
+        for _ in range(MAX_DOWNWARD_STEPS):
+            first = ev.curve()[0]
+            if first.p99_us < p99_ceiling_us:
+                break
+            ev.evaluate([first.rate_msgs_per_s / 2])
+        for _ in range(refine):
+            curve = ev.curve()
+            above = [i for i, c in enumerate(curve) if c.p99_us >= p99_ceiling_us]
+            if not above or above[0] == 0:
+                break
+            lo, hi = curve[above[0] - 1].rate_msgs_per_s, curve[above[0]].rate_msgs_per_s
+            ev.evaluate([(lo + hi) / 2])
+    finally:
+        ev.bar.close()
+    curve = ev.curve()
+    r = [c.rate_msgs_per_s for c in curve]
+    mean = [c.p99_us for c in curve]
+    upper = [c.ci95[1] if c.ci95 else c.p99_us for c in curve]
+    lower = [c.ci95[0] if c.ci95 else c.p99_us for c in curve]
+    estimate = crossing(r, mean, p99_ceiling_us, "mid")
+    low = min(crossing(r, upper, p99_ceiling_us, "low"), estimate)
+    high = max(crossing(r, lower, p99_ceiling_us, "high"), estimate)
+    reached = any(m >= p99_ceiling_us for m in mean)
+    result = CapacityResult(
+        scenario=scenario.name,
+        engine=engine,
+        p99_ceiling_us=p99_ceiling_us,
+        replications=replications,
+        saturation_rate_msgs_per_s=sat,
+        max_rate_msgs_per_s=estimate,
+        ci95=(low, high),
+        ceiling_reached=reached,
+        curve=tuple(curve),
+        failures=ev.failures,
+    )
+    if out_dir is not None:
+        _write_folder(out_dir, scenario, engine, seed, seeds, ev, result)
+    return result
+
+
+def _write_folder(
+    out_dir: Path,
+    scenario: Scenario,
+    engine: str,
+    seed: int,
+    seeds: tuple[int, ...],
+    ev: _Evaluator,
+    result: CapacityResult,
+) -> None:
+    """The capacity runs as a sweep results folder over rate (so ``twin report`` reads it)."""
+    import hashlib
+
+    from twin.sweep import store
+    from twin.sweep.runner import finish
+
+    if store.read_manifest(out_dir) is not None:
+        raise ScenarioError(f"{out_dir}: already holds a sweep; choose another --out")
+    rates = sorted(ev.outcomes)
+    points = tuple(
+        Point(i, ((RATE_FIELD, rate),), scenario.with_fields({RATE_FIELD: rate}))
+        for i, rate in enumerate(rates)
+    )
+    text = scenario.to_toml() + f"# capacity p99 ceiling {result.p99_ceiling_us} us\n"
+    sweep = Sweep(
+        name=f"capacity_{scenario.name}",
+        description=f"capacity search, p99 ceiling {result.p99_ceiling_us:g} us",
+        source=scenario.source,
+        sha256=hashlib.sha256(text.encode()).hexdigest(),
+        engine=engine,
+        replications=len(seeds),
+        seed=seed,
+        seeds=seeds,
+        axes=(RATE_FIELD,),
+        points=points,
+    )
+    manifest = store.new_manifest(sweep)
+    manifest["capacity"] = result.to_dict()
+    store.write_manifest(out_dir, manifest)
+    schema = store.row_schema(sweep)
+    for i, rate in enumerate(rates):
+        for outcome in ev.outcomes[rate]:
+            moved = TaskOutcome(
+                i,
+                outcome.replication,
+                outcome.seed,
+                outcome.row,
+                outcome.hist_value_ns,
+                outcome.hist_count,
+            )
+            store.write_point(out_dir, sweep, schema, moved)
+    finish(out_dir, sweep)
+
+
+def format_capacity(result: CapacityResult) -> str:
+    """A human-readable answer with the curve behind it."""
+    lo, hi = result.ci95
+    lines = [
+        f"scenario {result.scenario}  engine {result.engine}  "
+        f"{result.replications} replications per rate",
+        f"p99 ceiling {result.p99_ceiling_us:,.0f} us: max rate {result.max_rate_msgs_per_s:,.0f} "
+        f"msg/s (95% CI {lo:,.0f} .. {hi:,.0f})",
+    ]
+    if result.saturation_rate_msgs_per_s is not None:
+        sat = result.saturation_rate_msgs_per_s
+        lines.append(f"saturation (utilisation 1) at {sat:,.0f} msg/s")
+    if not result.ceiling_reached:
+        lines.append("p99 never reached the ceiling: the answer is the highest rate tried")
+    lines.append("")
+    lines.append(f"{'rate msg/s':>14s} {'p99 us':>12s} {'95% CI':>24s}")
+    for c in result.curve:
+        p99 = f"{c.p99_us:,.1f}" if c.stable else "unstable"
+        ci = f"{c.ci95[0]:,.1f} .. {c.ci95[1]:,.1f}" if c.ci95 and c.stable else ""
+        lines.append(f"{c.rate_msgs_per_s:>14,.0f} {p99:>12s} {ci:>24s}")
+    return "\n".join(lines)

@@ -1,0 +1,203 @@
+"""The ``twin sweep``, ``twin capacity`` and ``twin report`` subcommands.
+
+:func:`add_parsers` registers them on the main parser's subcommands; each handler returns an exit
+code (0 ok, 1 failure) and lets :class:`~twin.errors.TwinError` reach ``twin.cli.main``, which
+prints the one-line message and exits 2 for bad input. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from twin.errors import ScenarioError
+
+EXIT_OK, EXIT_FAILURE = 0, 1
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number > 0")
+    return value
+
+
+def _executor_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--executor",
+        choices=("local", "dask"),
+        default=None,
+        help="local process pool (default) or dask.distributed (implied by --scheduler)",
+    )
+    p.add_argument(
+        "--workers", type=_positive_int, metavar="N", help="worker processes (default: cores)"
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="tcp://HOST:PORT",
+        help="connect to a running Dask scheduler instead of starting a LocalCluster",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def _executor(args: argparse.Namespace) -> str:
+    if args.executor is None:
+        return "dask" if args.scheduler is not None else "local"
+    executor: str = args.executor
+    return executor
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from twin.sweep.executors import check_executor
+    from twin.sweep.runner import run_sweep
+    from twin.sweep.spec import load_sweep
+    from twin.sweep.summary import format_summary
+
+    executor = _executor(args)
+    check_executor(executor, args.workers, args.scheduler)
+    sweep = load_sweep(args.sweep)
+    out_dir = Path(args.out) if args.out else Path("sweep-results") / sweep.name
+    outcome = run_sweep(
+        sweep,
+        out_dir,
+        resume=args.resume,
+        executor=executor,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        progress=not args.no_progress,
+    )
+    if outcome.summary is not None:
+        labels = {p.point_id: p.label for p in sweep.points}
+        print(format_summary(outcome.summary, labels))
+    print(
+        f"twin sweep: {outcome.ran} ran, {outcome.skipped} already done, "
+        f"{len(outcome.failures)} failed in {outcome.wall_s:.1f} s -> {out_dir}",
+        file=sys.stderr,
+    )
+    for key, error in list(outcome.failures.items())[:5]:
+        print(f"  {key}: {error}", file=sys.stderr)
+    return EXIT_FAILURE if outcome.failures else EXIT_OK
+
+
+def cmd_capacity(args: argparse.Namespace) -> int:
+    from twin.scenario import load_scenario
+    from twin.sweep.capacity import find_capacity, format_capacity
+    from twin.sweep.executors import check_executor
+    from twin.sweep.spec import default_engine
+
+    executor = _executor(args)
+    check_executor(executor, args.workers, args.scheduler)
+    scenario = load_scenario(args.scenario)
+    if args.duration is not None:
+        scenario = scenario.with_fields({"workload.duration_s": args.duration})
+    engine = args.engine or default_engine()
+    from twin.simulation import ENGINES
+
+    if engine not in ENGINES:
+        raise ScenarioError(f"--engine {engine!r}: allowed: {', '.join(sorted(ENGINES))}")
+    result = find_capacity(
+        scenario,
+        p99_ceiling_us=args.p99_ceiling_us,
+        replications=args.replications,
+        seed=args.seed,
+        engine=engine,
+        rates=args.rates,
+        refine=args.refine,
+        executor=executor,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        progress=not args.no_progress,
+        out_dir=Path(args.out) if args.out else None,
+    )
+    if args.json:
+        print(json.dumps(result.to_dict()))
+    else:
+        print(format_capacity(result))
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from twin.sweep.report import write_report
+
+    path = write_report(Path(args.results_dir), Path(args.output), args.p99_ceiling_us)
+    print(f"twin report: wrote {path}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _rates(text: str) -> list[float]:
+    try:
+        rates = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected rates like 1e4,1e5,2e5") from None
+    if not rates or any(not r > 0 for r in rates):
+        raise argparse.ArgumentTypeError(f"{text!r}: rates must be > 0")
+    return sorted(set(rates))
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``sweep``, ``capacity`` and ``report`` on ``twin``'s subcommands."""
+    p = sub.add_parser("sweep", help="run a grid of scenarios with replications (resumable)")
+    p.add_argument("sweep", metavar="SWEEP.toml")
+    p.add_argument("--out", metavar="DIR", help="results folder (default sweep-results/NAME)")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted sweep in --out")
+    _executor_args(p)
+    p.set_defaults(run=cmd_sweep)
+
+    p = sub.add_parser(
+        "capacity", help="highest rate whose p99 stays under a ceiling, with its uncertainty"
+    )
+    p.add_argument("scenario", metavar="SCENARIO.toml")
+    p.add_argument(
+        "--p99-ceiling-us",
+        type=_positive_float,
+        required=True,
+        metavar="US",
+        help="p99 round-trip ceiling in microseconds (for example 1000)",
+    )
+    p.add_argument("--replications", type=_positive_int, default=3, metavar="N")
+    p.add_argument("--seed", type=int, default=1, metavar="N", help="base seed of replications")
+    p.add_argument("--engine", default=None, help="des or fast (default: fast when available)")
+    p.add_argument(
+        "--duration", type=_positive_float, metavar="S", help="override workload.duration_s"
+    )
+    p.add_argument(
+        "--rates",
+        type=_rates,
+        metavar="R1,R2,...",
+        help="rates of the coarse curve (default: fractions of the saturation rate)",
+    )
+    p.add_argument(
+        "--refine", type=int, default=3, metavar="K", help="bisection steps at the crossing"
+    )
+    p.add_argument("--out", metavar="DIR", help="also write the runs as a sweep results folder")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    _executor_args(p)
+    p.set_defaults(run=cmd_capacity)
+
+    p = sub.add_parser("report", help="self-contained HTML report of a sweep results folder")
+    p.add_argument("results_dir", metavar="RESULTS_DIR")
+    p.add_argument("-o", "--output", default="report.html", metavar="report.html")
+    p.add_argument(
+        "--p99-ceiling-us",
+        type=_positive_float,
+        default=1000.0,
+        metavar="US",
+        help="ceiling drawn on latency-throughput curves (default 1000)",
+    )
+    p.set_defaults(run=cmd_report)
