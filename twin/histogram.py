@@ -39,9 +39,10 @@ def empty_counts() -> np.ndarray:
 
 
 @njit(cache=True)
-def counts_index(value_ns: np.int64) -> np.int64:
+def counts_index(value_ns: int | np.integer) -> int:
     """Index of ``value_ns`` in the counts array (HdrHistogram's ``countsArrayIndex``)."""
-    v = min(max(value_ns, LOWEST_NS), HIGHEST_NS)
+    v = value_ns if value_ns > LOWEST_NS else LOWEST_NS
+    v = v if v < HIGHEST_NS else HIGHEST_NS
     bits = 0
     x = v | SUB_BUCKET_MASK
     while x > 0:

@@ -215,9 +215,11 @@ class _Table:
         if isinstance(value, bool) or not isinstance(value, kinds):
             kind = "an integer" if integer else "a number"
             raise self.error(field, value, f"must be {kind} ({allowed})")
-        if not math.isfinite(value) or not check(value):
+        assert isinstance(value, int | float)
+        number = float(value)
+        if not math.isfinite(number) or not check(number):
             raise self.error(field, value, f"allowed: {allowed}")
-        return value if integer else float(value)
+        return value if integer else number
 
     def string_list(self, key: str) -> tuple[str, ...]:
         field, value = self._get(key, [])
