@@ -60,20 +60,29 @@ def cdf_figure(runs: Mapping[str, Summary], marks: Sequence[str], tail: bool = F
                 go.Scatter(
                     x=[value],
                     y=[1 - q if tail else q],
-                    mode="markers+text",
+                    mode="markers",
                     marker={"color": colour, "size": 9},
-                    text=[f"{key} {value:,.0f}"],
-                    textposition="middle right" if len(runs) == 1 else "top left",
                     showlegend=False,
                     hovertemplate=f"{label} {key}: %{{x:,.1f}} µs<extra></extra>",
                 )
             )
+            if len(runs) == 1:
+                # One run: a labelled line per percentile reads better than crowded labels near 1.
+                fig.add_vline(
+                    x=value,
+                    line={"color": "#888888", "dash": "dot", "width": 1},
+                    annotation_text=f"{key} {value:,.0f} µs",
+                    annotation_position="top left",
+                    annotation_textangle=-90,
+                )
     fig.update_xaxes(type="log", title="round trip (µs, log scale)")
     if tail:
         fig.update_yaxes(type="log", title="fraction slower (1 − CDF)")
     else:
         fig.update_yaxes(title="fraction at or below", range=[0, 1.02])
-    return _layout(fig, height=420, legend={"orientation": "h", "y": -0.2})
+    return _layout(
+        fig, height=420, showlegend=len(runs) > 1, legend={"orientation": "h", "y": -0.2}
+    )
 
 
 def percentile_rows(summary: Summary, keys: Sequence[str]) -> list[dict[str, Any]]:
@@ -124,14 +133,18 @@ def curve_figure(
     """Latency against offered rate, with the p99 ceiling and the capacity it implies."""
     fig = go.Figure()
     stable = [(r, s) for r, s in zip(rates, runs, strict=True) if s.stable]
-    for key, dash in (("p50", "dot"), ("p99", "solid"), ("p99.9", "dash")):
+    for key, dash, colour in (
+        ("p50", "dot", "#9ecae1"),
+        ("p99", "solid", "#3182bd"),
+        ("p99.9", "dash", "#08519c"),
+    ):
         fig.add_trace(
             go.Scatter(
                 x=[r for r, _ in stable],
                 y=[s.p(key) for _, s in stable],
                 mode="lines+markers",
                 name=key,
-                line={"dash": dash},
+                line={"dash": dash, "color": colour},
             )
         )
     fig.add_hline(

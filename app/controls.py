@@ -147,8 +147,13 @@ def other_az_id(az_id: str) -> str:
     return f"{prefix}-az{1 if number != '1' else 2}"
 
 
-def field_changes(base: Controls, controls: Controls) -> dict[str, Any]:
-    """Dotted scenario fields for every control that differs from ``base`` (placement aside)."""
+def field_changes(
+    base: Controls, controls: Controls, exchange_roles: tuple[str, ...] = ("gateway",)
+) -> dict[str, Any]:
+    """Dotted scenario fields for every control that differs from ``base`` (placement aside).
+
+    ``exchange_roles`` are the exchange's roles the scenario has (the engine may be colocated).
+    """
     changes: dict[str, Any] = {}
     if controls.tier != base.tier:
         tier = TIERS[controls.tier]
@@ -158,7 +163,7 @@ def field_changes(base: Controls, controls: Controls) -> dict[str, Any]:
     if controls.client_instance != base.client_instance:
         changes["roles.client.instance"] = controls.client_instance
     if controls.exchange_instance != base.exchange_instance:
-        for role in EXCHANGE_ROLES:
+        for role in exchange_roles:
             changes[f"roles.{role}.instance"] = controls.exchange_instance
     if controls.rate_msgs_per_s != base.rate_msgs_per_s:
         changes["workload.rate_msgs_per_s"] = controls.rate_msgs_per_s
@@ -231,7 +236,8 @@ def apply(scenario: Scenario, controls: Controls) -> Scenario:
     if (controls.placement, controls.az_layout) != (base.placement, base.az_layout):
         raw = placed_raw(dict(scenario.raw), controls.placement, controls.az_layout)
         scenario = parse(raw, source=scenario.source)
-    changes = field_changes(base, controls)
+    roles = tuple(role for role in EXCHANGE_ROLES if role in scenario.roles)
+    changes = field_changes(base, controls, roles)
     return scenario.with_fields(changes) if changes else scenario
 
 

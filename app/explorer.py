@@ -34,8 +34,6 @@ SCENARIOS = REPO / "scenarios"
 UPLOADED = "uploaded"
 DEFAULT_BASE = "tier1_peering_cpg"
 CONTROL_KEYS = tuple(controls.Controls.__dataclass_fields__)
-# Messages per point of the multi-run views (tiers side by side, latency-throughput curve).
-SWEEP_MESSAGES = {"des": 1_000, "fast": 50_000}
 CEILINGS_US = (20, 50, 100, 150, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000, 5_000, 10_000)
 
 
@@ -347,7 +345,7 @@ def main() -> None:
     base, values = sidebar()
     engine = runner.engine_name()
     messages = runner.sample_messages(engine)
-    sweep_messages = SWEEP_MESSAGES.get(engine, runner.DEFAULT_SAMPLE_MESSAGES)
+    sweep_messages = runner.sweep_messages(engine)
     st.title("Order round-trip latency: what if…")
     try:
         scenario = controls.apply(base, values)

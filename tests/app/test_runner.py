@@ -1,0 +1,136 @@
+"""Sizing, summaries and figures of the explorer's runs (app.runner, app.charts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app import charts, runner
+from twin import load_profile, load_scenario, prepare
+from twin.histogram import counts_index, empty_counts, record_us, to_hdr
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+
+
+@pytest.fixture(scope="module")
+def tier1():
+    return load_scenario(SCENARIOS / "tier1_peering_cpg.toml")
+
+
+@pytest.fixture(scope="module")
+def small_run(tier1):
+    return runner.simulate(tier1, "des", 400)
+
+
+@settings(deadline=None)  # the first call loads the Numba-compiled counts_index
+@given(st.integers(1, 3_600_000_000_000))
+def test_bucket_values_invert_the_histogram_layout(value_ns: int) -> None:
+    index = int(counts_index(np.int64(value_ns)))
+    low = int(runner.bucket_values_ns(np.array([index]))[0])
+    assert low <= value_ns and counts_index(np.int64(low)) == index
+
+
+def test_cdf_and_bands_agree_with_the_histogram() -> None:
+    counts = empty_counts()
+    record_us(counts, np.random.default_rng(3).lognormal(4, 0.3, 5000))
+    x, p = runner.cdf_points(counts)
+    assert np.all(np.diff(x) > 0) and np.all(np.diff(p) > 0) and p[-1] == pytest.approx(1)
+    hist = to_hdr(counts)
+    for key, pct in runner.PERCENTILES:
+        lo, hi = runner.percentile_bands(counts)[key]
+        assert lo <= hist.get_value_at_percentile(pct) / 1e3 <= hi
+
+
+def test_hop_moments_add_up_to_the_unloaded_round_trip() -> None:
+    for path in sorted(SCENARIOS.glob("*.toml")):
+        prepared = prepare(load_scenario(path))
+        means, variances = runner.hop_moments_us(prepared)
+        assert means.sum() == pytest.approx(prepared.path.unloaded_mean_us())
+        assert np.all(variances >= 0)
+
+
+def test_hop_shares_add_up_to_the_target() -> None:
+    means, variances = np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 3.0])
+    shares = runner.hop_shares_at(means, variances, 6.0, 10.0)
+    assert shares.sum() == pytest.approx(10.0) and shares[0] == 1.0
+
+
+@pytest.mark.parametrize("name", ["tier1_peering_cpg", "netperf_rr_c5n_cpg"])
+def test_runs_are_sized_to_the_message_budget(name: str) -> None:
+    summary = runner.simulate(load_scenario(SCENARIOS / f"{name}.toml"), "des", 300)
+    assert summary.stable and 150 <= summary.messages <= 600
+
+
+def test_a_run_summary_has_percentiles_bands_and_hops(small_run) -> None:
+    assert small_run.p("p50") <= small_run.p("p99") <= small_run.p("p99.9")
+    assert set(small_run.bands_us) == {k for k, _ in runner.PERCENTILES}
+    assert sum(h.mean_us for h in small_run.hops) == pytest.approx(small_run.p("mean"), rel=1e-6)
+    assert sum(h.p99_us for h in small_run.hops) == pytest.approx(small_run.p("p99"), rel=1e-6)
+    assert small_run.result["stable"] is True
+
+
+def test_a_saturating_rate_is_reported_unstable(tier1) -> None:
+    top = runner.saturation_rate_msgs_per_s(tier1)
+    summary = runner.simulate(tier1.with_fields({"workload.rate_msgs_per_s": top * 1.5}), "des", 10)
+    assert not summary.stable and summary.saturated
+
+
+def test_curve_rates_rise_to_just_below_saturation(tier1) -> None:
+    rates = runner.curve_rates(tier1)
+    assert rates == sorted(rates) and 10_000 in rates
+    assert rates[-1] < runner.saturation_rate_msgs_per_s(tier1)
+
+
+@pytest.mark.parametrize(
+    ("ceiling", "expected"),
+    [(50.0, None), (150.0, 15.0), (1e6, 40.0)],
+)
+def test_capacity_under_a_ceiling(ceiling: float, expected: float | None) -> None:
+    capacity, _ = runner.capacity_at([10.0, 20.0, 40.0], [100.0, 200.0, 300.0], ceiling)
+    assert capacity == expected
+
+
+def test_engine_sizes_are_chosen_per_engine() -> None:
+    assert runner.engine_name() in ("fast", "des")
+    assert runner.sample_messages("des") <= 2_000 < runner.sample_messages("fast")
+    assert runner.sweep_messages("des") <= runner.sample_messages("des")
+
+
+def test_figures_and_tables_build(small_run) -> None:
+    assert charts.cdf_figure({"a": small_run}, ["p99"], tail=True).data
+    assert charts.tiers_figure({"Tier 1": small_run, "Tier 2": small_run}).data
+    rows = charts.hop_rows(small_run, by_component=True)
+    assert sum(r["mean (µs)"] for r in rows) == pytest.approx(small_run.p("mean"), rel=1e-6)
+    assert charts.waterfall_figure(rows, "at p99 (µs)", "p99").data
+    fig = charts.curve_figure([1e4, 2e4], [small_run, small_run], 100.0, 1.5e4)
+    assert len(fig.data) == 3
+    assert [r["statistic"] for r in charts.percentile_rows(small_run, ["p99"])] == [
+        "p99",
+        "mean",
+        "max",
+    ]
+
+
+def test_profile_tables_degrade_without_targets(tmp_path: Path) -> None:
+    profile = load_profile(Path(runner.__file__).parents[1] / "calibration/profiles/default.toml")
+    rows = charts.profile_rows(profile)
+    assert len(rows) == len(profile) and all(r["source"] for r in rows)
+    assert charts.target_rows(profile) == [] or profile.meta.get("targets")
+    fitted = tmp_path / "fitted.toml"
+    fitted.write_text(
+        '[params.x]\nvalue = 1.0\nsource = "fit"\n'
+        "[targets.tier1_p50]\nmeasured_us = 60.0\npredicted_us = 61.5\n"
+    )
+    assert charts.target_rows(load_profile(fitted)) == [
+        {"target": "tier1_p50", "measured_us": 60.0, "predicted_us": 61.5}
+    ]
+
+
+def test_formats() -> None:
+    assert charts.format_us(2394.12) == "2,394.1 µs"
+    assert charts.format_rate(400_000) == "400k msg/s"
+    assert charts.format_rate(1_000_000) == "1M msg/s"
