@@ -32,7 +32,8 @@ from twin.sweep.task import PointTask, TaskOutcome
 
 RATE_FIELD = "workload.rate_msgs_per_s"
 # Coarse ladder as fractions of the saturation rate: dense near 1, where queueing tails grow.
-DEFAULT_FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98)
+# A 1 ms ceiling over a ~100 us base path is crossed only at utilisations above ~0.99.
+DEFAULT_FRACTIONS = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
 MAX_DOWNWARD_STEPS = 6
 
 
@@ -241,10 +242,18 @@ def find_capacity(
     mean = [c.p99_us for c in curve]
     upper = [c.ci95[1] if c.ci95 else c.p99_us for c in curve]
     lower = [c.ci95[0] if c.ci95 else c.p99_us for c in curve]
-    estimate = crossing(r, mean, p99_ceiling_us, "mid")
-    low = min(crossing(r, upper, p99_ceiling_us, "low"), estimate)
-    high = max(crossing(r, lower, p99_ceiling_us, "high"), estimate)
     reached = any(m >= p99_ceiling_us for m in mean)
+    if mean[0] >= p99_ceiling_us:
+        # Over the ceiling at every rate tried: the capacity is below the lowest one.
+        estimate, low, high = 0.0, 0.0, r[0]
+    elif not reached:
+        # Never over the ceiling: at least the highest rate tried, below saturation.
+        estimate, low = r[-1], r[-1]
+        high = max(sat, r[-1]) if sat is not None else r[-1]
+    else:
+        estimate = crossing(r, mean, p99_ceiling_us, "mid")
+        low = min(crossing(r, upper, p99_ceiling_us, "low"), estimate)
+        high = max(crossing(r, lower, p99_ceiling_us, "high"), estimate)
     result = CapacityResult(
         scenario=scenario.name,
         engine=engine,
@@ -329,6 +338,8 @@ def format_capacity(result: CapacityResult) -> str:
         lines.append(f"saturation (utilisation 1) at {sat:,.0f} msg/s")
     if not result.ceiling_reached:
         lines.append("p99 never reached the ceiling: the answer is the highest rate tried")
+    elif result.max_rate_msgs_per_s == 0.0:
+        lines.append("p99 is over the ceiling at every rate tried")
     lines.append("")
     lines.append(f"{'rate msg/s':>14s} {'p99 us':>12s} {'95% CI':>24s}")
     for c in result.curve:

@@ -23,6 +23,19 @@ from twin.sweep.spec import point_label
 from twin.sweep.summary import summarise_rows
 
 RATE_FIELD = "workload.rate_msgs_per_s"
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 LADDER = (("p50", "p50"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99"), ("p99_9", "p99.9"))
 
 
@@ -50,6 +63,18 @@ def _figures(rows: pl.DataFrame, summary: pl.DataFrame, axes: list[str], ceiling
     points = summary.to_dicts()
     labels = {p["point"]: _label(p, axes) for p in points}
     figs: list[tuple[str, str, Any]] = []
+    # One colour per series (points equal but for the rate), one dash per rate: a point's
+    # curves look the same in every chart, and rates of one series read as one family.
+    series_names = list(dict.fromkeys(_label(p, axes, skip=(RATE_FIELD,)) for p in points))
+    colour = {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(series_names)}
+    rates = sorted({p["rate_msgs_per_s"] for p in points})
+    dash = {r: DASHES[i % len(DASHES)] for i, r in enumerate(rates)}
+
+    def line(p: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "color": colour[_label(p, axes, skip=(RATE_FIELD,))],
+            "dash": dash[p["rate_msgs_per_s"]],
+        }
 
     cdf = go.Figure()
     tail = go.Figure()
@@ -58,10 +83,12 @@ def _figures(rows: pl.DataFrame, summary: pl.DataFrame, axes: list[str], ceiling
         if x.size == 0:
             continue
         name = labels[p["point"]]
-        cdf.add_trace(go.Scatter(x=x, y=y, mode="lines", name=name, line_shape="hv"))
+        cdf.add_trace(go.Scatter(x=x, y=y, mode="lines", name=name, line_shape="hv", line=line(p)))
         keep = y < 1.0
         tail.add_trace(
-            go.Scatter(x=x[keep], y=1.0 - y[keep], mode="lines", name=name, line_shape="hv")
+            go.Scatter(
+                x=x[keep], y=1.0 - y[keep], mode="lines", name=name, line_shape="hv", line=line(p)
+            )
         )
     cdf.update_layout(xaxis_title="round trip (us, log)", yaxis_title="fraction of messages")
     cdf.update_xaxes(type="log")
@@ -95,7 +122,6 @@ def _figures(rows: pl.DataFrame, summary: pl.DataFrame, axes: list[str], ceiling
     ladder.update_yaxes(type="log")
     figs.append(("Percentile ladder", "Mean over replications, bars are 95% CIs.", ladder))
 
-    rates = sorted({p["rate_msgs_per_s"] for p in points})
     if len(rates) > 1:
         curve = go.Figure()
         series: dict[str, list[dict[str, Any]]] = {}
@@ -121,6 +147,7 @@ def _figures(rows: pl.DataFrame, summary: pl.DataFrame, axes: list[str], ceiling
                     mode="lines+markers",
                     name=name,
                     legendgroup=name,
+                    line={"color": colour[name]},
                 )
             )
             if bad:
@@ -129,17 +156,19 @@ def _figures(rows: pl.DataFrame, summary: pl.DataFrame, axes: list[str], ceiling
                         x=[m["rate_msgs_per_s"] for m in bad],
                         y=[ceiling_us * 1.5] * len(bad),
                         mode="markers",
-                        marker={"symbol": "x", "size": 12},
+                        marker={"symbol": "x", "size": 12, "color": colour[name]},
                         name=f"{name}: unstable",
                         legendgroup=name,
                     )
                 )
-        curve.add_hline(
-            y=ceiling_us,
-            line_dash="dash",
-            line_color="firebrick",
-            annotation_text=f"p99 ceiling {ceiling_us:,.0f} us",
-            annotation_position="top left",
+        curve.add_trace(
+            go.Scatter(
+                x=[rates[0], rates[-1]],
+                y=[ceiling_us, ceiling_us],
+                mode="lines",
+                line={"color": "firebrick", "dash": "dash"},
+                name=f"p99 ceiling {ceiling_us:,.0f} us",
+            )
         )
         curve.update_layout(xaxis_title="offered rate (msg/s)", yaxis_title="p99 round trip (us)")
         curve.update_yaxes(type="log")
@@ -152,17 +181,19 @@ def _figures(rows: pl.DataFrame, summary: pl.DataFrame, axes: list[str], ceiling
             )
         )
 
-    tiers = sorted({p["tier"] for p in points})
-    if len(tiers) > 1:
+    scenarios = list(dict.fromkeys(p["scenario_name"] for p in points))
+    if len({p["tier"] for p in points}) > 1:
         comp = make_subplots(
             rows=2, cols=1, shared_xaxes=True, subplot_titles=("p50", "p99"), vertical_spacing=0.08
         )
-        colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
-        for i, tier in enumerate(tiers):
+        for i, name in enumerate(scenarios):
             mine = sorted(
-                (p for p in points if p["tier"] == tier and p["p50_mean"] is not None),
+                (p for p in points if p["scenario_name"] == name and p["p50_mean"] is not None),
                 key=lambda p: p["rate_msgs_per_s"],
             )
+            if not mine:
+                continue
+            legend = f"{name} ({mine[0]['tier']})"
             for row, stat in ((1, "p50"), (2, "p99")):
                 comp.add_trace(
                     go.Bar(
@@ -177,10 +208,10 @@ def _figures(rows: pl.DataFrame, summary: pl.DataFrame, axes: list[str], ceiling
                                 for p in mine
                             ],
                         },
-                        name=tier,
-                        legendgroup=tier,
+                        name=legend,
+                        legendgroup=legend,
                         showlegend=row == 1,
-                        marker_color=colours[i % len(colours)],
+                        marker_color=PALETTE[i % len(PALETTE)],
                     ),
                     row=row,
                     col=1,
