@@ -1,0 +1,112 @@
+"""Capacity search (crossing arithmetic and the CLI JSON) and the HTML report."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from twin.cli import main
+from twin.sweep.capacity import crossing
+
+from .conftest import SCENARIOS
+
+
+def test_crossing_interpolates_and_brackets_unstable_points():
+    rates = [1.0, 2.0, 3.0, 4.0]
+    assert crossing(rates, [10, 20, 40, 80], 30, "mid") == pytest.approx(2.5)
+    assert crossing(rates, [10, 20, math.inf, math.inf], 30, "low") == 2.0
+    assert crossing(rates, [10, 20, math.inf, math.inf], 30, "high") == 3.0
+    assert crossing(rates, [10, 20, math.inf, math.inf], 30, "mid") == 2.5
+    assert crossing(rates, [10, 20, 25, 29], 30, "mid") == 4.0
+    assert crossing(rates, [31, 40, 50, 60], 30, "mid") == 1.0
+
+
+@pytest.fixture(scope="module")
+def capacity_json(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cap") / "runs"
+    args = [
+        "capacity",
+        str(SCENARIOS / "tier1_peering_cpg.toml"),
+        "--p99-ceiling-us",
+        "1000",
+        "--engine",
+        "des",
+        "--duration",
+        "0.003",
+        "--replications",
+        "2",
+        "--rates",
+        "50000,100000",
+        "--refine",
+        "1",
+        "--workers",
+        "2",
+        "--json",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
+    return args, out
+
+
+def test_capacity_json_contract(capacity_json, capsys):
+    args, out = capacity_json
+    assert main(args) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert {"max_rate_msgs_per_s", "ci95", "curve"} <= set(payload)
+    assert [c["rate_msgs_per_s"] for c in payload["curve"]] == [50000.0, 100000.0]
+    assert all(c["p99_us"] < 1000 for c in payload["curve"])
+    # Never over the ceiling: at least the highest rate tried, below saturation.
+    assert payload["ceiling_reached"] is False
+    assert payload["max_rate_msgs_per_s"] == 100000.0
+    lo, hi = payload["ci95"]
+    assert lo == 100000.0 and hi == pytest.approx(payload["saturation_rate_msgs_per_s"])
+    # The runs behind it form a sweep results folder the report reads.
+    report = out.parent / "capacity.html"
+    assert main(["report", str(out), "-o", str(report)]) == 0
+    text = report.read_text()
+    assert "Capacity at p99" in text and "Latency-throughput" in text
+
+
+def test_capacity_below_every_rate(capsys):
+    args = [
+        "capacity",
+        str(SCENARIOS / "tier1_peering_cpg.toml"),
+        "--p99-ceiling-us",
+        "5",
+        "--engine",
+        "des",
+        "--duration",
+        "0.1",
+        "--replications",
+        "2",
+        "--rates",
+        "20000",
+        "--workers",
+        "1",
+        "--json",
+        "--no-progress",
+    ]
+    assert main(args) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["max_rate_msgs_per_s"] == 0.0
+    assert payload["ci95"][0] == 0.0 and payload["ci95"][1] == min(
+        c["rate_msgs_per_s"] for c in payload["curve"]
+    )
+
+
+def test_report_is_self_contained(tmp_path, small_sweep):
+    from twin.sweep.runner import run_sweep
+    from twin.sweep.spec import load_sweep
+
+    out = tmp_path / "out"
+    run_sweep(load_sweep(small_sweep), out, workers=2, progress=False)
+    report = tmp_path / "report.html"
+    assert main(["report", str(out), "-o", str(report)]) == 0
+    text = report.read_text()
+    assert "<script src=" not in text  # plotly.js inlined: opens offline
+    assert text.count('class="plotly-graph-div"') == 5  # CDF, tail, ladder, curve, tiers
+    for heading in ("Round-trip CDF", "Percentile ladder", "Latency-throughput", "Tier comparison"):
+        assert heading in text
