@@ -1,6 +1,6 @@
 """Numba kernels of the matching engine: the book, matching, risk checks, one message at a time.
 
-Everything here is a small ``@njit(cache=True)`` function over the arrays of a
+Everything here is a small ``@njit(cache=True, _nrt=False)`` function over the arrays of a
 :class:`BookState` (plain numpy arrays of the dtypes in :mod:`engine_ext.types`). The kernels
 never allocate: orders live in preallocated rows handed out by a free-list stack, price levels
 are a fixed window of ticks per side per symbol, and events are written into a caller-provided
@@ -11,6 +11,10 @@ it needs room for ``symbols[symbol].n_live + 2`` events after ``n`` in ``ev`` (o
 resting order the message can touch, plus the terminal one). :func:`process_batch` checks that
 room before every message and stops early when it runs out, so the Python side can flush and
 call again.
+
+The Numba runtime is switched off for these kernels (``_nrt=False``): they never allocate,
+and with it on, every array of the state handed down a call is reference-counted with atomic
+instructions, which measured 4x slower (225 ns against 54 ns per trivial reject).
 
 The rules (validation order, risk, self-trade prevention, outcomes) are documented once, in
 :mod:`engine_ext.types`; :mod:`engine_ext.reference` implements the same rules plainly.
@@ -98,7 +102,7 @@ class BookState(NamedTuple):
     config: np.ndarray
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _emit(
     ev, n, counters, kind, code, idx, symbol, side, order_id, account,
     counter_id, counter_account, price, qty, leaves, counter_leaves,
@@ -124,7 +128,7 @@ def _emit(
     return n + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _reject(ev, n, counters, code, idx, symbol, side, order_id, account, price, qty):
     """Emit the terminal reject of a message; the book is untouched."""
     return _emit(
@@ -133,7 +137,7 @@ def _reject(ev, n, counters, code, idx, symbol, side, order_id, account, price, 
     )  # fmt: skip
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _unlink(st, row):
     """Take a row out of its level's FIFO; move the best price on if the level emptied."""
     orders = st.orders
@@ -173,7 +177,7 @@ def _unlink(st, row):
                 s.best_ask = k if k < w else -1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _link_tail(st, row):
     """Append a row at the back of its level's FIFO (time priority) and update the best price."""
     orders = st.orders
@@ -201,7 +205,7 @@ def _link_tail(st, row):
             s.best_ask = lvl
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _free_row(st, row):
     """Forget a row's order id and push the row back on the free list."""
     o = st.orders[row]
@@ -214,7 +218,7 @@ def _free_row(st, row):
     st.symbols[o.symbol].n_live -= 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _alloc_row(st, order_id, sym, acc, side, price, lvl, leaves, post_only, stp):
     """Pop a free row and fill it with a new resting order (caller checked there is one)."""
     counters = st.counters
@@ -237,7 +241,7 @@ def _alloc_row(st, order_id, sym, acc, side, price, lvl, leaves, post_only, stp)
     return row
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _open_add(st, acc, sym, side, qty):
     """Add (or with a negative qty remove) open quantity of an (account, symbol)."""
     a = st.accounts[acc * st.config[K_N_SYMBOLS] + sym]
@@ -247,7 +251,7 @@ def _open_add(st, acc, sym, side, qty):
         a.open_sell += qty
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _would_take(st, sym, side, lvl):
     """True if a limit at ladder index ``lvl`` on ``side`` crosses the opposite best price."""
     s = st.symbols[sym]
@@ -256,7 +260,7 @@ def _would_take(st, sym, side, lvl):
     return s.best_bid >= 0 and s.best_bid >= lvl
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _fok_fillable(st, sym, side, limit_lvl, qty, acc, stp):
     """True if ``qty`` can be filled in full now, honouring self-trade prevention.
 
@@ -294,7 +298,7 @@ def _fok_fillable(st, sym, side, limit_lvl, qty, acc, stp):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _match(st, sym, side, limit_lvl, qty, taker_id, taker_acc, stp, idx, ev, n):
     """Match an incoming quantity against the opposite side, best price then time first.
 
@@ -373,7 +377,7 @@ def _match(st, sym, side, limit_lvl, qty, taker_id, taker_acc, stp, idx, ev, n):
     return remaining, n, stopped
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _new(st, side, otype, stp, sym, acc, oid, price, qty, idx, ev, n):
     """A new order: validate, risk-check, match, rest the remainder; one terminal event."""
     cfg = st.config
@@ -462,7 +466,7 @@ def _new(st, side, otype, stp, sym, acc, oid, price, qty, idx, ev, n):
     )  # fmt: skip
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _cancel(st, mside, sym, acc, oid, price, qty, idx, ev, n):
     """Cancel a live order of the same symbol and account; one terminal event."""
     counters = st.counters
@@ -486,7 +490,7 @@ def _cancel(st, mside, sym, acc, oid, price, qty, idx, ev, n):
     )  # fmt: skip
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _modify(st, mside, sym, acc, oid, price, qty, idx, ev, n):
     """Change the price and/or remaining size of a live order; one terminal event.
 
@@ -566,7 +570,7 @@ def _modify(st, mside, sym, acc, oid, price, qty, idx, ev, n):
     )  # fmt: skip
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def process_one(st, msg_type, side, otype, stp, sym, acc, oid, price, qty, idx, ev, n):
     """Process one inbound message; write its events at ``ev[n:]`` and return the new count.
 
@@ -596,7 +600,7 @@ def process_one(st, msg_type, side, otype, stp, sym, acc, oid, price, qty, idx, 
     return _modify(st, side, sym, acc, oid, price, qty, idx, ev, n)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def events_needed(st, sym):
     """Room in events that :func:`process_one` may need for a message on symbol ``sym``."""
     if sym < 0 or sym >= st.config[K_N_SYMBOLS]:
@@ -604,7 +608,7 @@ def events_needed(st, sym):
     return st.symbols[sym].n_live + 2
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def process_batch(st, msgs, start, msg_index0, ev, n0):
     """Process ``msgs[start:]`` until done or ``ev`` lacks room; return ``(next, n_events)``.
 
@@ -626,7 +630,7 @@ def process_batch(st, msgs, start, msg_index0, ev, n0):
     return i, n
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def process_stream(st, msgs, ev):
     """Process a whole stream, recycling ``ev`` as a ring (events are overwritten once counted).
 
