@@ -16,7 +16,7 @@ from typing import Any
 from twin.errors import TwinError
 from twin.results import RunResult
 from twin.scenario import load_scenario
-from twin.simulation import ENGINES, apply_overrides, run
+from twin.simulation import ENGINES, apply_overrides, prepare, run_prepared
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -37,6 +37,16 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
     return value
 
 
@@ -77,17 +87,67 @@ def format_result(result: RunResult) -> str:
     return "\n".join(lines)
 
 
+def _progress_bar(total: float, unit: str) -> Any:
+    """A tqdm bar on stderr that only appears once a run has taken a few seconds."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, file=sys.stderr, delay=3.0, leave=False)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from twin.output import write_run
+    from twin.replicate import default_workers, run_prepared_replicated
 
     scenario = apply_overrides(load_scenario(args.scenario), args.rate, args.duration, args.seed)
-    result = run(scenario, engine=args.engine)
+    prepared = prepare(scenario)
+    ci95: dict[str, tuple[float, float]] = {}
+    replications = None
+    if args.replications is None and args.target_ci is None:
+        with _progress_bar(100.0, "%") as bar:
+            progress = None
+            if args.engine == "fast":
+
+                def progress(fraction: float) -> None:
+                    bar.update(100.0 * fraction - bar.n)
+
+            result = run_prepared(prepared, engine=args.engine, progress=progress)
+    else:
+        planned = args.replications or 5
+        with _progress_bar(planned, "run") as bar:
+
+            def report(done: int, total: int) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+            result, replicated = run_prepared_replicated(
+                prepared,
+                engine=args.engine,
+                replications=args.replications or 1,
+                target_ci_pct=args.target_ci,
+                workers=args.workers or default_workers(),
+                progress=report,
+            )
+        if replicated is not None:
+            ci95 = replicated.ci95
+            replications = replicated.replications
+    if getattr(args, "bands", False):
+        from calibration.bands import run_bands
+
+        return run_bands(args, scenario, result)
     if args.out is not None:
         write_run(Path(args.out), result, scenario.to_toml())
     if args.json:
-        print(json.dumps(result.to_dict()))
+        payload = result.to_dict()
+        if replications is not None:
+            payload["replications"] = replications
+            payload["ci95"] = {k: [lo, hi] for k, (lo, hi) in ci95.items()}
+        print(json.dumps(payload))
     else:
         print(format_result(result))
+        if replications is not None:
+            print(f"replications {replications}, 95% confidence intervals (us):")
+            for k, (lo, hi) in ci95.items():
+                print(f"  {k.replace('_', '.'):6s} {lo:,.2f} .. {hi:,.2f}")
     return EXIT_OK
 
 
@@ -138,12 +198,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="override workload.duration_s (measured time after warm-up)",
     )
     p.add_argument("--seed", type=_seed, metavar="N", help="override workload.seed")
-    p.add_argument("--engine", default="des", choices=sorted(ENGINES))
+    p.add_argument(
+        "--engine",
+        default="fast",
+        choices=sorted(ENGINES),
+        help="fast (compiled, default) or des (the SimPy reference)",
+    )
+    p.add_argument(
+        "--replications",
+        type=_positive_int,
+        metavar="K",
+        help="run K independent seeds on all cores, pool them, report 95%% intervals",
+    )
+    p.add_argument(
+        "--target-ci",
+        type=_positive_float,
+        metavar="PCT",
+        help="add replications until the p99's 95%% half-width is below PCT%% of it",
+    )
+    p.add_argument(
+        "--workers", type=_positive_int, metavar="N", help="processes for replications (all cores)"
+    )
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     p.add_argument(
         "--out",
         metavar="DIR",
         help="write result.json, scenario.toml, rtt.hgrm, rtt_histogram.parquet",
+    )
+    p.add_argument(
+        "--bands", action="store_true", help="90%% band per percentile from parameter uncertainty"
     )
     p.set_defaults(run=cmd_run)
 

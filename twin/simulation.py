@@ -33,9 +33,10 @@ def register_engine(name: str, engine: Engine) -> None:
 
 
 def _register_builtin() -> None:
-    from twin import des
+    from twin import des, fast
 
     register_engine("des", des.simulate)
+    register_engine("fast", fast.simulate)
 
 
 _register_builtin()
@@ -96,14 +97,22 @@ def prepare(
     )
 
 
-def run_prepared(prepared: Prepared, engine: str = "des") -> RunResult:
-    """Run an already prepared scenario on the named engine."""
+def run_prepared(
+    prepared: Prepared, engine: str = "des", progress: Callable[[float], None] | None = None
+) -> RunResult:
+    """Run an already prepared scenario on the named engine.
+
+    ``progress(fraction)`` is passed to engines that report progress (``fast``).
+    """
     if engine not in ENGINES:
         raise ScenarioError(f"engine = {engine!r}: allowed: {', '.join(sorted(ENGINES))}")
     name = prepared.scenario.name
     if prepared.is_saturated():
         return unstable_result(name, engine, prepared.path, prepared.load, prepared.placements)
-    out = ENGINES[engine](prepared.path, prepared.load)
+    if progress is None:
+        out = ENGINES[engine](prepared.path, prepared.load)
+    else:
+        out = ENGINES[engine](prepared.path, prepared.load, progress=progress)  # type: ignore[call-arg]
     return summarise(name, engine, prepared.path, prepared.load, out, prepared.placements)
 
 

@@ -1,0 +1,366 @@
+"""The fast engine's compiled event loop: one flat ``@njit(cache=True)`` function over arrays.
+
+Semantics are those of :mod:`twin.des`; the structure is chosen for speed:
+
+- **Only station arrivals are events.** Fixed times and non-queueing delays touch no shared
+  state, so a message walks them at once, up to its next station (or to the end of its round
+  trip). The event calendar is a binary heap of message slots keyed by (arrival time, sequence
+  number): ties go to the earlier-scheduled arrival, i.e. FIFO by arrival at the station.
+- **Stations are Kiefer-Wolfowitz recursions.** Because arrivals at every station are handled in
+  non-decreasing time order, a FIFO station with ``c`` servers needs only its servers' next-free
+  times: an arrival at ``a`` starts at ``max(a, earliest free)`` and frees that server at
+  start + service. This is exactly what a FIFO ``simpy.Resource`` does, without completion
+  events; the free times of a multi-server station are kept as a small min-heap.
+- **No push when nothing comes first.** A message whose next arrival is strictly earlier than
+  every other pending event is processed straight away instead of going through the heap.
+- A message is recorded when sent inside ``[warmup, end)``; the run goes on until the calendar is
+  empty, so every recorded message completes. The order loop's cancel leaves on the ack; a
+  closed-loop account starts its next cycle at ``max(now, previous slot + period)``.
+
+All state lives in arrays owned by the caller (see :mod:`twin.fast.engine`), so a run can stop at
+a time horizon (progress bar, batches) or when it runs out of message slots, and resume exactly
+where it stopped. Helpers called in the loop take and return scalars only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from twin import dtypes
+from twin.fast._rng import draw
+from twin.fast._rng import uniform as _uniform
+from twin.histogram import counts_index
+
+STATUS_DONE = 0  # calendar empty and no cycle left to start
+STATUS_PAUSED = 1  # next event is at or after the horizon
+STATUS_FULL = 2  # a new cycle needs a message slot and none is free: grow the slot arrays
+
+# Columns of the per-slot arrays.
+SF_TIME, SF_ENTER, SF_SEND, SF_NEXT_START = 0, 1, 2, 3  # float64 slot_f
+SI_SEQ, SI_HOP, SI_MSG, SI_RECORD = 0, 1, 2, 3  # int64 slot_i
+SLOT_F_COLS, SLOT_I_COLS = 4, 4
+HOP_START = -1  # slot_i[:, SI_HOP] value for "a cycle starts at slot_f[:, SF_TIME]"
+
+# Entries of the scalar state arrays.
+F_NEXT_CYCLE, F_SPARE, F_RTT_SUM, F_RTT_MAX = 0, 1, 2, 3
+FSTATE_LEN = 4
+I_HEAP_N, I_FREE_N, I_SEQ, I_MESSAGES, I_HAS_SPARE, I_STARTED = 0, 1, 2, 3, 4, 5
+ISTATE_LEN = 6
+
+_INF = np.inf
+
+
+@njit(cache=True)
+def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
+    fixed_us: np.ndarray,
+    delay_code: np.ndarray,
+    delay_par: np.ndarray,
+    service_code: np.ndarray,
+    service_par: np.ndarray,
+    hop_station: np.ndarray,
+    server_offset: np.ndarray,
+    server_count: np.ndarray,
+    server_free_us: np.ndarray,
+    tables: np.ndarray,
+    table_lengths: np.ndarray,
+    closed_loop: bool,
+    poisson: bool,
+    mean_gap_us: float,
+    period_us: float,
+    warmup_us: float,
+    end_us: float,
+    per_cycle: int,
+    rng: np.ndarray,
+    fstate: np.ndarray,
+    istate: np.ndarray,
+    heap: np.ndarray,
+    free_slots: np.ndarray,
+    slot_f: np.ndarray,
+    slot_i: np.ndarray,
+    counts: np.ndarray,
+    hop_sum_us: np.ndarray,
+    busy_us: np.ndarray,
+    horizon_us: float,
+) -> int:
+    """Advance the simulation until done, paused at ``horizon_us``, or out of slots."""
+    n_hops = fixed_us.shape[0]
+    s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
+    spare = fstate[F_SPARE]
+    has_spare = istate[I_HAS_SPARE] != 0
+    heap_n = istate[I_HEAP_N]
+    free_n = istate[I_FREE_N]
+    seq = istate[I_SEQ]
+    messages = istate[I_MESSAGES]
+    next_cycle = fstate[F_NEXT_CYCLE]
+    rtt_sum = fstate[F_RTT_SUM]
+    rtt_max = fstate[F_RTT_MAX]
+
+    if istate[I_STARTED] == 0:
+        istate[I_STARTED] = 1
+        if closed_loop:
+            # One slot per account, each starting at a random phase of its pacing period.
+            for a in range(slot_f.shape[0]):
+                u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
+                phase = u * period_us
+                slot_f[a, SF_NEXT_START] = phase
+                if phase < end_us:
+                    slot_f[a, SF_TIME] = phase
+                    slot_i[a, SI_HOP] = HOP_START
+                    slot_i[a, SI_SEQ] = seq
+                    seq += 1
+                    # Push (sift up).
+                    j = heap_n
+                    heap_n += 1
+                    while j > 0:
+                        parent = (j - 1) >> 1
+                        ps = heap[parent]
+                        if slot_f[ps, SF_TIME] <= phase:
+                            break
+                        heap[j] = ps
+                        j = parent
+                    heap[j] = a
+            next_cycle = _INF
+        else:
+            gap = mean_gap_us
+            if poisson:
+                u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
+                gap = -mean_gap_us * np.log(1.0 - u)
+            next_cycle = gap
+
+    status = STATUS_DONE
+    while True:
+        top_t = _INF
+        if heap_n > 0:
+            top_t = slot_f[heap[0], SF_TIME]
+        generate = next_cycle < end_us and next_cycle <= top_t
+        if generate:
+            if next_cycle >= horizon_us:
+                status = STATUS_PAUSED
+                break
+            if free_n == 0:
+                status = STATUS_FULL
+                break
+            free_n -= 1
+            slot = free_slots[free_n]
+            from_heap = False
+            t = next_cycle
+            hop = HOP_START
+            msg = 0
+            record = False
+            enter = t
+            send = t
+            gap = mean_gap_us
+            if poisson:
+                u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
+                gap = -mean_gap_us * np.log(1.0 - u)
+            next_cycle += gap
+            other_t = top_t
+        else:
+            if heap_n == 0:
+                status = STATUS_DONE
+                break
+            if top_t >= horizon_us:
+                status = STATUS_PAUSED
+                break
+            slot = heap[0]
+            from_heap = True
+            t = top_t
+            hop = slot_i[slot, SI_HOP]
+            msg = slot_i[slot, SI_MSG]
+            record = slot_i[slot, SI_RECORD] != 0
+            enter = slot_f[slot, SF_ENTER]
+            send = slot_f[slot, SF_SEND]
+            # Earliest other pending event: the root's children.
+            other_t = _INF
+            if heap_n > 1:
+                other_t = slot_f[heap[1], SF_TIME]
+            if heap_n > 2:
+                c2 = slot_f[heap[2], SF_TIME]
+                if c2 < other_t:
+                    other_t = c2
+        if next_cycle < end_us and next_cycle < other_t:
+            other_t = next_cycle
+
+        keep = False
+        while True:
+            if hop == HOP_START:
+                send = t
+                record = warmup_us <= t < end_us
+                hop = 0
+            else:
+                # Arrival at the station of ``hop`` (Kiefer-Wolfowitz step).
+                st = hop_station[hop]
+                off = server_offset[st]
+                nserv = server_count[st]
+                free_t = server_free_us[off]
+                start = t if t > free_t else free_t
+                code = service_code[hop]
+                s = 0.0
+                if code != dtypes.DIST_NONE:
+                    s, s0, s1, s2, s3, spare, has_spare = draw(
+                        code,
+                        service_par[hop, 0],
+                        service_par[hop, 1],
+                        service_par[hop, 2],
+                        s0,
+                        s1,
+                        s2,
+                        s3,
+                        spare,
+                        has_spare,
+                    )
+                    if code == dtypes.DIST_EMPIRICAL:
+                        row = int(service_par[hop, 0])
+                        n_row = table_lengths[row]
+                        k = min(int(s * n_row), n_row - 1)
+                        s = tables[row, k]
+                done_t = start + s
+                if nserv == 1:
+                    server_free_us[off] = done_t
+                else:
+                    # Replace the min-heap root (earliest free server) and sift down.
+                    j = 0
+                    while True:
+                        child = 2 * j + 1
+                        if child >= nserv:
+                            break
+                        cv = server_free_us[off + child]
+                        if child + 1 < nserv and server_free_us[off + child + 1] < cv:
+                            child += 1
+                            cv = server_free_us[off + child]
+                        if cv >= done_t:
+                            break
+                        server_free_us[off + j] = cv
+                        j = child
+                    server_free_us[off + j] = done_t
+                if warmup_us <= start < end_us:
+                    busy_us[st] += s
+                if record:
+                    hop_sum_us[hop] += done_t - enter
+                t = done_t
+                hop += 1
+            # Walk the non-queueing parts up to the next station.
+            while hop < n_hops:
+                enter = t
+                t += fixed_us[hop]
+                code = delay_code[hop]
+                if code != dtypes.DIST_NONE:
+                    x, s0, s1, s2, s3, spare, has_spare = draw(
+                        code,
+                        delay_par[hop, 0],
+                        delay_par[hop, 1],
+                        delay_par[hop, 2],
+                        s0,
+                        s1,
+                        s2,
+                        s3,
+                        spare,
+                        has_spare,
+                    )
+                    if code == dtypes.DIST_EMPIRICAL:
+                        row = int(delay_par[hop, 0])
+                        n_row = table_lengths[row]
+                        k = min(int(x * n_row), n_row - 1)
+                        x = tables[row, k]
+                    t += x
+                if hop_station[hop] >= 0:
+                    break
+                if record:
+                    hop_sum_us[hop] += t - enter
+                hop += 1
+            if hop < n_hops:
+                if t < other_t:
+                    continue  # this arrival is the next event anyway
+                keep = True
+                break
+            # Round trip complete.
+            if record:
+                rtt = t - send
+                counts[counts_index(np.int64(np.rint(rtt * 1e3)))] += 1
+                messages += 1
+                rtt_sum += rtt
+                if rtt > rtt_max:
+                    rtt_max = rtt
+            msg += 1
+            if msg < per_cycle:
+                hop = HOP_START  # the cancel leaves as the ack arrives
+                continue
+            if closed_loop:
+                next_start = slot_f[slot, SF_NEXT_START] + period_us
+                slot_f[slot, SF_NEXT_START] = next_start
+                if next_start < end_us:
+                    if next_start > t:
+                        t = next_start
+                    msg = 0
+                    hop = HOP_START
+                    continue
+            break
+
+        if keep:
+            slot_f[slot, SF_TIME] = t
+            slot_f[slot, SF_ENTER] = enter
+            slot_f[slot, SF_SEND] = send
+            slot_i[slot, SI_HOP] = hop
+            slot_i[slot, SI_MSG] = msg
+            slot_i[slot, SI_RECORD] = 1 if record else 0
+            slot_i[slot, SI_SEQ] = seq
+            seq += 1
+            if not from_heap:
+                # Push (sift up): the new key has the largest sequence number so far.
+                j = heap_n
+                heap_n += 1
+                while j > 0:
+                    parent = (j - 1) >> 1
+                    ps = heap[parent]
+                    if slot_f[ps, SF_TIME] <= t:
+                        break
+                    heap[j] = ps
+                    j = parent
+                heap[j] = slot
+                continue
+            item = slot
+        else:
+            if not closed_loop:
+                free_slots[free_n] = slot
+                free_n += 1
+            if not from_heap:
+                continue
+            heap_n -= 1
+            if heap_n == 0:
+                continue
+            item = heap[heap_n]
+        # Place ``item`` at the root and sift down on (time, sequence).
+        it = slot_f[item, SF_TIME]
+        iseq = slot_i[item, SI_SEQ]
+        j = 0
+        while True:
+            child = 2 * j + 1
+            if child >= heap_n:
+                break
+            cs = heap[child]
+            ct = slot_f[cs, SF_TIME]
+            if child + 1 < heap_n:
+                rs = heap[child + 1]
+                rt = slot_f[rs, SF_TIME]
+                if rt < ct or (rt == ct and slot_i[rs, SI_SEQ] < slot_i[cs, SI_SEQ]):
+                    child += 1
+                    cs = rs
+                    ct = rt
+            if ct > it or (ct == it and slot_i[cs, SI_SEQ] > iseq):
+                break
+            heap[j] = cs
+            j = child
+        heap[j] = item
+
+    rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
+    fstate[F_SPARE] = spare
+    istate[I_HAS_SPARE] = 1 if has_spare else 0
+    istate[I_HEAP_N] = heap_n
+    istate[I_FREE_N] = free_n
+    istate[I_SEQ] = seq
+    istate[I_MESSAGES] = messages
+    fstate[F_NEXT_CYCLE] = next_cycle
+    fstate[F_RTT_SUM] = rtt_sum
+    fstate[F_RTT_MAX] = rtt_max
+    return status

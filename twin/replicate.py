@@ -1,0 +1,245 @@
+"""Independent replications of one run, merged, with 95% confidence intervals.
+
+A replication is the same path and load with its own seed, derived deterministically from the
+scenario seed and the replication number (:func:`replication_seed`), so a set of replications gives
+the same answer whether it runs on one core or on many. Their histograms merge by addition (the
+reported percentiles are those of the pooled histogram); each statistic's 95% confidence interval
+is the pooled value plus or minus ``t(0.975, K-1) * s / sqrt(K)``, where ``s`` is the standard
+deviation of the statistic across the K replications (the method of independent replications; it
+needs K >= 2 and assumes each replication's warm-up removes the start-up transient).
+
+:func:`run_until` adds replications in rounds until the p99's half-width falls below a target
+fraction of its value, so a user gets an honest tail without guessing a run length.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy import stats
+
+from twin.errors import ScenarioError
+from twin.histogram import to_hdr
+from twin.load import Load
+from twin.path import CompiledPath
+from twin.results import PERCENTILES, EngineOutput, RunResult, summarise, unstable_result
+from twin.simulation import Prepared
+
+# Stream id keeping replication seeds apart from every other use of the scenario seed.
+REPLICATION_STREAM = 0x5245504C
+STATISTICS = (*PERCENTILES, "mean")
+MAX_REPLICATIONS = 200  # ceiling of run_until when a CI target is asked for
+
+Progress = Callable[[int, int], None]  # (replications done, replications planned)
+
+
+def replication_seed(seed: int, k: int) -> int:
+    """The seed of replication ``k`` of a run seeded ``seed`` (independent of worker count)."""
+    words = np.random.SeedSequence([int(seed), REPLICATION_STREAM, int(k)]).generate_state(
+        1, dtype=np.uint64
+    )
+    return int(words[0] >> np.uint64(1))
+
+
+def statistics_of(out: EngineOutput) -> dict[str, float]:
+    """Percentiles (us, HDR bucket values) and mean of one output."""
+    if out.messages == 0:
+        return {name: math.nan for name in STATISTICS}
+    hist = to_hdr(out.counts)
+    values = {name: hist.get_value_at_percentile(p) / 1e3 for name, p in PERCENTILES.items()}
+    values["mean"] = out.rtt_sum_us / out.messages
+    return values
+
+
+@dataclass(frozen=True)
+class Replicated:
+    """Pooled output of K replications and a 95% confidence interval per statistic."""
+
+    output: EngineOutput
+    replications: int
+    estimates: dict[str, float]  # statistics of the pooled output
+    ci95: dict[str, tuple[float, float]]  # empty when K < 2
+    per_replication: tuple[dict[str, float], ...]
+
+    def relative_half_width(self, name: str = "p99") -> float:
+        """Half-width of the 95% interval over the estimate (inf when there is no interval)."""
+        if name not in self.ci95:
+            return math.inf
+        lo, hi = self.ci95[name]
+        value = self.estimates[name]
+        return (hi - lo) / 2 / value if value > 0 else math.inf
+
+
+def confidence_intervals(
+    estimates: dict[str, float], per_replication: Iterable[dict[str, float]]
+) -> dict[str, tuple[float, float]]:
+    """Student-t 95% intervals around the pooled estimates from the spread across replications."""
+    rows = list(per_replication)
+    k = len(rows)
+    if k < 2:
+        return {}
+    t = float(stats.t.ppf(0.975, k - 1))
+    out = {}
+    for name, value in estimates.items():
+        sample = np.array([row[name] for row in rows])
+        half = t * float(sample.std(ddof=1)) / math.sqrt(k)
+        out[name] = (value - half, value + half)
+    return out
+
+
+def _run_one(engine: str, path: CompiledPath, load: Load) -> EngineOutput:
+    from twin.simulation import ENGINES
+
+    return ENGINES[engine](path, load)
+
+
+def _outputs(
+    engine: str,
+    path: CompiledPath,
+    loads: list[Load],
+    workers: int,
+    progress: Progress | None,
+    done_before: int,
+    planned: int,
+) -> list[EngineOutput]:
+    """Run each load, in this process or on a pool of ``workers`` processes, in order."""
+    results: list[EngineOutput] = []
+    if workers <= 1 or len(loads) == 1:
+        for load in loads:
+            results.append(_run_one(engine, path, load))
+            if progress is not None:
+                progress(done_before + len(results), planned)
+        return results
+    context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
+    with ProcessPoolExecutor(max_workers=min(workers, len(loads)), mp_context=context) as pool:
+        futures = [pool.submit(_run_one, engine, path, load) for load in loads]
+        for future in futures:
+            results.append(future.result())
+            if progress is not None:
+                progress(done_before + len(results), planned)
+    return results
+
+
+def _combine(outputs: list[EngineOutput]) -> Replicated:
+    pooled = outputs[0]
+    for other in outputs[1:]:
+        pooled = pooled.merge(other)
+    estimates = statistics_of(pooled)
+    per = tuple(statistics_of(o) for o in outputs)
+    return Replicated(
+        output=pooled,
+        replications=len(outputs),
+        estimates=estimates,
+        ci95=confidence_intervals(estimates, per),
+        per_replication=per,
+    )
+
+
+def default_workers() -> int:
+    """One worker per core this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def run_replications(
+    path: CompiledPath,
+    load: Load,
+    replications: int,
+    engine: str = "fast",
+    workers: int = 1,
+    progress: Progress | None = None,
+) -> Replicated:
+    """Run ``replications`` independent seeds of ``load`` and pool them."""
+    if replications < 1:
+        raise ValueError(f"Need >= 1 replication, got {replications}")
+    loads = [replace(load, seed=replication_seed(load.seed, k)) for k in range(replications)]
+    return _combine(_outputs(engine, path, loads, workers, progress, 0, replications))
+
+
+def run_until(
+    path: CompiledPath,
+    load: Load,
+    target_relative_half_width: float,
+    engine: str = "fast",
+    workers: int = 1,
+    min_replications: int = 5,
+    max_replications: int = 200,
+    statistic: str = "p99",
+    progress: Progress | None = None,
+) -> Replicated:
+    """Add replications until the 95% half-width of ``statistic`` is below the target fraction.
+
+    Replications run in rounds of ``max(workers, 1)`` and the criterion is checked after each
+    replication in order, so the answer (how many replications, which seeds) is the same whatever
+    the worker count; extra replications of the last round are dropped. Stops at
+    ``max_replications`` even if the target is not met (check :meth:`relative_half_width`).
+    """
+    if not target_relative_half_width > 0:
+        raise ValueError(f"Target half-width must be > 0, got {target_relative_half_width}")
+    if min_replications < 2 or max_replications < min_replications:
+        raise ValueError(
+            f"Need 2 <= min_replications <= max_replications, got {min_replications}, "
+            f"{max_replications}"
+        )
+    outputs: list[EngineOutput] = []
+    planned = min_replications
+    while True:
+        checked = len(outputs)
+        loads = [
+            replace(load, seed=replication_seed(load.seed, k)) for k in range(checked, planned)
+        ]
+        outputs += _outputs(engine, path, loads, workers, progress, checked, planned)
+        for k in range(max(checked + 1, min_replications), len(outputs) + 1):
+            result = _combine(outputs[:k])
+            if result.relative_half_width(statistic) <= target_relative_half_width:
+                return result
+        if len(outputs) >= max_replications:
+            return result
+        planned = min(len(outputs) + max(workers, 1), max_replications)
+
+
+def run_prepared_replicated(
+    prepared: Prepared,
+    engine: str = "fast",
+    replications: int = 1,
+    target_ci_pct: float | None = None,
+    workers: int = 1,
+    progress: Progress | None = None,
+) -> tuple[RunResult, Replicated | None]:
+    """:func:`twin.simulation.run_prepared` with replications and an optional p99 CI target.
+
+    Returns the summary of the pooled output and the replication record (None when the offered
+    load saturates a station, for which no simulation is run).
+    """
+    from twin.simulation import ENGINES
+
+    if engine not in ENGINES:
+        raise ScenarioError(f"engine = {engine!r}: allowed: {', '.join(sorted(ENGINES))}")
+    name = prepared.scenario.name
+    if prepared.is_saturated():
+        unstable = unstable_result(name, engine, prepared.path, prepared.load, prepared.placements)
+        return unstable, None
+    if target_ci_pct is not None:
+        replicated = run_until(
+            prepared.path,
+            prepared.load,
+            target_ci_pct / 100,
+            engine=engine,
+            workers=workers,
+            min_replications=max(replications, 5),
+            max_replications=max(replications, MAX_REPLICATIONS),
+            progress=progress,
+        )
+    else:
+        replicated = run_replications(
+            prepared.path, prepared.load, replications, engine, workers, progress
+        )
+    result = summarise(
+        name, engine, prepared.path, prepared.load, replicated.output, prepared.placements
+    )
+    return result, replicated
