@@ -104,7 +104,7 @@ def _figures(rows: pl.DataFrame, summary: pl.DataFrame, axes: list[str], ceiling
     for p in points:
         if p["p50_mean"] is None:
             continue
-        y = [p[f"{k}_mean"] for k, _ in LADDER]
+        ladder_us = [p[f"{k}_mean"] for k, _ in LADDER]
         err = [
             (p[f"{k}_ci95_hi"] - p[f"{k}_mean"]) if p[f"{k}_ci95_hi"] is not None else 0.0
             for k, _ in LADDER
@@ -112,9 +112,11 @@ def _figures(rows: pl.DataFrame, summary: pl.DataFrame, axes: list[str], ceiling
         ladder.add_trace(
             go.Scatter(
                 x=[lbl for _, lbl in LADDER],
-                y=y,
+                y=ladder_us,
                 name=labels[p["point"]],
                 mode="lines+markers",
+                line=line(p),
+                marker={"color": line(p)["color"]},
                 error_y={"type": "data", "array": err, "visible": True},
             )
         )
