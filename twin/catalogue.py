@@ -61,6 +61,8 @@ CATALOGUE: dict[str, InstanceType] = {
         _nitro("c7i.4xlarge", 16, 3.125),
         _nitro("c7i.24xlarge", 96, 37.5),
         _nitro("c6a.2xlarge", 8, 3.125),
+        # m8a.metal-24xl: 96 vCPUs, 37.5 Gb/s (EC2 M8a specifications); pub_m8a_metal_cpg_udp_rtt_p50.
+        _nitro("m8a.metal-24xl", 96, 37.5, metal=True),
         InstanceType(
             name="t2.micro",
             vcpus=1,
@@ -68,6 +70,16 @@ CATALOGUE: dict[str, InstanceType] = {
             bandwidth_gbps=0.1,
             hypervisor="xen",
             pps_allowance=50_000.0,
+        ),
+        # The testbed's own machine (``twin testbed``): client and gateway share its 2 vCPUs over
+        # loopback or a veth pair; no NIC, so bandwidth and packet allowance never bind.
+        InstanceType(
+            name="local",
+            vcpus=2,
+            metal=False,
+            bandwidth_gbps=100.0,
+            hypervisor="none",
+            pps_allowance=1e9,
         ),
     )
 }

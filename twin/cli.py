@@ -175,7 +175,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from calibration import inspect_cmd
+    from calibration import calibrate_cmd, inspect_cmd
     from twin.sweep import cli as sweep_cli
 
     parser = argparse.ArgumentParser(
@@ -242,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_demo)
 
     inspect_cmd.add_parser(sub)
+    calibrate_cmd.add_parser(sub)
     sweep_cli.add_parsers(sub)
     return parser
 

@@ -1,0 +1,160 @@
+"""Prediction bands: parameter uncertainty propagated to a scenario's percentiles.
+
+A fitted profile records the covariance of its free groups' log-factors
+(``[meta.calibration]``, from the curvature of the fit). :func:`parameter_draws` samples profiles
+from it (multivariate normal in log-factor space: correlated groups stay correlated); a profile
+without that record falls back to independent lognormal draws from each parameter's ``sd``.
+:func:`prediction_bands` runs the scenario once per draw, each with its own seed (so a random
+placement and the finite run length are part of the band, as they are for a real measurement)
+and reports, per statistic, the central prediction and the central ``level`` interval of draws.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from twin.profile import Profile
+from twin.results import EngineOutput
+from twin.scenario import Scenario
+from twin.simulation import prepare
+
+__all__ = ["Band", "format_bands", "parameter_draws", "prediction_bands"]
+
+STATISTICS = ("p50", "p90", "p95", "p99", "p99_9", "mean")
+_PCT = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
+
+
+@dataclass(frozen=True)
+class Band:
+    """One statistic: the fitted profile's prediction and its ``level`` band (us)."""
+
+    statistic: str
+    predicted_us: float
+    low_us: float
+    high_us: float
+    level: float
+
+    def covers(self, value: float) -> bool:
+        return self.low_us <= value <= self.high_us
+
+
+def parameter_draws(profile: Profile, n: int, seed: int = 0) -> list[Profile]:
+    """``n`` profiles drawn from the profile's parameter uncertainty."""
+    if n < 1:
+        raise ValueError(f"Number of draws must be >= 1, got {n}")
+    rng = np.random.default_rng([seed, 0x42414E44])
+    cal = profile.meta.get("calibration")
+    draws = []
+    if isinstance(cal, Mapping) and "covariance" in cal and cal.get("groups"):
+        groups = list(cal["groups"])
+        members: Mapping[str, Any] = cal["group_params"]
+        cov = np.asarray(cal["covariance"], dtype=np.float64)
+        deltas = rng.multivariate_normal(np.zeros(len(groups)), cov, size=n, method="eigh")
+        for d in deltas:
+            values = {
+                p: profile.value(p) * math.exp(float(d[i]))
+                for i, g in enumerate(groups)
+                for p in members[g]
+            }
+            draws.append(profile.with_values(values, source="band draw"))
+        return draws
+    uncertain = {k: p for k, p in profile.items() if p.sd > 0 and p.value > 0}
+    for _ in range(n):
+        values = {
+            k: p.value * math.exp(rng.normal(0.0, p.sd / p.value) - 0.5 * (p.sd / p.value) ** 2)
+            for k, p in uncertain.items()
+        }
+        draws.append(profile.with_values(values, source="band draw") if values else profile)
+    return draws
+
+
+def _stats(
+    scenario: Scenario, profile: Profile, sim: Callable[..., EngineOutput]
+) -> dict[str, float]:
+    from calibration.calibrate import percentile_from_counts_us
+
+    prepared = prepare(scenario, profile)
+    if prepared.is_saturated():
+        return {k: math.nan for k in STATISTICS}
+    out = sim(prepared.path, prepared.load)
+    if out.messages == 0:
+        return {k: math.nan for k in STATISTICS}
+    stats = {k: percentile_from_counts_us(out.counts, p) for k, p in _PCT.items()}
+    stats["mean"] = out.rtt_sum_us / out.messages
+    return stats
+
+
+def prediction_bands(
+    scenario: Scenario,
+    profile: Profile,
+    *,
+    draws: int = 40,
+    level: float = 0.9,
+    seed: int = 0,
+    engine: tuple[str, Callable[..., EngineOutput]] | None = None,
+) -> dict[str, Band]:
+    """Per statistic: prediction under ``profile`` and the ``level`` band over parameter draws."""
+    from calibration.calibrate import default_engine
+
+    if not 0 < level < 1:
+        raise ValueError(f"Band level must be in (0, 1), got {level}")
+    _, sim = engine or default_engine()
+    central = _stats(scenario, profile, sim)
+    base_seed = scenario.workload.seed
+    samples = []
+    for k, drawn in enumerate(parameter_draws(profile, draws, seed)):
+        s = scenario.with_fields({"workload.seed": base_seed + 1009 * (k + 1) + seed})
+        samples.append(_stats(s, drawn, sim))
+    lo_q, hi_q = (1 - level) / 2, 1 - (1 - level) / 2
+    bands = {}
+    for stat in STATISTICS:
+        values = np.array([d[stat] for d in samples])
+        values = values[np.isfinite(values)]
+        lo, hi = (
+            (float(np.quantile(values, lo_q)), float(np.quantile(values, hi_q)))
+            if values.size
+            else (math.nan, math.nan)
+        )
+        bands[stat] = Band(stat, central[stat], lo, hi, level)
+    return bands
+
+
+def format_bands(bands: Mapping[str, Band]) -> str:
+    """A small table: statistic, prediction, band."""
+    level = next(iter(bands.values())).level
+    lines = [f"round trip (us) with {100 * level:.0f}% bands (parameter uncertainty):"]
+    for b in bands.values():
+        lines.append(
+            f"  {b.statistic.replace('_', '.'):6s} {b.predicted_us:10.1f}   "
+            f"[{b.low_us:,.1f} .. {b.high_us:,.1f}]"
+        )
+    return "\n".join(lines)
+
+
+def run_bands(args: Any, scenario: Scenario, result: Any) -> int:
+    """``twin run SCENARIO --bands``: the run's report plus a 90% band per percentile."""
+    import json
+
+    from twin.simulation import scenario_profile
+
+    profile = scenario_profile(scenario)
+    bands = prediction_bands(scenario, profile, draws=getattr(args, "band_draws", 40))
+    if getattr(args, "json", False):
+        payload = result.to_dict()
+        payload["bands_90"] = {
+            k: {"predicted": b.predicted_us, "low": b.low_us, "high": b.high_us}
+            for k, b in bands.items()
+        }
+        print(json.dumps(payload))
+    else:
+        from twin.cli import format_result
+
+        print(format_result(result))
+        print()
+        print(format_bands(bands))
+    return 0

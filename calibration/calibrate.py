@@ -1,0 +1,467 @@
+"""Twin calibration: solve for the free parameter groups so the twin reproduces its targets.
+
+Each free group (:class:`~calibration.targets.FreeGroup`) scales some profile parameters by one
+factor on their prior value. :class:`TwinCalibrator` fits the log-factors with
+``scipy.optimize.least_squares`` (bounded), the engine in the loop:
+
+- residuals are ``log(predicted / measured) / tolerance`` for absolute targets and
+  ``(predicted - measured) / tolerance`` (percentage points) for relative figures, plus a weak
+  prior ``log_factor / prior_sd`` per group (a factor nobody constrains stays at its prior and
+  keeps a wide, honest uncertainty instead of a singular one);
+- **common random numbers**: every evaluation runs the same scenarios with the same seeds (and so
+  the same placements), so differences between evaluations come from the parameters only and
+  finite differences see a smooth surface;
+- uncertainty from the curvature: ``cov = (J^T J)^-1`` in log-factor space (J of the scaled
+  residuals at the solution), inflated by the reduced chi-square when it exceeds 1.
+
+The fitted object is turned into a frozen profile with :func:`write_profile`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+from scipy import optimize
+
+from calibration.targets import FreeGroup, Target, TargetSet
+from twin.histogram import COUNTS_LEN, SUB_BUCKET_HALF_COUNT, SUB_BUCKET_HALF_COUNT_MAGNITUDE
+from twin.profile import Parameter, Profile, load_profile, profiles_dir
+from twin.results import EngineOutput
+from twin.scenario import Scenario, dump_toml, load_scenario
+from twin.simulation import ENGINES, Prepared, prepare
+
+__all__ = [
+    "TwinCalibrator",
+    "default_engine",
+    "evaluate_targets",
+    "fit_rows",
+    "write_profile",
+]
+
+# Penalty (in tolerances) for a target whose scenario saturates under trial parameters.
+_UNSTABLE_RESIDUAL = 50.0
+_PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9}
+
+
+def default_engine() -> tuple[str, Callable[..., EngineOutput]]:
+    """The compiled engine when present (registered or importable), else the SimPy reference."""
+    if "fast" in ENGINES:
+        return "fast", ENGINES["fast"]
+    try:
+        from twin.fast import simulate
+    except ImportError:
+        return "des", ENGINES["des"]
+    return "fast", simulate
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What calibration needs of one run (cheaper than a full :class:`RunResult`)."""
+
+    stable: bool
+    counts: np.ndarray | None = None
+    messages: int = 0
+    mean_us: float = math.nan
+    throughput_msgs_per_s: float = math.nan
+
+
+def _run(prepared: Prepared, engine: Callable[..., EngineOutput]) -> _Outcome:
+    """Run a prepared scenario; a saturated open loop is reported unstable, not simulated."""
+    if prepared.is_saturated():
+        return _Outcome(stable=False)
+    out = engine(prepared.path, prepared.load)
+    if out.messages == 0:
+        return _Outcome(stable=False)
+    return _Outcome(
+        stable=True,
+        counts=out.counts,
+        messages=out.messages,
+        mean_us=out.rtt_sum_us / out.messages,
+        throughput_msgs_per_s=out.messages / (out.duration_us / 1e6),
+    )
+
+
+def _bucket_values_ns() -> tuple[np.ndarray, np.ndarray]:
+    """Lowest and highest value (ns) of every bucket of the twin's HDR counts layout."""
+    idx = np.arange(COUNTS_LEN, dtype=np.int64)
+    bucket = (idx >> SUB_BUCKET_HALF_COUNT_MAGNITUDE) - 1
+    sub = (idx & (SUB_BUCKET_HALF_COUNT - 1)) + SUB_BUCKET_HALF_COUNT
+    first = bucket < 0
+    sub = np.where(first, sub - SUB_BUCKET_HALF_COUNT, sub)
+    bucket = np.maximum(bucket, 0)
+    low = sub << bucket
+    return low.astype(np.float64), (low + (np.int64(1) << bucket) - 1).astype(np.float64)
+
+
+_LOW_NS, _HIGH_NS = _bucket_values_ns()
+
+
+def percentile_from_counts_us(counts: np.ndarray, percentile: float) -> float:
+    """HdrHistogram's ``get_value_at_percentile`` on a counts array, vectorised (us)."""
+    total = int(counts.sum())
+    wanted = max(int(percentile / 100.0 * total + 0.5), 1)
+    i = int(np.searchsorted(np.cumsum(counts), wanted))
+    return float(_HIGH_NS[i]) / 1e3
+
+
+def min_from_counts_us(counts: np.ndarray) -> float:
+    """The lowest recorded value (bucket floor, us)."""
+    return float(_LOW_NS[int(np.flatnonzero(counts)[0])]) / 1e3
+
+
+_SCENARIO_CACHE: dict[tuple[Any, ...], Scenario] = {}
+
+
+def _scenario(path: Path, overrides: Mapping[str, Any], seed: int, duration_s: float) -> Scenario:
+    key = (str(path), tuple(sorted(overrides.items())), seed, duration_s)
+    if key not in _SCENARIO_CACHE:
+        changes = dict(overrides)
+        changes.update(
+            {
+                "workload.seed": seed,
+                "workload.duration_s": duration_s,
+                "workload.warmup_s": min(0.01, duration_s / 5),
+            }
+        )
+        _SCENARIO_CACHE[key] = load_scenario(path).with_fields(changes)
+    return _SCENARIO_CACHE[key]
+
+
+def _pooled_stat(results: Sequence[_Outcome], stat: str) -> float:
+    if not all(r.stable for r in results):
+        return math.nan
+    if stat == "throughput":
+        return float(np.mean([r.throughput_msgs_per_s for r in results]))
+    if stat == "mean":
+        n = sum(r.messages for r in results)
+        return sum(r.mean_us * r.messages for r in results) / n
+    counts = sum(r.counts for r in results if r.counts is not None)
+    if stat == "min":
+        return min_from_counts_us(counts)
+    return percentile_from_counts_us(counts, _PERCENTILES[stat])
+
+
+def _seeds(target: Target, base_seed: int) -> list[int]:
+    return [base_seed + 7919 * k for k in range(target.placement_seeds)]
+
+
+def evaluate_targets(
+    targets: Sequence[Target],
+    profile: Profile,
+    *,
+    base_seed: int = 1,
+    engine: tuple[str, Callable[..., EngineOutput]] | None = None,
+) -> dict[str, float]:
+    """The twin's prediction of every target under ``profile`` (NaN when a run saturates).
+
+    Relative figures are averaged over the target's placement seeds (a random placement is what
+    "no placement group" means to a customer); absolute ones pool the seeds' histograms.
+    """
+    _, sim = engine or default_engine()
+    memo: dict[tuple[Any, ...], _Outcome] = {}
+
+    def result(path: Path, overrides: Mapping[str, Any], seed: int, duration: float) -> _Outcome:
+        key = (str(path), tuple(sorted(overrides.items())), seed, duration)
+        if key not in memo:
+            memo[key] = _run(prepare(_scenario(path, overrides, seed, duration), profile), sim)
+        return memo[key]
+
+    out: dict[str, float] = {}
+    for t in targets:
+        seeds = _seeds(t, base_seed)
+        runs = [result(t.scenario, t.overrides, s, t.duration_s) for s in seeds]
+        if not t.relative:
+            out[t.id] = _pooled_stat(runs, t.statistic)
+            continue
+        assert t.baseline is not None
+        base_runs = [result(t.baseline, t.baseline_overrides, s, t.duration_s) for s in seeds]
+        figures = []
+        for a, b in zip(runs, base_runs, strict=True):
+            if t.statistic == "throughput_gain":
+                va, vb = _pooled_stat([a], "throughput"), _pooled_stat([b], "throughput")
+                figures.append(100.0 * (va / vb - 1.0))
+            else:
+                stat = t.statistic.removesuffix("_cut")
+                va, vb = _pooled_stat([a], stat), _pooled_stat([b], stat)
+                figures.append(100.0 * (1.0 - va / vb))
+        out[t.id] = float(np.mean(figures))
+    return out
+
+
+def _residual(t: Target, predicted: float) -> float:
+    if not math.isfinite(predicted) or (not t.relative and predicted <= 0):
+        return _UNSTABLE_RESIDUAL
+    if t.relative:
+        return (predicted - t.value) / t.tolerance
+    return math.log(predicted / t.value) / t.tolerance
+
+
+def _git_version(cwd: Path) -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class _Space:
+    groups: tuple[FreeGroup, ...]
+
+    def profile(self, prior: Profile, log_factors: np.ndarray, source: str) -> Profile:
+        values = {}
+        for g, lf in zip(self.groups, log_factors, strict=True):
+            for p in g.params:
+                values[p] = prior.value(p) * math.exp(float(lf))
+        return prior.with_values(values, source=source)
+
+
+class TwinCalibrator:
+    """Fit the free groups of a targets file; scikit-learn style (``fit`` returns ``self``).
+
+    Keyword-only settings: ``prior`` (the profile whose values the factors scale; the shipped
+    prior by default), ``groups`` (names of the free groups to fit; all by default), ``max_nfev``,
+    ``diff_step`` (finite-difference step in log-factor space), ``base_seed`` (the common random
+    numbers), ``prior_sd`` (sd of the weak prior on each log-factor; None: a quarter of the log
+    width of the group's bounds), ``x0`` (starting log-factors by group name).
+
+    Fitted: ``groups_``, ``log_factors_``, ``covariance_`` (log-factor space), ``factor_sd_``,
+    ``predictions_``, ``residuals_``, ``chi2_``, ``nfev_``, ``elapsed_s_``, ``engine_``,
+    ``profile_`` (a :class:`~twin.profile.Profile` with fitted values and sd).
+    """
+
+    _constraints = ("prior", "groups", "max_nfev", "diff_step", "base_seed", "prior_sd", "x0")
+
+    def __init__(
+        self,
+        *,
+        prior: Profile | str | Path | None = None,
+        groups: Sequence[str] | None = None,
+        max_nfev: int = 40,
+        diff_step: float = 0.25,
+        base_seed: int = 1,
+        prior_sd: float | None = None,
+        x0: Mapping[str, float] | None = None,
+    ) -> None:
+        self.prior = prior
+        self.groups = groups
+        self.max_nfev = max_nfev
+        self.diff_step = diff_step
+        self.base_seed = base_seed
+        self.prior_sd = prior_sd
+        self.x0 = x0
+
+    def get_params(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self._constraints}
+
+    def _prior_profile(self) -> Profile:
+        if isinstance(self.prior, Profile):
+            return self.prior
+        if self.prior is None:
+            return load_profile(profiles_dir() / "prior.toml")
+        return load_profile(self.prior)
+
+    def fit(self, targets: TargetSet) -> TwinCalibrator:
+        if self.max_nfev < 1:
+            raise ValueError(f"TwinCalibrator: max_nfev = {self.max_nfev}; allowed >= 1")
+        if not 0 < self.diff_step < 1:
+            raise ValueError(f"TwinCalibrator: diff_step = {self.diff_step}; allowed (0, 1)")
+        started = time.perf_counter()
+        prior = self._prior_profile()
+        groups = tuple(g for g in targets.free if self.groups is None or g.name in set(self.groups))
+        if not groups:
+            raise ValueError(f"{targets.path}: no free parameter group selected")
+        for g in groups:
+            for p in g.params:
+                prior[p]  # noqa: B018 - raises ProfileError naming a missing parameter
+        space = _Space(groups)
+        lo = np.array([math.log(g.bounds[0]) for g in groups])
+        hi = np.array([math.log(g.bounds[1]) for g in groups])
+        prior_sd = (
+            np.full(len(groups), self.prior_sd) if self.prior_sd is not None else (hi - lo) / 4.0
+        )
+        engine = default_engine()
+        x0 = np.array([float((self.x0 or {}).get(g.name, 0.0)) for g in groups])
+        x0 = np.clip(x0, lo + 1e-6, hi - 1e-6)
+        cache: dict[bytes, dict[str, float]] = {}
+
+        def predictions(x: np.ndarray) -> dict[str, float]:
+            key = np.round(x, 12).tobytes()
+            if key not in cache:
+                cache[key] = evaluate_targets(
+                    targets.targets,
+                    space.profile(prior, x, "calibration trial"),
+                    base_seed=self.base_seed,
+                    engine=engine,
+                )
+            return cache[key]
+
+        def residuals(x: np.ndarray) -> np.ndarray:
+            pred = predictions(x)
+            r = [_residual(t, pred[t.id]) for t in targets.targets]
+            return np.concatenate([np.array(r), x / prior_sd])
+
+        sol = optimize.least_squares(
+            residuals,
+            x0,
+            bounds=(lo, hi),
+            method="trf",
+            diff_step=self.diff_step,
+            x_scale="jac",
+            max_nfev=self.max_nfev,
+        )
+        jac = np.asarray(sol.jac)
+        n_t = len(targets.targets)
+        fit_res = sol.fun[:n_t]
+        dof = max(n_t - len(groups), 1)
+        chi2 = float(np.sum(fit_res**2))
+        scale = max(1.0, chi2 / dof)
+        cov = np.linalg.pinv(jac.T @ jac) * scale
+        self.groups_ = groups
+        self.log_factors_ = {g.name: float(v) for g, v in zip(groups, sol.x, strict=True)}
+        self.covariance_ = cov
+        self.factor_sd_ = {
+            g.name: float(math.sqrt(max(cov[i, i], 0.0))) for i, g in enumerate(groups)
+        }
+        self.predictions_ = dict(predictions(sol.x))
+        self.residuals_ = {t.id: float(r) for t, r in zip(targets.targets, fit_res, strict=True)}
+        self.chi2_ = chi2
+        self.nfev_ = int(sol.nfev)
+        self.engine_ = engine[0]
+        self.prior_profile_ = prior
+        self.targets_ = targets
+        self.elapsed_s_ = time.perf_counter() - started
+        self.profile_ = self._profile()
+        return self
+
+    def _profile(self) -> Profile:
+        prior = self.prior_profile_
+        params = dict(prior.params)
+        rows = sorted({t.row for t in self.targets_.targets})
+        for g in self.groups_:
+            lf, sd = self.log_factors_[g.name], self.factor_sd_[g.name]
+            for p in g.params:
+                old = prior[p]
+                value = old.value * math.exp(lf)
+                params[p] = Parameter(
+                    value=round(value, 6),
+                    sd=round(value * sd, 6),
+                    fitted=True,
+                    source=(
+                        f"fit (group {g.name}, factor {math.exp(lf):.3f} on the prior "
+                        f"{old.value:g}) to {self.targets_.path.name}: {', '.join(rows)}"
+                    ),
+                )
+        meta = {
+            "name": "default",
+            "description": "Fitted to the published figures (see [meta.calibration]).",
+            "status": "fitted",
+            "calibration": self.provenance(),
+        }
+        return Profile(
+            name="default",
+            params=MappingProxyType(params),
+            meta=MappingProxyType(meta),
+            path="<fitted>",
+        )
+
+    def provenance(self) -> dict[str, Any]:
+        """Which targets, which data, when and which code version produced this fit."""
+        t = self.targets_
+        repo = Path(__file__).resolve().parent.parent
+        try:
+            targets_file = str(t.path.resolve().relative_to(repo))
+        except ValueError:
+            targets_file = str(t.path)
+        return {
+            "targets_file": targets_file,
+            "targets_sha256": t.sha256,
+            "data": "calibration/data/published_figures.csv",
+            "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "code_version": _git_version(repo),
+            "engine": self.engine_,
+            "base_seed": self.base_seed,
+            "nfev": self.nfev_,
+            "chi2": round(self.chi2_, 4),
+            "elapsed_s": round(self.elapsed_s_, 1),
+            "groups": [g.name for g in self.groups_],
+            "group_params": {g.name: list(g.params) for g in self.groups_},
+            "log_factors": [round(self.log_factors_[g.name], 6) for g in self.groups_],
+            "covariance": [[round(float(v), 8) for v in row] for row in self.covariance_],
+            "fit": {
+                tg.id: {
+                    "row": tg.row,
+                    "statistic": tg.statistic,
+                    "measured": tg.value,
+                    "predicted": round(self.predictions_[tg.id], 4),
+                    "error": round(tg.error(self.predictions_[tg.id]), 3),
+                }
+                for tg in t.targets
+            },
+        }
+
+
+def fit_rows(targets: Sequence[Target], predicted: Mapping[str, float]) -> list[dict[str, Any]]:
+    """Rows of measured vs predicted (the ``twin validate --json`` shape)."""
+    rows = []
+    for t in targets:
+        p = predicted[t.id]
+        rows.append(
+            {
+                "target": t.id,
+                "statistic": t.statistic,
+                "measured": t.value,
+                "predicted": p,
+                "error_pct": t.error(p) if math.isfinite(p) else None,
+                "unit": t.unit,
+            }
+        )
+    return rows
+
+
+_HEADER = """\
+# Calibration profile written by `twin calibrate` (calibration/calibrate.py): every number the
+# model uses, with its source. Fitted parameters carry `fitted = true`, a standard uncertainty
+# `sd` (curvature of the fit, propagated from the log-factor covariance in [meta.calibration])
+# and the targets they were fitted to. Unfitted parameters keep their prior value and source.
+# Times in microseconds; stage x = floor x_floor_us + lognormal(median x_median_us, sigma x_sigma).
+"""
+
+
+def write_profile(profile: Profile, path: str | Path) -> Path:
+    """Write a profile (fitted or not) as TOML that :func:`twin.profile.load_profile` reads."""
+    path = Path(path)
+    params: dict[str, Any] = {}
+    for name, p in profile.items():
+        entry: dict[str, Any] = {"value": p.value}
+        if p.sd:
+            entry["sd"] = p.sd
+        if p.fitted:
+            entry["fitted"] = True
+        entry["source"] = p.source
+        params[name] = entry
+    meta = {k: _plain(v) for k, v in profile.meta.items() if k != "targets"}
+    text = _HEADER + "\n" + dump_toml({"meta": meta}) + "\n" + dump_toml({"params": params})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    load_profile(path)  # refuse to leave a profile behind that the twin cannot read
+    return path
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,132 @@
+"""Validation: a profile's predictions against measurements, and leave-one-out refits.
+
+- :func:`validate_targets`: predicted vs measured for a set of targets (the profile's own
+  calibration targets, or any other targets file);
+- :func:`validate_measurements`: predicted vs measured per percentile for benchmark files read by
+  :func:`calibration.read`, each against one scenario;
+- :func:`leave_one_out`: refit without each target in turn (warm-started from the full fit) and
+  predict the one left out. Those errors are the honest accuracy figure of the calibration.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calibration.calibrate import TwinCalibrator, default_engine, evaluate_targets, fit_rows
+from calibration.readers import read
+from calibration.targets import TargetSet, load_targets
+from twin.errors import ProfileError
+from twin.profile import Profile, load_profile, profiles_dir
+from twin.scenario import Scenario
+from twin.simulation import prepare
+
+__all__ = ["leave_one_out", "profile_targets", "validate_measurements", "validate_targets"]
+
+REPO = Path(__file__).resolve().parent.parent
+_CHECKED = ((50.0, "p50"), (90.0, "p90"), (99.0, "p99"), (99.9, "p99_9"))
+
+
+def profile_targets(profile: Profile) -> TargetSet:
+    """The targets file a fitted profile was calibrated against (from its provenance)."""
+    cal = profile.meta.get("calibration")
+    if not isinstance(cal, Mapping) or "targets_file" not in cal:
+        raise ProfileError(
+            f"{profile.path}: no [meta.calibration] targets_file: not a fitted profile"
+        )
+    path = Path(cal["targets_file"])
+    return load_targets(path if path.is_absolute() else REPO / path)
+
+
+def validate_targets(profile: Profile, targets: TargetSet) -> list[dict[str, Any]]:
+    """Rows of measured vs predicted for every target."""
+    return fit_rows(targets.targets, evaluate_targets(targets.targets, profile))
+
+
+def validate_measurements(
+    profile: Profile, scenario: Scenario, paths: Sequence[str | Path]
+) -> list[dict[str, Any]]:
+    """Rows of measured vs predicted percentiles (and mean) for each benchmark file."""
+    from calibration.calibrate import percentile_from_counts_us
+
+    _, sim = default_engine()
+    prepared = prepare(scenario, profile)
+    out = sim(prepared.path, prepared.load)
+    predicted = {name: percentile_from_counts_us(out.counts, p) for p, name in _CHECKED}
+    predicted["mean"] = out.rtt_sum_us / max(out.messages, 1)
+    rows = []
+    for path in paths:
+        m = read(path)
+        measured: dict[str, float] = {}
+        for p, name in _CHECKED:
+            if m.covers(p):
+                measured[name] = m.percentile_us(p)
+        if m.mean_us is not None:
+            measured["mean"] = m.mean_us
+        for stat, value in measured.items():
+            pred = predicted[stat]
+            rows.append(
+                {
+                    "target": str(path),
+                    "statistic": stat,
+                    "measured": value,
+                    "predicted": pred,
+                    "error_pct": 100.0 * (pred - value) / value if value > 0 else None,
+                    "unit": "us",
+                }
+            )
+    return rows
+
+
+def leave_one_out(
+    targets: TargetSet,
+    *,
+    prior: Profile | str | Path | None = None,
+    start: Mapping[str, float] | None = None,
+    max_nfev: int = 4,
+) -> list[dict[str, Any]]:
+    """For each target: refit without it (from ``start`` log-factors) and predict it."""
+    prior = prior if prior is not None else load_profile(profiles_dir() / "prior.toml")
+    rows = []
+    for t in targets.targets:
+        held_out = targets.without(t.id)
+        cal = TwinCalibrator(prior=prior, x0=start, max_nfev=max_nfev).fit(held_out)
+        pred = evaluate_targets([t], cal.profile_)[t.id]
+        row = fit_rows([t], {t.id: pred})[0]
+        row["fitted_without"] = True
+        rows.append(row)
+    return rows
+
+
+def summarise_errors(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Median and max absolute error, absolute (%) and relative (pp) targets apart."""
+    out: dict[str, float] = {}
+    for kind, unit in (("absolute_pct", "us"), ("relative_pp", "%")):
+        errs = [
+            abs(r["error_pct"])
+            for r in rows
+            if r.get("unit") == unit and r["error_pct"] is not None
+        ]
+        if errs:
+            out[f"median_{kind}"] = float(np.median(errs))
+            out[f"max_{kind}"] = float(max(errs))
+    return out
+
+
+def exceeds(
+    rows: Sequence[Mapping[str, Any]], tolerance_pct: float | None, tolerance_pp: float | None
+) -> list[str]:
+    """Targets whose error is beyond the tolerance (a missing prediction always is)."""
+    bad = []
+    for r in rows:
+        err = r["error_pct"]
+        limit = tolerance_pp if r.get("unit") == "%" else tolerance_pct
+        if limit is None:
+            continue
+        if err is None or not math.isfinite(err) or abs(err) > limit:
+            bad.append(f"{r['target']} {r['statistic']}")
+    return bad
