@@ -5,6 +5,7 @@ Pure functions (summaries in, figures or rows out) so that the Streamlit script 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,6 +30,26 @@ def format_rate(rate_msgs_per_s: float) -> str:
     if rate_msgs_per_s >= 1e3:
         return f"{rate_msgs_per_s / 1e3:.3g}k msg/s"
     return f"{rate_msgs_per_s:.3g} msg/s"
+
+
+def _log_x_marker(fig: go.Figure, x: float, text: str, colour: str) -> None:
+    """A labelled vertical line on a log-x axis.
+
+    Plotly places shapes at data values but annotations at log10 of them on a log axis, so the
+    label is positioned explicitly rather than through ``add_vline``'s annotation.
+    """
+    fig.add_vline(x=x, line={"color": colour, "dash": "dot", "width": 1})
+    fig.add_annotation(
+        x=math.log10(x),
+        y=1,
+        yref="paper",
+        text=text,
+        showarrow=False,
+        textangle=-90,
+        xanchor="right",
+        yanchor="top",
+        font={"size": 11, "color": colour},
+    )
 
 
 def _layout(fig: go.Figure, **kwargs: Any) -> go.Figure:
@@ -68,13 +89,7 @@ def cdf_figure(runs: Mapping[str, Summary], marks: Sequence[str], tail: bool = F
             )
             if len(runs) == 1:
                 # One run: a labelled line per percentile reads better than crowded labels near 1.
-                fig.add_vline(
-                    x=value,
-                    line={"color": "#888888", "dash": "dot", "width": 1},
-                    annotation_text=f"{key} {value:,.0f} µs",
-                    annotation_position="top left",
-                    annotation_textangle=-90,
-                )
+                _log_x_marker(fig, value, f"{key} {value:,.0f} µs", "#888888")
     fig.update_xaxes(type="log", title="round trip (µs, log scale)")
     if tail:
         fig.update_yaxes(type="log", title="fraction slower (1 − CDF)")
@@ -147,17 +162,20 @@ def curve_figure(
                 line={"dash": dash, "color": colour},
             )
         )
-    fig.add_hline(
-        y=ceiling_us,
-        line={"color": "#d62728", "dash": "dash"},
-        annotation_text=f"p99 ceiling {ceiling_us:,.0f} µs",
+    fig.add_hline(y=ceiling_us, line={"color": "#d62728", "dash": "dash"})
+    fig.add_annotation(
+        x=0,
+        xref="paper",
+        y=math.log10(ceiling_us),
+        text=f"p99 ceiling {ceiling_us:,.0f} µs",
+        showarrow=False,
+        xanchor="left",
+        yanchor="bottom",
+        font={"color": "#d62728"},
     )
     if capacity_msgs_per_s is not None:
-        fig.add_vline(
-            x=capacity_msgs_per_s,
-            line={"color": "#2ca02c", "dash": "dash"},
-            annotation_text=f"capacity {format_rate(capacity_msgs_per_s)}",
-            annotation_position="top left",
+        _log_x_marker(
+            fig, capacity_msgs_per_s, f"capacity {format_rate(capacity_msgs_per_s)}", "#2ca02c"
         )
     fig.update_xaxes(type="log", title="offered rate (msg/s, log scale)")
     fig.update_yaxes(type="log", title="round trip (µs, log scale)")

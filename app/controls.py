@@ -29,7 +29,8 @@ from twin.scenario import MTU_BYTES, TCP_IP_HEADER_BYTES
 PLACEMENTS = ("shared CPG", "none", "partition")
 AZ_LAYOUTS = ("same AZ", "cross-AZ")
 LOOPS = ("open", "closed")
-INSTANCE_TYPES = tuple(CATALOGUE)
+# EC2 types only: a catalogue entry with no hypervisor is a live testbed's own machine.
+INSTANCE_TYPES = tuple(name for name, t in CATALOGUE.items() if t.hypervisor != "none")
 EXCHANGE_ROLES = ("gateway", "engine")
 # Rates offered by the rate slider (client messages per second).
 RATES_MSGS_PER_S = (
@@ -89,6 +90,24 @@ class Controls:
 
     def replace(self, **changes: Any) -> Controls:
         return dataclasses.replace(self, **changes)
+
+
+CLOUD_CONNECTIVITY = ("peering", "transit_gateway", "privatelink", "cloudfront")
+
+
+def unsupported_reason(scenario: Scenario) -> str | None:
+    """Why the explorer's controls cannot describe ``scenario`` (None when they can).
+
+    The controls describe cloud deployments; live-testbed paths (loopback, veth) are left to the
+    CLI.
+    """
+    tier = scenario.connectivity.tier
+    if tier not in CLOUD_CONNECTIVITY:
+        return (
+            f"{scenario.source}: connectivity.tier = {tier!r}: the explorer covers the cloud "
+            f"access tiers ({', '.join(CLOUD_CONNECTIVITY)}); run this one with the twin CLI"
+        )
+    return None
 
 
 def tier_preset(tier: int) -> dict[str, Any]:
@@ -256,4 +275,8 @@ def load_upload(file_name: str, data: bytes) -> Scenario:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{file_name}: not valid TOML: {exc}") from None
-    return parse(raw, source=file_name)
+    scenario = parse(raw, source=file_name)
+    reason = unsupported_reason(scenario)
+    if reason is not None:
+        raise ScenarioError(reason)
+    return scenario

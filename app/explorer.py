@@ -39,8 +39,16 @@ CEILINGS_US = (20, 50, 100, 150, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000,
 
 @st.cache_data(show_spinner=False)
 def shipped_scenarios() -> dict[str, str]:
-    """Shipped scenario name -> TOML text (validated on the way in)."""
-    return {p.stem: load_scenario(p).to_toml() for p in sorted(SCENARIOS.glob("*.toml"))}
+    """Shipped cloud scenario name -> TOML text (live-testbed and broken files left out)."""
+    out = {}
+    for path in sorted(SCENARIOS.glob("*.toml")):
+        try:
+            scenario = load_scenario(path)
+        except ScenarioError:
+            continue
+        if controls.unsupported_reason(scenario) is None:
+            out[path.stem] = scenario.to_toml()
+    return out
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -133,8 +141,14 @@ def sidebar() -> tuple[Scenario, controls.Controls]:
         st.radio("Placement group", controls.PLACEMENTS, key="placement", horizontal=True)
         st.radio("AZ layout", controls.AZ_LAYOUTS, key="az_layout", horizontal=True)
         left, right = st.columns(2)
-        left.selectbox("Client instance", controls.INSTANCE_TYPES, key="client_instance")
-        right.selectbox("Exchange instance", controls.INSTANCE_TYPES, key="exchange_instance")
+        for column, key, label in (
+            (left, "client_instance", "Client instance"),
+            (right, "exchange_instance", "Exchange instance"),
+        ):
+            types = list(controls.INSTANCE_TYPES)
+            if st.session_state[key] not in types:
+                types.append(st.session_state[key])
+            column.selectbox(label, types, key=key)
 
         st.header("Workload")
         rates = sorted({*controls.RATES_MSGS_PER_S, st.session_state["rate_msgs_per_s"]})

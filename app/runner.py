@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from twin import ENGINES, Prepared, RunResult, Scenario, parse, prepare, run_prepared
-from twin.histogram import to_hdr
 
 # Messages per run. The SimPy reference manages ~2-3k messages per wall second; the compiled
 # engine does ~50-100k messages per wall second here: 50k keeps a change near one second and
@@ -133,21 +132,25 @@ def percentile_bands(
 ) -> dict[str, tuple[float, float]]:
     """Distribution-free 95% intervals for percentiles (binomial order statistics).
 
-    They assume independent samples; queueing correlates neighbouring round trips, so the true
-    uncertainty is somewhat wider.
+    Values are reported like HdrHistogram's ``get_value_at_percentile`` (the highest value
+    equivalent to the bucket holding the rank). They assume independent samples; queueing
+    correlates neighbouring round trips, so the true uncertainty is somewhat wider.
     """
-    hist = to_hdr(counts)
-    n = int(counts.sum())
+    idx = np.flatnonzero(counts)
+    cum = np.cumsum(counts[idx])
+    n = int(cum[-1])
+    bucket = np.maximum((idx >> 10) - 1, 0)
+    highest_us = (bucket_values_ns(idx) + (np.int64(1) << bucket) - 1) / 1e3
+
+    def value_at_rank(rank: float) -> float:
+        rank = min(max(math.ceil(rank), 1), n)
+        return float(highest_us[np.searchsorted(cum, rank)])
+
     bands = {}
     for key, pct in percentiles:
         q = pct / 100
         half = Z_95 * math.sqrt(n * q * (1 - q))
-        lo = max(0.0, (n * q - half) / n * 100)
-        hi = min(100.0, (n * q + half + 1) / n * 100)
-        bands[key] = (
-            hist.get_value_at_percentile(lo) / 1e3,
-            hist.get_value_at_percentile(hi) / 1e3,
-        )
+        bands[key] = (value_at_rank(n * q - half), value_at_rank(n * q + half + 1))
     return bands
 
 

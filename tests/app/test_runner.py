@@ -46,8 +46,8 @@ def test_cdf_and_bands_agree_with_the_histogram() -> None:
 
 
 def test_hop_moments_add_up_to_the_unloaded_round_trip() -> None:
-    for path in sorted(SCENARIOS.glob("*.toml")):
-        prepared = prepare(load_scenario(path))
+    for name in ("aeron_echo_cpg", "netperf_rr_c5n_nopg", "tier3_privatelink", "tier4_cloudfront"):
+        prepared = prepare(load_scenario(SCENARIOS / f"{name}.toml"))
         means, variances = runner.hop_moments_us(prepared)
         assert means.sum() == pytest.approx(prepared.path.unloaded_mean_us())
         assert np.all(variances >= 0)
