@@ -198,9 +198,11 @@ def headline(summary: runner.Summary, base: runner.Summary | None) -> None:
         delta = None
         if base is not None and base.stable:
             d = summary.p(key) - base.p(key)
-            delta = f"{d:+,.1f} µs vs base"
+            delta = f"{d:+,.1f} µs vs base" if abs(d) >= 0.05 else None
         col.metric(key, charts.format_us(summary.p(key)), delta, delta_color="inverse")
-    cols[4].metric("throughput", charts.format_rate(summary.throughput_msgs_per_s))
+    cols[4].metric(
+        "throughput (msg/s)", charts.format_rate(summary.throughput_msgs_per_s).split()[0]
+    )
 
 
 def distribution_tab(summary: runner.Summary) -> None:
@@ -334,7 +336,7 @@ def calibration_tab(scenario: Scenario) -> None:
 
 
 def downloads(scenario: Scenario, summary: runner.Summary) -> None:
-    left, right, _ = st.columns([1, 1, 3])
+    left, right, _ = st.columns([2, 2, 3])
     left.download_button(
         "Download scenario (TOML)",
         scenario.to_toml(),
