@@ -17,7 +17,15 @@ from twin.errors import (
 from twin.profile import Profile, load_profile
 from twin.results import RunResult
 from twin.scenario import Scenario, load_scenario, parse
-from twin.simulation import ENGINES, Prepared, apply_overrides, prepare, run, run_prepared
+from twin.simulation import (
+    ENGINES,
+    Prepared,
+    apply_overrides,
+    prepare,
+    run,
+    run_prepared,
+    scenario_profile,
+)
 
 __all__ = [
     "ENGINES",
@@ -37,4 +45,5 @@ __all__ = [
     "prepare",
     "run",
     "run_prepared",
+    "scenario_profile",
 ]
