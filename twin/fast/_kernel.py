@@ -5,7 +5,8 @@ Semantics are those of :mod:`twin.des`; the structure is chosen for speed:
 - **Only station arrivals are events.** Fixed times and non-queueing delays touch no shared
   state, so a message walks them at once, up to its next station (or to the end of its round
   trip). The event calendar is a binary heap of message slots keyed by (arrival time, sequence
-  number): ties go to the earlier-scheduled arrival, i.e. FIFO by arrival at the station.
+  number), keys stored in the heap arrays themselves (no indirection while sifting): ties go to
+  the earlier-scheduled arrival, i.e. FIFO by arrival at the station.
 - **Stations are Kiefer-Wolfowitz recursions.** Because arrivals at every station are handled in
   non-decreasing time order, a FIFO station with ``c`` servers needs only its servers' next-free
   times: an arrival at ``a`` starts at ``max(a, earliest free)`` and frees that server at
@@ -37,10 +38,10 @@ STATUS_PAUSED = 1  # next event is at or after the horizon
 STATUS_FULL = 2  # a new cycle needs a message slot and none is free: grow the slot arrays
 
 # Columns of the per-slot arrays.
-SF_TIME, SF_ENTER, SF_SEND, SF_NEXT_START = 0, 1, 2, 3  # float64 slot_f
-SI_SEQ, SI_HOP, SI_MSG, SI_RECORD = 0, 1, 2, 3  # int64 slot_i
-SLOT_F_COLS, SLOT_I_COLS = 4, 4
-HOP_START = -1  # slot_i[:, SI_HOP] value for "a cycle starts at slot_f[:, SF_TIME]"
+SF_ENTER, SF_SEND, SF_NEXT_START = 0, 1, 2  # float64 slot_f
+SI_HOP, SI_MSG, SI_RECORD = 0, 1, 2  # int64 slot_i
+SLOT_F_COLS, SLOT_I_COLS = 3, 3
+HOP_START = -1  # slot_i[:, SI_HOP] value for "a cycle starts at the slot's event time"
 
 # Entries of the scalar state arrays.
 F_NEXT_CYCLE, F_SPARE, F_RTT_SUM, F_RTT_MAX = 0, 1, 2, 3
@@ -74,7 +75,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     rng: np.ndarray,
     fstate: np.ndarray,
     istate: np.ndarray,
-    heap: np.ndarray,
+    heap_t: np.ndarray,
+    heap_q: np.ndarray,
+    heap_s: np.ndarray,
     free_slots: np.ndarray,
     slot_f: np.ndarray,
     slot_i: np.ndarray,
@@ -105,21 +108,22 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 phase = u * period_us
                 slot_f[a, SF_NEXT_START] = phase
                 if phase < end_us:
-                    slot_f[a, SF_TIME] = phase
                     slot_i[a, SI_HOP] = HOP_START
-                    slot_i[a, SI_SEQ] = seq
-                    seq += 1
                     # Push (sift up).
                     j = heap_n
                     heap_n += 1
                     while j > 0:
                         parent = (j - 1) >> 1
-                        ps = heap[parent]
-                        if slot_f[ps, SF_TIME] <= phase:
+                        if heap_t[parent] <= phase:
                             break
-                        heap[j] = ps
+                        heap_t[j] = heap_t[parent]
+                        heap_q[j] = heap_q[parent]
+                        heap_s[j] = heap_s[parent]
                         j = parent
-                    heap[j] = a
+                    heap_t[j] = phase
+                    heap_q[j] = seq
+                    heap_s[j] = a
+                    seq += 1
             next_cycle = _INF
         else:
             gap = mean_gap_us
@@ -132,7 +136,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     while True:
         top_t = _INF
         if heap_n > 0:
-            top_t = slot_f[heap[0], SF_TIME]
+            top_t = heap_t[0]
         generate = next_cycle < end_us and next_cycle <= top_t
         if generate:
             if next_cycle >= horizon_us:
@@ -163,7 +167,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             if top_t >= horizon_us:
                 status = STATUS_PAUSED
                 break
-            slot = heap[0]
+            slot = heap_s[0]
             from_heap = True
             t = top_t
             hop = slot_i[slot, SI_HOP]
@@ -174,11 +178,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             # Earliest other pending event: the root's children.
             other_t = _INF
             if heap_n > 1:
-                other_t = slot_f[heap[1], SF_TIME]
-            if heap_n > 2:
-                c2 = slot_f[heap[2], SF_TIME]
-                if c2 < other_t:
-                    other_t = c2
+                other_t = heap_t[1]
+            if heap_n > 2 and heap_t[2] < other_t:
+                other_t = heap_t[2]
         if next_cycle < end_us and next_cycle < other_t:
             other_t = next_cycle
 
@@ -298,13 +300,14 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             break
 
         if keep:
-            slot_f[slot, SF_TIME] = t
             slot_f[slot, SF_ENTER] = enter
             slot_f[slot, SF_SEND] = send
             slot_i[slot, SI_HOP] = hop
             slot_i[slot, SI_MSG] = msg
             slot_i[slot, SI_RECORD] = 1 if record else 0
-            slot_i[slot, SI_SEQ] = seq
+            item_t = t
+            item_q = seq
+            item_s = slot
             seq += 1
             if not from_heap:
                 # Push (sift up): the new key has the largest sequence number so far.
@@ -312,14 +315,16 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 heap_n += 1
                 while j > 0:
                     parent = (j - 1) >> 1
-                    ps = heap[parent]
-                    if slot_f[ps, SF_TIME] <= t:
+                    if heap_t[parent] <= t:
                         break
-                    heap[j] = ps
+                    heap_t[j] = heap_t[parent]
+                    heap_q[j] = heap_q[parent]
+                    heap_s[j] = heap_s[parent]
                     j = parent
-                heap[j] = slot
+                heap_t[j] = item_t
+                heap_q[j] = item_q
+                heap_s[j] = item_s
                 continue
-            item = slot
         else:
             if not closed_loop:
                 free_slots[free_n] = slot
@@ -329,29 +334,30 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             heap_n -= 1
             if heap_n == 0:
                 continue
-            item = heap[heap_n]
-        # Place ``item`` at the root and sift down on (time, sequence).
-        it = slot_f[item, SF_TIME]
-        iseq = slot_i[item, SI_SEQ]
+            item_t = heap_t[heap_n]
+            item_q = heap_q[heap_n]
+            item_s = heap_s[heap_n]
+        # Place the item at the root and sift down on (time, sequence).
         j = 0
         while True:
             child = 2 * j + 1
             if child >= heap_n:
                 break
-            cs = heap[child]
-            ct = slot_f[cs, SF_TIME]
+            ct = heap_t[child]
             if child + 1 < heap_n:
-                rs = heap[child + 1]
-                rt = slot_f[rs, SF_TIME]
-                if rt < ct or (rt == ct and slot_i[rs, SI_SEQ] < slot_i[cs, SI_SEQ]):
+                rt = heap_t[child + 1]
+                if rt < ct or (rt == ct and heap_q[child + 1] < heap_q[child]):
                     child += 1
-                    cs = rs
                     ct = rt
-            if ct > it or (ct == it and slot_i[cs, SI_SEQ] > iseq):
+            if ct > item_t or (ct == item_t and heap_q[child] > item_q):
                 break
-            heap[j] = cs
+            heap_t[j] = ct
+            heap_q[j] = heap_q[child]
+            heap_s[j] = heap_s[child]
             j = child
-        heap[j] = item
+        heap_t[j] = item_t
+        heap_q[j] = item_q
+        heap_s[j] = item_s
 
     rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
     fstate[F_SPARE] = spare

@@ -81,7 +81,9 @@ class _Run:
         self.rng = seed_state(load.seed, FAST_STREAM)
         self.fstate = np.zeros(k.FSTATE_LEN)
         self.istate = np.zeros(k.ISTATE_LEN, dtype=np.int64)
-        self.heap = np.zeros(slots, dtype=np.int64)
+        self.heap_t = np.zeros(slots)
+        self.heap_q = np.zeros(slots, dtype=np.int64)
+        self.heap_s = np.zeros(slots, dtype=np.int64)
         self.free_slots = np.arange(slots, dtype=np.int64)[::-1].copy()
         self.istate[k.I_FREE_N] = slots
         self.slot_f = np.zeros((slots, k.SLOT_F_COLS))
@@ -95,8 +97,10 @@ class _Run:
 
     def grow(self) -> None:
         """Double the message slots of an open loop (all slots are in flight)."""
-        old = len(self.heap)
-        self.heap = np.concatenate([self.heap, np.zeros(old, dtype=np.int64)])
+        old = len(self.heap_t)
+        self.heap_t = np.concatenate([self.heap_t, np.zeros(old)])
+        self.heap_q = np.concatenate([self.heap_q, np.zeros(old, dtype=np.int64)])
+        self.heap_s = np.concatenate([self.heap_s, np.zeros(old, dtype=np.int64)])
         self.free_slots = np.concatenate(
             [np.arange(2 * old - 1, old - 1, -1, dtype=np.int64), np.zeros(old, dtype=np.int64)]
         )
@@ -131,7 +135,9 @@ class _Run:
                 self.rng,
                 self.fstate,
                 self.istate,
-                self.heap,
+                self.heap_t,
+                self.heap_q,
+                self.heap_s,
                 self.free_slots,
                 self.slot_f,
                 self.slot_i,
