@@ -128,16 +128,7 @@ def _emit(
     return n + 1
 
 
-@njit(cache=True, _nrt=False)
-def _reject(ev, n, counters, code, idx, symbol, side, order_id, account, price, qty):
-    """Emit the terminal reject of a message; the book is untouched."""
-    return _emit(
-        ev, n, counters, EV_REJECT, code, idx, symbol, side, order_id, account,
-        -1, -1, price, qty, 0, 0,
-    )  # fmt: skip
-
-
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _unlink(st, row):
     """Take a row out of its level's FIFO; move the best price on if the level emptied."""
     orders = st.orders
@@ -177,7 +168,7 @@ def _unlink(st, row):
                 s.best_ask = k if k < w else -1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _link_tail(st, row):
     """Append a row at the back of its level's FIFO (time priority) and update the best price."""
     orders = st.orders
@@ -205,7 +196,7 @@ def _link_tail(st, row):
             s.best_ask = lvl
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _free_row(st, row):
     """Forget a row's order id and push the row back on the free list."""
     o = st.orders[row]
@@ -218,7 +209,7 @@ def _free_row(st, row):
     st.symbols[o.symbol].n_live -= 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _alloc_row(st, order_id, sym, acc, side, price, lvl, leaves, post_only, stp):
     """Pop a free row and fill it with a new resting order (caller checked there is one)."""
     counters = st.counters
@@ -241,7 +232,7 @@ def _alloc_row(st, order_id, sym, acc, side, price, lvl, leaves, post_only, stp)
     return row
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _open_add(st, acc, sym, side, qty):
     """Add (or with a negative qty remove) open quantity of an (account, symbol)."""
     a = st.accounts[acc * st.config[K_N_SYMBOLS] + sym]
@@ -251,7 +242,7 @@ def _open_add(st, acc, sym, side, qty):
         a.open_sell += qty
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _would_take(st, sym, side, lvl):
     """True if a limit at ladder index ``lvl`` on ``side`` crosses the opposite best price."""
     s = st.symbols[sym]
@@ -377,107 +368,106 @@ def _match(st, sym, side, limit_lvl, qty, taker_id, taker_acc, stp, idx, ev, n):
     return remaining, n, stopped
 
 
-@njit(cache=True, _nrt=False)
-def _new(st, side, otype, stp, sym, acc, oid, price, qty, idx, ev, n):
-    """A new order: validate, risk-check, match, rest the remainder; one terminal event."""
+@njit(cache=True, _nrt=False, inline="always")
+def _check_new(st, side, otype, stp, sym, acc, oid, price, qty):
+    """Reject reason of a new order (0 if it passes); may re-centre an empty symbol's window."""
     cfg = st.config
-    counters = st.counters
     if side > 1:
-        return _reject(ev, n, counters, REJ_BAD_SIDE, idx, sym, side, oid, acc, price, qty)
+        return REJ_BAD_SIDE
     if otype >= N_ORDER_TYPES:
-        return _reject(
-            ev, n, counters, REJ_BAD_ORDER_TYPE, idx, sym, side, oid, acc, price, qty
-        )
+        return REJ_BAD_ORDER_TYPE
     if stp >= N_STP_MODES:
-        return _reject(ev, n, counters, REJ_BAD_STP, idx, sym, side, oid, acc, price, qty)
+        return REJ_BAD_STP
     if qty <= 0:
-        return _reject(ev, n, counters, REJ_BAD_QTY, idx, sym, side, oid, acc, price, qty)
+        return REJ_BAD_QTY
     is_limit = otype != OT_MARKET
     if is_limit and (price <= 0 or price >= PRICE_LIMIT_TICKS):
-        return _reject(ev, n, counters, REJ_BAD_PRICE, idx, sym, side, oid, acc, price, qty)
+        return REJ_BAD_PRICE
     if st.order_index[oid] >= 0:
-        return _reject(
-            ev, n, counters, REJ_DUPLICATE_ID, idx, sym, side, oid, acc, price, qty
-        )
+        return REJ_DUPLICATE_ID
     if qty > cfg[K_MAX_QTY]:
-        return _reject(ev, n, counters, REJ_MAX_QTY, idx, sym, side, oid, acc, price, qty)
+        return REJ_MAX_QTY
     s = st.symbols[sym]
     if is_limit and abs(price - s.reference_tick) > cfg[K_BAND]:
-        return _reject(
-            ev, n, counters, REJ_PRICE_BAND, idx, sym, side, oid, acc, price, qty
-        )
+        return REJ_PRICE_BAND
     a = st.accounts[acc * cfg[K_N_SYMBOLS] + sym]
     if side == SIDE_BUY:
         potential = a.position + a.open_buy + qty
     else:
         potential = a.open_sell + qty - a.position
     if potential > cfg[K_EXPOSURE]:
-        return _reject(ev, n, counters, REJ_EXPOSURE, idx, sym, side, oid, acc, price, qty)
-    rests = otype == OT_GTC or otype == OT_POST_ONLY
-    if rests and counters[C_FREE_TOP] == 0:
-        return _reject(
-            ev, n, counters, REJ_BOOK_FULL, idx, sym, side, oid, acc, price, qty
-        )
-    w = cfg[K_WINDOW]
+        return REJ_EXPOSURE
+    if (otype == OT_GTC or otype == OT_POST_ONLY) and st.counters[C_FREE_TOP] == 0:
+        return REJ_BOOK_FULL
     if is_limit:
+        w = cfg[K_WINDOW]
         lvl = price - s.base_tick
         if lvl < 0 or lvl >= w:
-            if s.n_live == 0:
-                # An empty book may move its window: centre it on this price.
-                s.base_tick = price - w // 2
-                lvl = w // 2
-            else:
-                return _reject(
-                    ev, n, counters, REJ_OUT_OF_WINDOW, idx, sym, side, oid, acc, price,
-                    qty,
-                )  # fmt: skip
-    else:
+            if s.n_live != 0:
+                return REJ_OUT_OF_WINDOW
+            # An empty book may move its window: centre it on this price.
+            s.base_tick = price - w // 2
+            lvl = w // 2
+        if otype == OT_POST_ONLY and _would_take(st, sym, side, lvl):
+            return REJ_POST_ONLY_WOULD_TAKE
+    return 0
+
+
+@njit(cache=True, _nrt=False)
+def _exec_new(st, side, otype, stp, sym, acc, oid, price, qty, idx, ev, n):
+    """A validated new order: kill (FOK), match, rest the remainder; one terminal ack."""
+    counters = st.counters
+    w = st.config[K_WINDOW]
+    if otype == OT_MARKET:
         price = 0
         lvl = w - 1 if side == SIDE_BUY else 0
-    if otype == OT_POST_ONLY and _would_take(st, sym, side, lvl):
-        return _reject(
-            ev, n, counters, REJ_POST_ONLY_WOULD_TAKE, idx, sym, side, oid, acc, price, qty
-        )
+    else:
+        lvl = price - st.symbols[sym].base_tick
     if otype == OT_FOK and not _fok_fillable(st, sym, side, lvl, qty, acc, stp):
         return _emit(
             ev, n, counters, EV_ACK, OUT_KILLED, idx, sym, side, oid, acc, -1, -1,
             price, qty, 0, 0,
         )  # fmt: skip
     remaining, n, stopped = _match(st, sym, side, lvl, qty, oid, acc, stp, idx, ev, n)
+    cancelled = remaining
+    leaves = 0
     if stopped:
         code = OUT_STP
     elif remaining == 0:
         code = OUT_FILLED
-    elif rests:
+    elif otype == OT_GTC or otype == OT_POST_ONLY:
         row = _alloc_row(
             st, oid, sym, acc, side, price, lvl, remaining, otype == OT_POST_ONLY, stp
         )
         _link_tail(st, row)
         _open_add(st, acc, sym, side, remaining)
-        return _emit(
-            ev, n, counters, EV_ACK, OUT_RESTED, idx, sym, side, oid, acc, -1, -1,
-            price, 0, remaining, 0,
-        )  # fmt: skip
+        code = OUT_RESTED
+        cancelled = 0
+        leaves = remaining
     else:
         code = OUT_EXPIRED
     return _emit(
         ev, n, counters, EV_ACK, code, idx, sym, side, oid, acc, -1, -1, price,
-        remaining, 0, 0,
+        cancelled, leaves, 0,
     )  # fmt: skip
 
 
-@njit(cache=True, _nrt=False)
-def _cancel(st, mside, sym, acc, oid, price, qty, idx, ev, n):
-    """Cancel a live order of the same symbol and account; one terminal event."""
-    counters = st.counters
+@njit(cache=True, _nrt=False, inline="always")
+def _check_cancel(st, sym, acc, oid):
+    """Reject reason of a cancel (0 if the order is live, of this symbol and account)."""
     row = st.order_index[oid]
     if row < 0 or st.orders[row].symbol != sym:
-        return _reject(
-            ev, n, counters, REJ_UNKNOWN_ORDER, idx, sym, mside, oid, acc, price, qty
-        )
+        return REJ_UNKNOWN_ORDER
+    if st.orders[row].account != acc:
+        return REJ_NOT_OWNER
+    return 0
+
+
+@njit(cache=True, _nrt=False)
+def _exec_cancel(st, sym, acc, oid, idx, ev, n):
+    """Remove a validated live order; one terminal ack."""
+    row = st.order_index[oid]
     o = st.orders[row]
-    if o.account != acc:
-        return _reject(ev, n, counters, REJ_NOT_OWNER, idx, sym, mside, oid, acc, price, qty)
     leaves = o.leaves_qty
     side = o.side
     order_price = o.price_ticks
@@ -485,14 +475,50 @@ def _cancel(st, mside, sym, acc, oid, price, qty, idx, ev, n):
     _unlink(st, row)
     _free_row(st, row)
     return _emit(
-        ev, n, counters, EV_ACK, OUT_CANCELLED, idx, sym, side, oid, acc, -1, -1,
+        ev, n, st.counters, EV_ACK, OUT_CANCELLED, idx, sym, side, oid, acc, -1, -1,
         order_price, leaves, 0, 0,
     )  # fmt: skip
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _check_modify(st, sym, acc, oid, price, qty):
+    """Reject reason of a modify (0 if it passes); changes nothing."""
+    cfg = st.config
+    if qty <= 0:
+        return REJ_BAD_QTY
+    if price <= 0 or price >= PRICE_LIMIT_TICKS:
+        return REJ_BAD_PRICE
+    row = st.order_index[oid]
+    if row < 0 or st.orders[row].symbol != sym:
+        return REJ_UNKNOWN_ORDER
+    o = st.orders[row]
+    if o.account != acc:
+        return REJ_NOT_OWNER
+    if qty > cfg[K_MAX_QTY]:
+        return REJ_MAX_QTY
+    s = st.symbols[sym]
+    if abs(price - s.reference_tick) > cfg[K_BAND]:
+        return REJ_PRICE_BAND
+    old = o.leaves_qty
+    if qty > old:
+        a = st.accounts[acc * cfg[K_N_SYMBOLS] + sym]
+        if o.side == SIDE_BUY:
+            potential = a.position + a.open_buy - old + qty
+        else:
+            potential = a.open_sell - old + qty - a.position
+        if potential > cfg[K_EXPOSURE]:
+            return REJ_EXPOSURE
+    lvl = price - s.base_tick
+    if lvl < 0 or lvl >= cfg[K_WINDOW]:
+        return REJ_OUT_OF_WINDOW
+    if o.post_only and _would_take(st, sym, o.side, lvl):
+        return REJ_POST_ONLY_WOULD_TAKE
+    return 0
+
+
 @njit(cache=True, _nrt=False)
-def _modify(st, mside, sym, acc, oid, price, qty, idx, ev, n):
-    """Change the price and/or remaining size of a live order; one terminal event.
+def _exec_modify(st, sym, acc, oid, price, qty, idx, ev, n):
+    """Apply a validated modify; one terminal ack.
 
     A size decrease at the same price keeps time priority; a price change or a size increase
     re-enters the order at the back of its (new) level, after matching if the new price
@@ -500,46 +526,11 @@ def _modify(st, mside, sym, acc, oid, price, qty, idx, ev, n):
     """
     cfg = st.config
     counters = st.counters
-    if qty <= 0:
-        return _reject(ev, n, counters, REJ_BAD_QTY, idx, sym, mside, oid, acc, price, qty)
-    if price <= 0 or price >= PRICE_LIMIT_TICKS:
-        return _reject(ev, n, counters, REJ_BAD_PRICE, idx, sym, mside, oid, acc, price, qty)
     row = st.order_index[oid]
-    if row < 0 or st.orders[row].symbol != sym:
-        return _reject(
-            ev, n, counters, REJ_UNKNOWN_ORDER, idx, sym, mside, oid, acc, price, qty
-        )
     o = st.orders[row]
     side = o.side
-    if o.account != acc:
-        return _reject(ev, n, counters, REJ_NOT_OWNER, idx, sym, mside, oid, acc, price, qty)
-    if qty > cfg[K_MAX_QTY]:
-        return _reject(ev, n, counters, REJ_MAX_QTY, idx, sym, mside, oid, acc, price, qty)
-    s = st.symbols[sym]
-    if abs(price - s.reference_tick) > cfg[K_BAND]:
-        return _reject(
-            ev, n, counters, REJ_PRICE_BAND, idx, sym, mside, oid, acc, price, qty
-        )
     old = o.leaves_qty
-    if qty > old:
-        a = st.accounts[acc * cfg[K_N_SYMBOLS] + sym]
-        if side == SIDE_BUY:
-            potential = a.position + a.open_buy - old + qty
-        else:
-            potential = a.open_sell - old + qty - a.position
-        if potential > cfg[K_EXPOSURE]:
-            return _reject(
-                ev, n, counters, REJ_EXPOSURE, idx, sym, mside, oid, acc, price, qty
-            )
-    lvl = price - s.base_tick
-    if lvl < 0 or lvl >= cfg[K_WINDOW]:
-        return _reject(
-            ev, n, counters, REJ_OUT_OF_WINDOW, idx, sym, mside, oid, acc, price, qty
-        )
-    if o.post_only and _would_take(st, sym, side, lvl):
-        return _reject(
-            ev, n, counters, REJ_POST_ONLY_WOULD_TAKE, idx, sym, mside, oid, acc, price, qty
-        )
+    lvl = price - st.symbols[sym].base_tick
     reduced = old - qty if qty < old else 0
     if price == o.price_ticks and qty <= old:
         # Size decrease (or no change) in place: time priority is kept.
@@ -553,20 +544,20 @@ def _modify(st, mside, sym, acc, oid, price, qty, idx, ev, n):
     _open_add(st, acc, sym, side, -old)
     _unlink(st, row)
     remaining, n, stopped = _match(st, sym, side, lvl, qty, oid, acc, o.stp, idx, ev, n)
+    leaves = 0
     if remaining > 0 and not stopped:
         o.price_ticks = price
         o.level = lvl
         o.leaves_qty = remaining
         _link_tail(st, row)
         _open_add(st, acc, sym, side, remaining)
-        return _emit(
-            ev, n, counters, EV_ACK, OUT_MODIFIED, idx, sym, side, oid, acc, -1, -1,
-            price, reduced, remaining, 0,
-        )  # fmt: skip
-    _free_row(st, row)
+        leaves = remaining
+    else:
+        reduced += remaining
+        _free_row(st, row)
     return _emit(
         ev, n, counters, EV_ACK, OUT_MODIFIED, idx, sym, side, oid, acc, -1, -1, price,
-        reduced + remaining, 0, 0,
+        reduced, leaves, 0,
     )  # fmt: skip
 
 
@@ -575,32 +566,36 @@ def process_one(st, msg_type, side, otype, stp, sym, acc, oid, price, qty, idx, 
     """Process one inbound message; write its events at ``ev[n:]`` and return the new count.
 
     The per-order path for other Numba code. The caller guarantees room for
-    ``st.symbols[sym].n_live + 2`` events when ``sym`` is valid (two otherwise).
+    ``st.symbols[sym].n_live + 2`` events when ``sym`` is valid (two otherwise). Checks run in
+    the order documented in :mod:`engine_ext.types`; a failed check emits the one reject.
     """
     cfg = st.config
-    counters = st.counters
     if msg_type > MSG_MODIFY:
-        return _reject(
-            ev, n, counters, REJ_BAD_MSG_TYPE, idx, sym, side, oid, acc, price, qty
-        )
-    if sym < 0 or sym >= cfg[K_N_SYMBOLS]:
-        return _reject(
-            ev, n, counters, REJ_UNKNOWN_SYMBOL, idx, sym, side, oid, acc, price, qty
-        )
-    if acc < 0 or acc >= cfg[K_N_ACCOUNTS]:
-        return _reject(ev, n, counters, REJ_BAD_ACCOUNT, idx, sym, side, oid, acc, price, qty)
-    if oid < 0 or oid >= cfg[K_MAX_ORDER_ID]:
-        return _reject(
-            ev, n, counters, REJ_BAD_ORDER_ID, idx, sym, side, oid, acc, price, qty
-        )
-    if msg_type == MSG_NEW:
-        return _new(st, side, otype, stp, sym, acc, oid, price, qty, idx, ev, n)
-    if msg_type == MSG_CANCEL:
-        return _cancel(st, side, sym, acc, oid, price, qty, idx, ev, n)
-    return _modify(st, side, sym, acc, oid, price, qty, idx, ev, n)
+        code = REJ_BAD_MSG_TYPE
+    elif sym < 0 or sym >= cfg[K_N_SYMBOLS]:
+        code = REJ_UNKNOWN_SYMBOL
+    elif acc < 0 or acc >= cfg[K_N_ACCOUNTS]:
+        code = REJ_BAD_ACCOUNT
+    elif oid < 0 or oid >= cfg[K_MAX_ORDER_ID]:
+        code = REJ_BAD_ORDER_ID
+    elif msg_type == MSG_NEW:
+        code = _check_new(st, side, otype, stp, sym, acc, oid, price, qty)
+        if code == 0:
+            return _exec_new(st, side, otype, stp, sym, acc, oid, price, qty, idx, ev, n)
+    elif msg_type == MSG_CANCEL:
+        code = _check_cancel(st, sym, acc, oid)
+        if code == 0:
+            return _exec_cancel(st, sym, acc, oid, idx, ev, n)
+    else:
+        code = _check_modify(st, sym, acc, oid, price, qty)
+        if code == 0:
+            return _exec_modify(st, sym, acc, oid, price, qty, idx, ev, n)
+    return _emit(
+        ev, n, st.counters, EV_REJECT, code, idx, sym, side, oid, acc, -1, -1, price, qty, 0, 0
+    )
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def events_needed(st, sym):
     """Room in events that :func:`process_one` may need for a message on symbol ``sym``."""
     if sym < 0 or sym >= st.config[K_N_SYMBOLS]:
