@@ -238,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_scenarios)
 
     p = sub.add_parser("demo", help="the four tiers at 10k and 400k msg/s, one table")
-    p.add_argument("--engine", default="des", choices=sorted(ENGINES))
+    p.add_argument("--engine", default="fast", choices=sorted(ENGINES))
     p.set_defaults(run=cmd_demo)
 
     inspect_cmd.add_parser(sub)
