@@ -177,6 +177,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from calibration import calibrate_cmd, inspect_cmd
     from twin.sweep import cli as sweep_cli
+    from twin.testbed import cli as testbed_cli
 
     parser = argparse.ArgumentParser(
         prog="twin", description="Digital twin of order round-trip latency to a cloud exchange."
@@ -242,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_demo)
 
     inspect_cmd.add_parser(sub)
+    testbed_cli.add_parser(sub)
     calibrate_cmd.add_parser(sub)
     sweep_cli.add_parsers(sub)
     return parser

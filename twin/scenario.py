@@ -23,7 +23,9 @@ from twin.errors import ScenarioError
 
 ROLE_NAMES = ("client", "gateway", "engine")
 HOST_SIDES = ("client", "exchange")
-TIERS = ("peering", "transit_gateway", "privatelink", "cloudfront")
+TIERS = ("peering", "transit_gateway", "privatelink", "cloudfront", "loopback", "veth")
+# Tiers of one machine (the live testbed): client and gateway on the same host.
+LOCAL_TIERS = ("loopback", "veth")
 STRATEGIES = ("cluster", "partition", "spread")
 STACKS = ("kernel", "bypass")
 WORKLOAD_KINDS = ("order_loop", "echo")
@@ -32,8 +34,16 @@ ARRIVALS = ("poisson", "uniform")
 
 # Largest frame each path carries (AWS VPC documentation, "Network maximum transmission unit"):
 # jumbo frames inside a VPC and over in-region peering, 8500 B through Transit Gateway and
-# PrivateLink, 1500 B once traffic leaves for the Internet.
-MTU_BYTES = {"peering": 9001, "transit_gateway": 8500, "privatelink": 8500, "cloudfront": 1500}
+# PrivateLink, 1500 B once traffic leaves for the Internet; on one machine, the kernel's loopback
+# and veth defaults.
+MTU_BYTES = {
+    "peering": 9001,
+    "transit_gateway": 8500,
+    "privatelink": 8500,
+    "cloudfront": 1500,
+    "loopback": 65536,  # Linux lo default MTU
+    "veth": 1500,  # veth default MTU
+}
 # IPv4 + TCP headers without options.
 TCP_IP_HEADER_BYTES = 40
 AZ_ID_PATTERN = re.compile(r"^[a-z]{2,5}[0-9]-az[0-9]{1,2}$")
@@ -438,6 +448,23 @@ def _check_payload(source: str, workload: Workload, connectivity: Connectivity) 
         )
 
 
+def _check_local(source: str, roles: Mapping[str, Role], connectivity: Connectivity) -> None:
+    """One-machine tiers and the ``local`` instance type go together, and have no engine host."""
+    local_tier = connectivity.tier in LOCAL_TIERS
+    for role in roles.values():
+        if (role.instance.name == "local") != local_tier:
+            raise ScenarioError(
+                f"{source}: roles.{role.name}.instance = {role.instance.name!r}: tiers "
+                f"{', '.join(LOCAL_TIERS)} run on instance 'local' and only they do "
+                f"(connectivity.tier = {connectivity.tier!r})"
+            )
+    if local_tier and "engine" in roles:
+        raise ScenarioError(
+            f"{source}: roles.engine: on tier {connectivity.tier!r} the matching engine runs "
+            "inside the gateway process; remove the role"
+        )
+
+
 def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
     """Validate a scenario given as a (TOML-shaped) mapping."""
     t = _Table(source, "", dict(data))
@@ -481,6 +508,7 @@ def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
     t.done()
     _check_groups(source, roles, groups)
     _check_payload(source, workload, connectivity)
+    _check_local(source, roles, connectivity)
     if workload.kind == "echo" and "engine" in roles:
         raise ScenarioError(
             f"{source}: roles.engine: an echo workload has no matching engine; remove the role"

@@ -6,7 +6,9 @@ the placement group's rules, drawn from a generator seeded by the scenario:
 - cluster: every member under one spine cell, on racks within a small span of each other;
 - no group: each instance on a random cell and rack (random from the customer's point of view);
 - partition: each partition on its own racks; spread: every instance on distinct racks;
-- roles in different AZs reach each other over the inter-AZ link.
+- roles in different AZs reach each other over the inter-AZ link;
+- tiers ``loopback`` and ``veth`` are one machine (the live testbed): no NIC or fabric, the
+  client and gateway processes each a station of their own.
 
 :func:`build_path` then lays out the ordered hops of one round trip (request, exchange, reply) for
 the scenario's tier. Both engines execute the result, compiled by :func:`twin.path.compile_path`.
@@ -20,11 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twin.components import exchange, fabric, host, hyperplane, internet, nic
+from twin.components import exchange, fabric, host, hyperplane, internet, loopback, nic
 from twin.dists import Dist
 from twin.path import Hop
 from twin.profile import Profile
-from twin.scenario import MTU_BYTES, TCP_IP_HEADER_BYTES, Scenario
+from twin.scenario import LOCAL_TIERS, MTU_BYTES, TCP_IP_HEADER_BYTES, Scenario
 
 # Stream id separating placement randomness from the engines' (same seed, different streams).
 PLACEMENT_STREAM = 0x504C4143
@@ -231,7 +233,20 @@ class _PathBuilder:
             + [exchange.reply_hop(self.s.exchange, self.profile)]
         )
 
+    def local_round_trip(self) -> list[Hop]:
+        """Client and gateway processes on one machine (see :mod:`twin.components.loopback`)."""
+        tier = self.s.connectivity.tier
+        return (
+            loopback.client_send_hops(self.profile)
+            + loopback.path_hops("client→gateway", tier, self.profile)
+            + loopback.gateway_hops(self.profile)
+            + loopback.path_hops("gateway→client", tier, self.profile)
+            + loopback.client_receive_hops(self.profile)
+        )
+
     def round_trip(self, engine: Dist | None) -> list[Hop]:
+        if self.s.connectivity.tier in LOCAL_TIERS:
+            return _unique_names(self.local_round_trip())
         middle = (
             self.exchange_work(engine)
             if self.s.workload.kind == "order_loop"

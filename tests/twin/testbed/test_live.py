@@ -1,0 +1,93 @@
+"""Gateway + load client on loopback for a few seconds: files, counts, percentiles."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hdrh.histogram import HdrHistogram
+
+import calibration
+from twin.testbed.client import LoadConfig, LoadRun
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def run(gateway, tmp_path_factory):
+    proc, port = gateway
+    out = tmp_path_factory.mktemp("load")
+    cfg = LoadConfig(
+        host="127.0.0.1",
+        port=port,
+        rate_msgs_per_s=1000,
+        connections=3,
+        duration_s=2.0,
+        warmup_s=0.5,
+        interval_s=0.5,
+        gateway_pid=proc.pid,
+    )
+    summary = LoadRun(cfg, str(out)).run()
+    return out, summary
+
+
+def test_files_written(run):
+    out, _ = run
+    for name in ("rtt.hlog", "rtt.hgrm", "order.hgrm", "cancel.hgrm", "summary.json"):
+        assert (out / name).stat().st_size > 0, name
+    assert json.loads((out / "summary.json").read_text())["tool"] == "twin testbed load"
+
+
+def test_every_order_and_cancel_answered(run):
+    _, s = run
+    c = s["counts"]
+    assert s["lost"] == 0
+    assert c["orders_sent"] > 0
+    assert c["acks"] == c["orders_sent"] == c["cancels_sent"] == c["cancel_acks"]
+    assert c["order_rejects"] == c["cancel_rejects"] == c["other_rejects"] == 0
+    rec = s["recorded"]
+    assert rec["acks"] == rec["orders_sent"] == rec["cancel_acks"]
+    assert s["rtt_us"]["count"] == rec["acks"] + rec["cancel_acks"]
+    # Poisson arrivals over 2 s at 1000 msg/s: 2000 messages, give or take a few percent.
+    assert 1700 <= s["rtt_us"]["count"] <= 2300
+
+
+def _log_histogram(path) -> HdrHistogram:
+    total = None
+    for line in path.read_text().splitlines():
+        if line.startswith("#") or line.startswith('"'):
+            continue
+        payload = line.rsplit(",", 1)[1]
+        h = HdrHistogram.decode(payload.encode())
+        if total is None:
+            total = h
+        else:
+            total.add(h)
+    assert total is not None
+    return total
+
+
+def test_json_percentiles_match_the_interval_log(run):
+    out, s = run
+    hist = _log_histogram(out / "rtt.hlog")
+    assert hist.get_total_count() == s["rtt_us"]["count"]
+    for key, p in (("p50", 50), ("p90", 90), ("p99", 99), ("p99_9", 99.9)):
+        assert hist.get_value_at_percentile(p) / 1e3 == pytest.approx(s["rtt_us"][key])
+
+
+def test_calibration_reads_every_output(run):
+    out, s = run
+    log = calibration.read(out / "rtt.hlog")
+    hgrm = calibration.read(out / "rtt.hgrm")
+    assert log.count == hgrm.count == s["rtt_us"]["count"]
+    for m in (log, hgrm):
+        assert m.summary()["p50"] == pytest.approx(s["rtt_us"]["p50"], rel=0.01)
+    assert calibration.read(out / "order.hgrm").count == s["order_rtt_us"]["count"]
+
+
+def test_round_trips_are_plausible(run):
+    _, s = run
+    rtt = s["rtt_us"]
+    assert 1 < rtt["p50"] <= rtt["p90"] <= rtt["p99"] <= rtt["max"]
+    assert np.isfinite(s["client_cpu_us_per_msg"]) and s["gateway_cpu_us_per_msg"] is not None

@@ -1,0 +1,149 @@
+"""``twin testbed serve | load | campaign``: the live testbed's command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from twin.errors import ScenarioError
+
+
+def _rates(text: str) -> list[float]:
+    try:
+        rates = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected numbers like 5000,10000") from None
+    if not rates or any(r <= 0 for r in rates):
+        raise argparse.ArgumentTypeError(f"{text!r}: rates must be > 0")
+    return rates
+
+
+def _endpoint(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected HOST:PORT")
+    return host, int(port)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from twin.testbed.gateway import run_gateway
+
+    stats = run_gateway(args.host, args.port, drain_s=args.drain)
+    print(f"twin testbed: stopped; {stats}", file=sys.stderr)
+    return 0
+
+
+def _load_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--connections", type=int, default=4, metavar="C")
+    p.add_argument("--duration", type=float, default=5.0, metavar="S", help="measured seconds")
+    p.add_argument("--warmup", type=float, default=1.0, metavar="S", help="unrecorded seconds")
+    p.add_argument("--loop", choices=("open", "closed"), default="open")
+    p.add_argument("--arrivals", choices=("poisson", "uniform"), default="poisson")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--topology", choices=("loopback", "veth"), default="loopback")
+    p.add_argument("--out", required=True, metavar="DIR")
+
+
+def cmd_load(args: argparse.Namespace) -> int:
+    from twin.testbed.campaign import measure
+    from twin.testbed.client import LoadConfig, LoadRun
+
+    if args.connect is None:
+        summary = measure(
+            Path(args.out),
+            rate_msgs_per_s=args.rate,
+            connections=args.connections,
+            duration_s=args.duration,
+            warmup_s=args.warmup,
+            topology=args.topology,
+            loop=args.loop,
+            arrivals=args.arrivals,
+            seed=args.seed,
+        )
+    else:
+        host, port = args.connect
+        try:
+            cfg = LoadConfig(
+                host=host,
+                port=port,
+                rate_msgs_per_s=args.rate,
+                connections=args.connections,
+                duration_s=args.duration,
+                warmup_s=args.warmup,
+                loop=args.loop,
+                arrivals=args.arrivals,
+                seed=args.seed,
+                gateway_pid=args.gateway_pid,
+            )
+        except ValueError as exc:
+            raise ScenarioError(f"twin testbed load: {exc}") from None
+        summary = LoadRun(cfg, args.out).run()
+    rtt = summary["rtt_us"]
+    print(
+        json.dumps(
+            {
+                "achieved_msgs_per_s": summary["achieved_msgs_per_s"],
+                "lost": summary["lost"],
+                "p50_us": rtt.get("p50"),
+                "p99_us": rtt.get("p99"),
+            }
+        )
+    )
+    return 0
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    from twin.testbed.campaign import campaign
+
+    def progress(row: dict[str, Any]) -> None:
+        print(json.dumps(row), file=sys.stderr, flush=True)
+
+    result = campaign(
+        Path(args.out),
+        args.rates,
+        progress=progress,
+        connections=args.connections,
+        duration_s=args.duration,
+        warmup_s=args.warmup,
+        topology=args.topology,
+        loop=args.loop,
+        arrivals=args.arrivals,
+        seed=args.seed,
+    )
+    print(json.dumps({"saturation_msgs_per_s": result["saturation_msgs_per_s"]}))
+    return 0
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register ``testbed`` and its subcommands on the ``twin`` subparsers."""
+    parser = sub.add_parser(
+        "testbed", help="a real TCP exchange gateway and load client on this machine"
+    )
+    tsub = parser.add_subparsers(dest="testbed_command", required=True)
+
+    p = tsub.add_parser("serve", help="run the exchange gateway until SIGTERM")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=9000, help="0 picks a free port (printed)")
+    p.add_argument("--drain", type=float, default=2.0, metavar="S", help="flush time on SIGTERM")
+    p.set_defaults(run=cmd_serve)
+
+    p = tsub.add_parser("load", help="run the order loop at a rate; write HDR files + summary")
+    p.add_argument("--rate", type=float, required=True, metavar="MSGS_PER_S")
+    p.add_argument(
+        "--connect",
+        type=_endpoint,
+        metavar="HOST:PORT",
+        help="an already running gateway (default: start one for this run)",
+    )
+    p.add_argument("--gateway-pid", type=int, default=None, help=argparse.SUPPRESS)
+    _load_options(p)
+    p.set_defaults(run=cmd_load)
+
+    p = tsub.add_parser("campaign", help="measure a series of rates up to saturation")
+    p.add_argument("--rates", type=_rates, required=True, metavar="R1,R2,...")
+    _load_options(p)
+    p.set_defaults(run=cmd_campaign)
+    return parser
