@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from engine_ext._prefetch import prefetch
 from engine_ext.types import (
     C_FREE_TOP,
     C_N_LIVE,
@@ -102,7 +103,7 @@ class BookState(NamedTuple):
     config: np.ndarray
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _emit(
     ev, n, counters, kind, code, idx, symbol, side, order_id, account,
     counter_id, counter_account, price, qty, leaves, counter_leaves,
@@ -428,7 +429,10 @@ def _exec_new(st, side, otype, stp, sym, acc, oid, price, qty, idx, ev, n):
             ev, n, counters, EV_ACK, OUT_KILLED, idx, sym, side, oid, acc, -1, -1,
             price, qty, 0, 0,
         )  # fmt: skip
-    remaining, n, stopped = _match(st, sym, side, lvl, qty, oid, acc, stp, idx, ev, n)
+    if _would_take(st, sym, side, lvl):
+        remaining, n, stopped = _match(st, sym, side, lvl, qty, oid, acc, stp, idx, ev, n)
+    else:
+        remaining, stopped = qty, False
     cancelled = remaining
     leaves = 0
     if stopped:
@@ -543,7 +547,10 @@ def _exec_modify(st, sym, acc, oid, price, qty, idx, ev, n):
         )  # fmt: skip
     _open_add(st, acc, sym, side, -old)
     _unlink(st, row)
-    remaining, n, stopped = _match(st, sym, side, lvl, qty, oid, acc, o.stp, idx, ev, n)
+    if _would_take(st, sym, side, lvl):
+        remaining, n, stopped = _match(st, sym, side, lvl, qty, oid, acc, o.stp, idx, ev, n)
+    else:
+        remaining, stopped = qty, False
     leaves = 0
     if remaining > 0 and not stopped:
         o.price_ticks = price
@@ -561,7 +568,7 @@ def _exec_modify(st, sym, acc, oid, price, qty, idx, ev, n):
     )  # fmt: skip
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def process_one(st, msg_type, side, otype, stp, sym, acc, oid, price, qty, idx, ev, n):
     """Process one inbound message; write its events at ``ev[n:]`` and return the new count.
 
@@ -603,6 +610,36 @@ def events_needed(st, sym):
     return st.symbols[sym].n_live + 2
 
 
+_AHEAD = 8  # messages of look-ahead for prefetching order-id slots; rows at half that
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _prefetch_ahead(st, msgs, i):
+    """Prefetch what message ``i + _AHEAD`` and ``i + _AHEAD // 2`` will touch."""
+    n_msgs = msgs.shape[0]
+    cfg = st.config
+    j = i + _AHEAD
+    if j < n_msgs:
+        oid = msgs[j].order_id
+        if 0 <= oid < cfg[K_MAX_ORDER_ID]:
+            prefetch(st.order_index, oid)
+    j = i + _AHEAD // 2
+    if j < n_msgs:
+        m = msgs[j]
+        oid = m.order_id
+        sym = m.symbol
+        acc = m.account
+        if 0 <= oid < cfg[K_MAX_ORDER_ID]:
+            row = st.order_index[oid]
+            if row >= 0:
+                prefetch(st.orders, row)
+        if 0 <= sym < cfg[K_N_SYMBOLS] and 0 <= acc < cfg[K_N_ACCOUNTS]:
+            prefetch(st.accounts, acc * cfg[K_N_SYMBOLS] + sym)
+            lvl = m.price_ticks - st.symbols[sym].base_tick
+            if 0 <= lvl < cfg[K_WINDOW] and m.side <= 1:
+                prefetch(st.levels, (2 * sym + m.side) * cfg[K_WINDOW] + lvl)
+
+
 @njit(cache=True, _nrt=False)
 def process_batch(st, msgs, start, msg_index0, ev, n0):
     """Process ``msgs[start:]`` until done or ``ev`` lacks room; return ``(next, n_events)``.
@@ -617,6 +654,7 @@ def process_batch(st, msgs, start, msg_index0, ev, n0):
         m = msgs[i]
         if n + events_needed(st, m.symbol) > cap:
             break
+        _prefetch_ahead(st, msgs, i)
         n = process_one(
             st, m.msg_type, m.side, m.order_type, m.stp, m.symbol, m.account, m.order_id,
             m.price_ticks, m.qty_lots, msg_index0 + i, ev, n,
@@ -641,6 +679,7 @@ def process_stream(st, msgs, ev):
         if n + events_needed(st, m.symbol) > cap:
             total += n
             n = 0
+        _prefetch_ahead(st, msgs, i)
         n = process_one(
             st, m.msg_type, m.side, m.order_type, m.stp, m.symbol, m.account, m.order_id,
             m.price_ticks, m.qty_lots, i, ev, n,
