@@ -149,7 +149,9 @@ class _Model:
         """One account's paced loop: a cycle, then wait for its next slot (if still ahead)."""
         period = self.load.accounts / self.load.cycle_rate_per_us
         next_start = phase_us
-        while next_start < self.load.end_us:
+        # A late account sends at once (and catches up slot by slot); it stops once the next
+        # send would fall after the window, whether it is on schedule or behind it.
+        while max(next_start, self.env.now) < self.load.end_us:
             if next_start > self.env.now:
                 yield self.env.timeout(next_start - self.env.now)
             yield self.env.process(self.cycle())
