@@ -62,11 +62,6 @@ def gateway_process(
             proc.stdout.close()
 
 
-def _gateway_pid(proc: subprocess.Popen[str], prefix: Sequence[str]) -> int:
-    """The gateway's own pid (``ip netns exec`` execs in place, so it is the child's)."""
-    return proc.pid
-
-
 def measure(
     out_dir: Path,
     *,
@@ -112,7 +107,8 @@ def measure(
             "--seed",
             str(seed),
             "--gateway-pid",
-            str(_gateway_pid(proc, gw_prefix)),
+            # ``ip netns exec`` execs in place, so the child's pid is the gateway's own.
+            str(proc.pid),
             "--out",
             str(out_dir),
         ]
