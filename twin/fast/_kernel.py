@@ -11,7 +11,10 @@ Semantics are those of :mod:`twin.des`; the structure is chosen for speed:
   non-decreasing time order, a FIFO station with ``c`` servers needs only its servers' next-free
   times: an arrival at ``a`` starts at ``max(a, earliest free)`` and frees that server at
   start + service. This is exactly what a FIFO ``simpy.Resource`` does, without completion
-  events; the free times of a multi-server station are kept as a small min-heap.
+  events. A multi-server station keeps its servers' free times in a flat array: the server
+  after the last one used (round-robin) is tried first, which below saturation is nearly always
+  free, and only when it is busy is the array scanned for the earliest free server (replacing a
+  per-station min-heap whose sift-downs cost more than the rest of a visit).
 - **No push when nothing comes first.** A message whose next arrival is strictly earlier than
   every other pending event is processed straight away instead of going through the heap.
 - A message is recorded when sent inside ``[warmup, end)``; the run goes on until the calendar is
@@ -63,6 +66,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     server_offset: np.ndarray,
     server_count: np.ndarray,
     server_free_us: np.ndarray,
+    server_next: np.ndarray,
     tables: np.ndarray,
     table_lengths: np.ndarray,
     closed_loop: bool,
@@ -89,8 +93,6 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     """Advance the simulation until done, paused at ``horizon_us``, or out of slots."""
     n_hops = fixed_us.shape[0]
     s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
-    spare = fstate[F_SPARE]
-    has_spare = istate[I_HAS_SPARE] != 0
     heap_n = istate[I_HEAP_N]
     free_n = istate[I_FREE_N]
     seq = istate[I_SEQ]
@@ -134,9 +136,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
 
     status = STATUS_DONE
     while True:
-        top_t = _INF
-        if heap_n > 0:
-            top_t = heap_t[0]
+        top_t = heap_t[0]  # +inf when the calendar is empty (sentinels)
         generate = next_cycle < end_us and next_cycle <= top_t
         if generate:
             if next_cycle >= horizon_us:
@@ -176,11 +176,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             enter = slot_f[slot, SF_ENTER]
             send = slot_f[slot, SF_SEND]
             # Earliest other pending event: the root's children.
-            other_t = _INF
-            if heap_n > 1:
-                other_t = heap_t[1]
-            if heap_n > 2 and heap_t[2] < other_t:
-                other_t = heap_t[2]
+            other_t = min(heap_t[1], heap_t[2])
         if next_cycle < end_us and next_cycle < other_t:
             other_t = next_cycle
 
@@ -195,12 +191,24 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 st = hop_station[hop]
                 off = server_offset[st]
                 nserv = server_count[st]
-                free_t = server_free_us[off]
+                # Any server free by ``t`` serves at ``t``: try the next one round-robin (the one
+                # used longest ago, nearly always free below saturation) before scanning for the
+                # earliest free. Which free server is taken cannot matter: all later arrivals are
+                # at or after ``t``, so they see each free server as free.
+                pick = off + server_next[st]
+                free_t = server_free_us[pick]
+                if free_t > t and nserv > 1:
+                    for j in range(off, off + nserv):
+                        if server_free_us[j] < free_t:
+                            free_t = server_free_us[j]
+                            pick = j
                 start = t if t > free_t else free_t
+                nxt = server_next[st] + 1
+                server_next[st] = 0 if nxt == nserv else nxt
                 code = service_code[hop]
                 s = 0.0
                 if code != dtypes.DIST_NONE:
-                    s, s0, s1, s2, s3, spare, has_spare = draw(
+                    s, s0, s1, s2, s3 = draw(
                         code,
                         service_par[hop, 0],
                         service_par[hop, 1],
@@ -209,8 +217,6 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         s1,
                         s2,
                         s3,
-                        spare,
-                        has_spare,
                     )
                     if code == dtypes.DIST_EMPIRICAL:
                         row = int(service_par[hop, 0])
@@ -218,24 +224,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         k = min(int(s * n_row), n_row - 1)
                         s = tables[row, k]
                 done_t = start + s
-                if nserv == 1:
-                    server_free_us[off] = done_t
-                else:
-                    # Replace the min-heap root (earliest free server) and sift down.
-                    j = 0
-                    while True:
-                        child = 2 * j + 1
-                        if child >= nserv:
-                            break
-                        cv = server_free_us[off + child]
-                        if child + 1 < nserv and server_free_us[off + child + 1] < cv:
-                            child += 1
-                            cv = server_free_us[off + child]
-                        if cv >= done_t:
-                            break
-                        server_free_us[off + j] = cv
-                        j = child
-                    server_free_us[off + j] = done_t
+                server_free_us[pick] = done_t
                 if warmup_us <= start < end_us:
                     busy_us[st] += s
                 if record:
@@ -248,7 +237,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 t += fixed_us[hop]
                 code = delay_code[hop]
                 if code != dtypes.DIST_NONE:
-                    x, s0, s1, s2, s3, spare, has_spare = draw(
+                    x, s0, s1, s2, s3 = draw(
                         code,
                         delay_par[hop, 0],
                         delay_par[hop, 1],
@@ -257,8 +246,6 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         s1,
                         s2,
                         s3,
-                        spare,
-                        has_spare,
                     )
                     if code == dtypes.DIST_EMPIRICAL:
                         row = int(delay_par[hop, 0])
@@ -332,27 +319,31 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             if not from_heap:
                 continue
             heap_n -= 1
-            if heap_n == 0:
-                continue
             item_t = heap_t[heap_n]
             item_q = heap_q[heap_n]
             item_s = heap_s[heap_n]
-        # Place the item at the root and sift down on (time, sequence).
+            heap_t[heap_n] = _INF
+            if heap_n == 0:
+                heap_t[0] = _INF
+                continue
+        # Place the item at the root and sift down on (time, sequence). Entries past the end
+        # are +inf, so a missing child never wins and the loop needs no bounds tests; the
+        # smaller child is chosen with selects rather than branches.
         j = 0
         while True:
             child = 2 * j + 1
-            if child >= heap_n:
-                break
-            ct = heap_t[child]
-            if child + 1 < heap_n:
-                rt = heap_t[child + 1]
-                if rt < ct or (rt == ct and heap_q[child + 1] < heap_q[child]):
-                    child += 1
-                    ct = rt
-            if ct > item_t or (ct == item_t and heap_q[child] > item_q):
+            lt = heap_t[child]
+            rt = heap_t[child + 1]
+            lq = heap_q[child]
+            rq = heap_q[child + 1]
+            right = (rt < lt) | ((rt == lt) & (rq < lq))
+            ct = rt if right else lt
+            cq = rq if right else lq
+            child += 1 if right else 0
+            if (ct > item_t) | ((ct == item_t) & (cq > item_q)):
                 break
             heap_t[j] = ct
-            heap_q[j] = heap_q[child]
+            heap_q[j] = cq
             heap_s[j] = heap_s[child]
             j = child
         heap_t[j] = item_t
@@ -360,8 +351,6 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
         heap_s[j] = item_s
 
     rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
-    fstate[F_SPARE] = spare
-    istate[I_HAS_SPARE] = 1 if has_spare else 0
     istate[I_HEAP_N] = heap_n
     istate[I_FREE_N] = free_n
     istate[I_SEQ] = seq

@@ -81,14 +81,17 @@ class _Run:
         self.rng = seed_state(load.seed, FAST_STREAM)
         self.fstate = np.zeros(k.FSTATE_LEN)
         self.istate = np.zeros(k.ISTATE_LEN, dtype=np.int64)
-        self.heap_t = np.zeros(slots)
-        self.heap_q = np.zeros(slots, dtype=np.int64)
-        self.heap_s = np.zeros(slots, dtype=np.int64)
+        # The calendar has room for 2 * slots + 2 entries: those past its end stay +inf, so
+        # the kernel's sift-down reads both children of any node without a bounds test.
+        self.heap_t = np.full(2 * slots + 2, np.inf)
+        self.heap_q = np.zeros(2 * slots + 2, dtype=np.int64)
+        self.heap_s = np.zeros(2 * slots + 2, dtype=np.int64)
         self.free_slots = np.arange(slots, dtype=np.int64)[::-1].copy()
         self.istate[k.I_FREE_N] = slots
         self.slot_f = np.zeros((slots, k.SLOT_F_COLS))
         self.slot_i = np.zeros((slots, k.SLOT_I_COLS), dtype=np.int64)
         self.server_free_us = np.zeros(int(path.station_servers.sum()))
+        self.server_next = np.zeros(path.n_stations, dtype=np.int64)
         self.counts = empty_counts()
         self.hop_sum_us = np.zeros(path.n_hops)
         self.busy_us = np.zeros(path.n_stations)
@@ -97,10 +100,11 @@ class _Run:
 
     def grow(self) -> None:
         """Double the message slots of an open loop (all slots are in flight)."""
-        old = len(self.heap_t)
-        self.heap_t = np.concatenate([self.heap_t, np.zeros(old)])
-        self.heap_q = np.concatenate([self.heap_q, np.zeros(old, dtype=np.int64)])
-        self.heap_s = np.concatenate([self.heap_s, np.zeros(old, dtype=np.int64)])
+        old = len(self.slot_f)
+        extra = 2 * old
+        self.heap_t = np.concatenate([self.heap_t, np.full(extra, np.inf)])
+        self.heap_q = np.concatenate([self.heap_q, np.zeros(extra, dtype=np.int64)])
+        self.heap_s = np.concatenate([self.heap_s, np.zeros(extra, dtype=np.int64)])
         self.free_slots = np.concatenate(
             [np.arange(2 * old - 1, old - 1, -1, dtype=np.int64), np.zeros(old, dtype=np.int64)]
         )
@@ -123,6 +127,7 @@ class _Run:
                 h.server_offset,
                 h.server_count,
                 self.server_free_us,
+                self.server_next,
                 self.tables,
                 self.table_lengths,
                 self.closed,
