@@ -1,6 +1,6 @@
 """Numba kernels of the matching engine: the book, matching, risk checks, one message at a time.
 
-Everything here is a small ``@njit(cache=True, _nrt=False)`` function over the arrays of a
+Everything here is a small compiled function (``engine_ext._jit``) over the arrays of a
 :class:`BookState` (plain numpy arrays of the dtypes in :mod:`engine_ext.types`). The kernels
 never allocate: orders live in preallocated rows handed out by a free-list stack, price levels
 are a fixed window of ticks per side per symbol, and events are written into a caller-provided
@@ -25,8 +25,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from engine_ext._jit import inline_kernel, kernel
 from engine_ext._prefetch import prefetch
 from engine_ext.types import (
     C_FREE_TOP,
@@ -103,7 +103,7 @@ class BookState(NamedTuple):
     config: np.ndarray
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@inline_kernel
 def _emit(
     ev, n, counters, kind, code, idx, symbol, side, order_id, account,
     counter_id, counter_account, price, qty, leaves, counter_leaves,
@@ -129,7 +129,7 @@ def _emit(
     return n + 1
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@inline_kernel
 def _unlink(st, row):
     """Take a row out of its level's FIFO; move the best price on if the level emptied."""
     orders = st.orders
@@ -169,7 +169,7 @@ def _unlink(st, row):
                 s.best_ask = k if k < w else -1
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@inline_kernel
 def _link_tail(st, row):
     """Append a row at the back of its level's FIFO (time priority) and update the best price."""
     orders = st.orders
@@ -197,7 +197,7 @@ def _link_tail(st, row):
             s.best_ask = lvl
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@inline_kernel
 def _free_row(st, row):
     """Forget a row's order id and push the row back on the free list."""
     o = st.orders[row]
@@ -210,7 +210,7 @@ def _free_row(st, row):
     st.symbols[o.symbol].n_live -= 1
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@inline_kernel
 def _alloc_row(st, order_id, sym, acc, side, price, lvl, leaves, post_only, stp):
     """Pop a free row and fill it with a new resting order (caller checked there is one)."""
     counters = st.counters
@@ -233,7 +233,7 @@ def _alloc_row(st, order_id, sym, acc, side, price, lvl, leaves, post_only, stp)
     return row
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@inline_kernel
 def _open_add(st, acc, sym, side, qty):
     """Add (or with a negative qty remove) open quantity of an (account, symbol)."""
     a = st.accounts[acc * st.config[K_N_SYMBOLS] + sym]
@@ -243,7 +243,7 @@ def _open_add(st, acc, sym, side, qty):
         a.open_sell += qty
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@inline_kernel
 def _would_take(st, sym, side, lvl):
     """True if a limit at ladder index ``lvl`` on ``side`` crosses the opposite best price."""
     s = st.symbols[sym]
@@ -252,7 +252,7 @@ def _would_take(st, sym, side, lvl):
     return s.best_bid >= 0 and s.best_bid >= lvl
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _fok_fillable(st, sym, side, limit_lvl, qty, acc, stp):
     """True if ``qty`` can be filled in full now, honouring self-trade prevention.
 
@@ -290,7 +290,7 @@ def _fok_fillable(st, sym, side, limit_lvl, qty, acc, stp):
     return False
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _match(st, sym, side, limit_lvl, qty, taker_id, taker_acc, stp, idx, ev, n):
     """Match an incoming quantity against the opposite side, best price then time first.
 
@@ -369,7 +369,7 @@ def _match(st, sym, side, limit_lvl, qty, taker_id, taker_acc, stp, idx, ev, n):
     return remaining, n, stopped
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@inline_kernel
 def _check_new(st, side, otype, stp, sym, acc, oid, price, qty):
     """Reject reason of a new order (0 if it passes); may re-centre an empty symbol's window."""
     cfg = st.config
@@ -414,7 +414,7 @@ def _check_new(st, side, otype, stp, sym, acc, oid, price, qty):
     return 0
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _exec_new(st, side, otype, stp, sym, acc, oid, price, qty, idx, ev, n):
     """A validated new order: kill (FOK), match, rest the remainder; one terminal ack."""
     counters = st.counters
@@ -440,9 +440,7 @@ def _exec_new(st, side, otype, stp, sym, acc, oid, price, qty, idx, ev, n):
     elif remaining == 0:
         code = OUT_FILLED
     elif otype == OT_GTC or otype == OT_POST_ONLY:
-        row = _alloc_row(
-            st, oid, sym, acc, side, price, lvl, remaining, otype == OT_POST_ONLY, stp
-        )
+        row = _alloc_row(st, oid, sym, acc, side, price, lvl, remaining, otype == OT_POST_ONLY, stp)
         _link_tail(st, row)
         _open_add(st, acc, sym, side, remaining)
         code = OUT_RESTED
@@ -456,7 +454,7 @@ def _exec_new(st, side, otype, stp, sym, acc, oid, price, qty, idx, ev, n):
     )  # fmt: skip
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@inline_kernel
 def _check_cancel(st, sym, acc, oid):
     """Reject reason of a cancel (0 if the order is live, of this symbol and account)."""
     row = st.order_index[oid]
@@ -467,7 +465,7 @@ def _check_cancel(st, sym, acc, oid):
     return 0
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _exec_cancel(st, sym, acc, oid, idx, ev, n):
     """Remove a validated live order; one terminal ack."""
     row = st.order_index[oid]
@@ -484,7 +482,7 @@ def _exec_cancel(st, sym, acc, oid, idx, ev, n):
     )  # fmt: skip
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@inline_kernel
 def _check_modify(st, sym, acc, oid, price, qty):
     """Reject reason of a modify (0 if it passes); changes nothing."""
     cfg = st.config
@@ -520,7 +518,7 @@ def _check_modify(st, sym, acc, oid, price, qty):
     return 0
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _exec_modify(st, sym, acc, oid, price, qty, idx, ev, n):
     """Apply a validated modify; one terminal ack.
 
@@ -568,7 +566,7 @@ def _exec_modify(st, sym, acc, oid, price, qty, idx, ev, n):
     )  # fmt: skip
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@inline_kernel
 def process_one(st, msg_type, side, otype, stp, sym, acc, oid, price, qty, idx, ev, n):
     """Process one inbound message; write its events at ``ev[n:]`` and return the new count.
 
@@ -602,7 +600,7 @@ def process_one(st, msg_type, side, otype, stp, sym, acc, oid, price, qty, idx, 
     )
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@inline_kernel
 def events_needed(st, sym):
     """Room in events that :func:`process_one` may need for a message on symbol ``sym``."""
     if sym < 0 or sym >= st.config[K_N_SYMBOLS]:
@@ -613,7 +611,7 @@ def events_needed(st, sym):
 _AHEAD = 8  # messages of look-ahead for prefetching order-id slots; rows at half that
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@inline_kernel
 def _prefetch_ahead(st, msgs, i):
     """Prefetch what message ``i + _AHEAD`` and ``i + _AHEAD // 2`` will touch."""
     n_msgs = msgs.shape[0]
@@ -640,7 +638,7 @@ def _prefetch_ahead(st, msgs, i):
                 prefetch(st.levels, (2 * sym + m.side) * cfg[K_WINDOW] + lvl)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def process_batch(st, msgs, start, msg_index0, ev, n0):
     """Process ``msgs[start:]`` until done or ``ev`` lacks room; return ``(next, n_events)``.
 
@@ -663,7 +661,7 @@ def process_batch(st, msgs, start, msg_index0, ev, n0):
     return i, n
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def process_stream(st, msgs, ev):
     """Process a whole stream, recycling ``ev`` as a ring (events are overwritten once counted).
 

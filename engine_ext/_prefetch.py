@@ -8,6 +8,9 @@ changes results.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
@@ -15,7 +18,7 @@ from numba.extending import intrinsic
 
 
 @intrinsic
-def prefetch(typingctx, arr, index):
+def _prefetch(typingctx, arr, index):
     """Hint that ``arr[index]`` will be read soon (``llvm.prefetch``, keep in all caches)."""
     if not isinstance(arr, types.Array) or not isinstance(index, types.Integer):
         return None
@@ -34,3 +37,8 @@ def prefetch(typingctx, arr, index):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+# Seen from Python typing, an intrinsic is called with its arguments only (Numba supplies the
+# typing context).
+prefetch = cast(Callable[..., None], _prefetch)

@@ -9,6 +9,8 @@ reading it twice back to back (its own overhead) is measured and subtracted.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 from llvmlite import ir
@@ -17,10 +19,11 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from engine_ext._book import events_needed, process_one
+from engine_ext._jit import kernel
 
 
 @intrinsic
-def _cycles(typingctx):
+def _cycles_intrinsic(typingctx):
     """The CPU cycle counter (a monotonic tick count on CPUs with an invariant TSC)."""
     sig = types.uint64()
 
@@ -30,6 +33,10 @@ def _cycles(typingctx):
         return builder.call(fn, [])
 
     return sig, codegen
+
+
+# Seen from Python typing, an intrinsic is called without the typing context Numba supplies.
+_cycles = cast(Callable[[], int], _cycles_intrinsic)
 
 
 @njit(cache=True)
@@ -50,7 +57,7 @@ def counter_overhead(n):
     return out[0], out[n // 2]
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def process_stream_timed(st, msgs, ev, ticks_out):
     """Like :func:`engine_ext._book.process_stream`, storing each message's ticks."""
     total = 0

@@ -328,7 +328,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         record = soak(wl, args.soak_seconds, args.soak_rate)
         _emit(record, args.json)
         results.append(record)
-    doc = {"machine": machine(), "results": results}
+    doc: dict[str, object] = {"machine": machine(), "results": results}
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(doc, indent=1) + "\n")

@@ -9,6 +9,7 @@ It also drives the workload generator, which needs to know which orders are live
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -88,9 +89,7 @@ class ReferenceEngine:
         self.base = [int(r) - c.window_ticks // 2 for r in c.reference_prices()]
         self.reference = [int(r) for r in c.reference_prices()]
         # book[symbol][side] maps price -> list of RefOrder in time priority.
-        self.book: list[list[dict[int, list[RefOrder]]]] = [
-            [{}, {}] for _ in range(c.n_symbols)
-        ]
+        self.book: list[list[dict[int, list[RefOrder]]]] = [[{}, {}] for _ in range(c.n_symbols)]
         self.orders: dict[int, RefOrder] = {}
         self.risk: dict[tuple[int, int], list[int]] = {}  # (acc, sym) -> [pos, open_buy, open_sell]
         self.seq = 0
@@ -165,8 +164,21 @@ class ReferenceEngine:
             if maker.account == acc:
                 if stp == STP_CANCEL_INCOMING:
                     return remaining, True
-                self._emit(EV_CANCELED, OUT_STP, idx, sym, maker.side, maker.order_id,
-                           maker.account, oid, acc, maker.price, maker.leaves, 0, remaining)
+                self._emit(
+                    EV_CANCELED,
+                    OUT_STP,
+                    idx,
+                    sym,
+                    maker.side,
+                    maker.order_id,
+                    maker.account,
+                    oid,
+                    acc,
+                    maker.price,
+                    maker.leaves,
+                    0,
+                    remaining,
+                )
                 self._open(maker, -maker.leaves)
                 self._remove(maker)
                 if stp == STP_CANCEL_BOTH:
@@ -179,8 +191,21 @@ class ReferenceEngine:
             self._acct(acc, sym)[0] += sign * q
             self._acct(maker.account, sym)[0] -= sign * q
             self._open(maker, -q)
-            self._emit(EV_FILL, 0, idx, sym, side, oid, acc, maker.order_id, maker.account,
-                       maker.price, q, remaining, maker.leaves)
+            self._emit(
+                EV_FILL,
+                0,
+                idx,
+                sym,
+                side,
+                oid,
+                acc,
+                maker.order_id,
+                maker.account,
+                maker.price,
+                q,
+                remaining,
+                maker.leaves,
+            )
             if maker.leaves == 0:
                 self._remove(maker)
         return remaining, False
@@ -260,13 +285,15 @@ class ReferenceEngine:
         if otype == OT_POST_ONLY and self._crosses(sym, side, limit):
             return rej(REJ_POST_ONLY_WOULD_TAKE, idx, sym, side, oid, acc, price, qty)
         if otype == OT_FOK and not self._fok_fillable(sym, side, price, qty, acc, stp):
-            return self._emit(EV_ACK, OUT_KILLED, idx, sym, side, oid, acc, -1, -1, price, qty,
-                              0, 0)
+            return self._emit(
+                EV_ACK, OUT_KILLED, idx, sym, side, oid, acc, -1, -1, price, qty, 0, 0
+            )
         remaining, stopped = self._match(sym, side, limit, qty, oid, acc, stp, idx)
         if not stopped and remaining > 0 and rests:
             self._rest(RefOrder(oid, sym, acc, side, price, remaining, otype == OT_POST_ONLY, stp))
-            return self._emit(EV_ACK, OUT_RESTED, idx, sym, side, oid, acc, -1, -1, price, 0,
-                              remaining, 0)
+            return self._emit(
+                EV_ACK, OUT_RESTED, idx, sym, side, oid, acc, -1, -1, price, 0, remaining, 0
+            )
         code = OUT_STP if stopped else OUT_FILLED if remaining == 0 else OUT_EXPIRED
         self._emit(EV_ACK, code, idx, sym, side, oid, acc, -1, -1, price, remaining, 0, 0)
 
@@ -286,8 +313,9 @@ class ReferenceEngine:
             return
         self._open(o, -o.leaves)
         self._remove(o)
-        self._emit(EV_ACK, OUT_CANCELLED, idx, sym, o.side, oid, acc, -1, -1, o.price, o.leaves,
-                   0, 0)
+        self._emit(
+            EV_ACK, OUT_CANCELLED, idx, sym, o.side, oid, acc, -1, -1, o.price, o.leaves, 0, 0
+        )
 
     def _modify(self, idx, oid, price, qty, sym, acc, side) -> None:
         c = self.config
@@ -320,8 +348,9 @@ class ReferenceEngine:
         if price == o.price and qty <= old:
             o.leaves = qty
             self._open(o, -reduced)
-            return self._emit(EV_ACK, OUT_MODIFIED, idx, sym, o.side, oid, acc, -1, -1, price,
-                              reduced, qty, 0)
+            return self._emit(
+                EV_ACK, OUT_MODIFIED, idx, sym, o.side, oid, acc, -1, -1, price, reduced, qty, 0
+            )
         self._open(o, -o.leaves)
         self._remove(o)
         remaining, stopped = self._match(sym, o.side, price, qty, oid, acc, o.stp, idx)
@@ -329,21 +358,49 @@ class ReferenceEngine:
             o.price = price
             o.leaves = remaining
             self._rest(o)
-            return self._emit(EV_ACK, OUT_MODIFIED, idx, sym, o.side, oid, acc, -1, -1, price,
-                              reduced, remaining, 0)
-        self._emit(EV_ACK, OUT_MODIFIED, idx, sym, o.side, oid, acc, -1, -1, price,
-                   reduced + remaining, 0, 0)
+            return self._emit(
+                EV_ACK,
+                OUT_MODIFIED,
+                idx,
+                sym,
+                o.side,
+                oid,
+                acc,
+                -1,
+                -1,
+                price,
+                reduced,
+                remaining,
+                0,
+            )
+        self._emit(
+            EV_ACK,
+            OUT_MODIFIED,
+            idx,
+            sym,
+            o.side,
+            oid,
+            acc,
+            -1,
+            -1,
+            price,
+            reduced + remaining,
+            0,
+            0,
+        )
 
     # --- inspection ------------------------------------------------------------------------
     def book_of(self, sym: int) -> dict[str, list[tuple[int, int, list[tuple[int, int, int]]]]]:
         """Same layout as :meth:`engine_ext.Engine.book`."""
         out = {}
         for side, name in ((0, "bids"), (1, "asks")):
-            prices = sorted((p for p, q in self.book[sym][side].items() if q),
-                            reverse=(side == 0))
+            prices = sorted((p for p, q in self.book[sym][side].items() if q), reverse=(side == 0))
             out[name] = [
-                (p, sum(o.leaves for o in self.book[sym][side][p]),
-                 [(o.order_id, o.account, o.leaves) for o in self.book[sym][side][p]])
+                (
+                    p,
+                    sum(o.leaves for o in self.book[sym][side][p]),
+                    [(o.order_id, o.account, o.leaves) for o in self.book[sym][side][p]],
+                )
                 for p in prices
             ]
         return out
@@ -358,4 +415,4 @@ def events_as_tuples(events: np.ndarray) -> list[Event]:
     """Numba engine events as the reference engine's tuples (for exact comparison)."""
     if events.dtype != EVENT_DTYPE:
         raise ValueError(f"events must have EVENT_DTYPE, got {events.dtype}")
-    return [tuple(int(x) for x in row) for row in events.tolist()]
+    return [cast(Event, tuple(int(x) for x in row)) for row in events.tolist()]

@@ -178,7 +178,7 @@ EVENT_DTYPE = np.dtype(
 )
 """One outbound event; ``msg_index`` is the position of the causing message in its stream."""
 
-EVENT_FIELDS = tuple(n for n in EVENT_DTYPE.names if n != "seq")
+EVENT_FIELDS = tuple(n for n in EVENT_DTYPE.names or () if n != "seq")
 """Fields compared between engines (``seq`` is compared separately, as a count)."""
 
 ORDER_ROW_DTYPE = np.dtype(

@@ -206,8 +206,8 @@ def _exchange_core(g: _Generator, n: int) -> int:
     target = 1000
     for _ in range(target):
         side = int(rng.integers(2))
-        price = mid - int(rng.integers(1, 820)) if side == SIDE_BUY else mid + int(
-            rng.integers(1, 820)
+        price = (
+            mid - int(rng.integers(1, 820)) if side == SIDE_BUY else mid + int(rng.integers(1, 820))
         )
         g.send(MSG_NEW, g.new_id(), price, int(rng.integers(1, 100)), 0,
                int(rng.integers(64)), side, OT_GTC)  # fmt: skip
@@ -219,8 +219,10 @@ def _exchange_core(g: _Generator, n: int) -> int:
         acc = int(rng.integers(64))
         side = int(rng.integers(2))
         if u < 0.09 or len(g.live) < target // 2:
-            price = mid - int(rng.integers(1, 820)) if side == SIDE_BUY else mid + int(
-                rng.integers(1, 820)
+            price = (
+                mid - int(rng.integers(1, 820))
+                if side == SIDE_BUY
+                else mid + int(rng.integers(1, 820))
             )
             g.send(MSG_NEW, g.new_id(), price, int(rng.integers(1, 100)), 0, acc, side, OT_GTC)
         elif u < 0.12:
@@ -387,7 +389,7 @@ def _digest(
     }
     h.update(json.dumps(meta, sort_keys=True).encode())
     # Field by field: the aligned dtype has padding bytes whose content is not data.
-    for field in MSG_DTYPE.names:
+    for field in MSG_DTYPE.names or ():
         h.update(np.ascontiguousarray(msgs[field]).tobytes())
     return h.hexdigest()
 
