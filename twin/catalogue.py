@@ -61,7 +61,8 @@ CATALOGUE: dict[str, InstanceType] = {
         _nitro("c7i.4xlarge", 16, 3.125),
         _nitro("c7i.24xlarge", 96, 37.5),
         _nitro("c6a.2xlarge", 8, 3.125),
-        # m8a.metal-24xl: 96 vCPUs, 37.5 Gb/s (EC2 M8a specifications); pub_m8a_metal_cpg_udp_rtt_p50.
+        # m8a.metal-24xl: 96 vCPUs, 37.5 Gb/s (EC2 M8a specifications);
+        # pub_m8a_metal_cpg_udp_rtt_p50.
         _nitro("m8a.metal-24xl", 96, 37.5, metal=True),
         InstanceType(
             name="t2.micro",

@@ -30,7 +30,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
@@ -289,7 +289,7 @@ class LoadRun:
                 ready = sel.select(timeout=0.02)
                 now = time.perf_counter_ns()
                 for key, _ in ready:
-                    conn: _Conn = key.data
+                    conn = cast(_Conn, key.data)
                     data = conn.sock.recv(1 << 16)
                     if not data:
                         raise ConnectionError("the gateway closed a connection")

@@ -28,6 +28,7 @@ import socket
 import sys
 import time
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -97,19 +98,20 @@ class _Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it.
-        self.transport = transport  # type: ignore[assignment]
+        tcp = cast(asyncio.Transport, transport)
+        self.transport = tcp
         if not self.gw.free_slots:
             self.gw.stats.refused_full += 1
-            transport.abort()  # type: ignore[attr-defined]
+            tcp.abort()
             return
         self.slot = self.gw.free_slots.pop()
         self.gw.connections.add(self)
         self.gw.stats.connections += 1
-        sock = self.transport.get_extra_info("socket")
+        sock = tcp.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.transport.set_write_buffer_limits(high=HIGH_WATER_BYTES)
+        tcp.set_write_buffer_limits(high=HIGH_WATER_BYTES)
 
     def data_received(self, data: bytes) -> None:
         if self.closing or self.transport is None:
