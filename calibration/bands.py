@@ -55,6 +55,13 @@ def parameter_draws(profile: Profile, n: int, seed: int = 0) -> list[Profile]:
         members: Mapping[str, Any] = cal["group_params"]
         cov = np.asarray(cal["covariance"], dtype=np.float64)
         deltas = rng.multivariate_normal(np.zeros(len(groups)), cov, size=n, method="eigh")
+        bounds = cal.get("group_bounds")
+        if isinstance(bounds, Mapping) and "log_factors" in cal:
+            # Keep every draw inside the factor bounds the fit itself was allowed.
+            fitted = np.asarray(cal["log_factors"], dtype=np.float64)
+            lo = np.log([bounds[g][0] for g in groups]) - fitted
+            hi = np.log([bounds[g][1] for g in groups]) - fitted
+            deltas = np.clip(deltas, lo, hi)
         for d in deltas:
             values = {
                 p: profile.value(p) * math.exp(float(d[i]))

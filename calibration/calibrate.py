@@ -12,7 +12,7 @@ factor on their prior value. :class:`TwinCalibrator` fits the log-factors with
   the same placements), so differences between evaluations come from the parameters only and
   finite differences see a smooth surface;
 - uncertainty from the curvature: ``cov = (J^T J)^-1`` in log-factor space (J of the scaled
-  residuals at the solution), inflated by the reduced chi-square when it exceeds 1.
+  residuals at the solution), inflated by the chi-square per target when it exceeds 1.
 
 The fitted object is turned into a frozen profile with :func:`write_profile`.
 """
@@ -144,7 +144,7 @@ def _pooled_stat(results: Sequence[_Outcome], stat: str) -> float:
     if stat == "mean":
         n = sum(r.messages for r in results)
         return sum(r.mean_us * r.messages for r in results) / n
-    counts = sum(r.counts for r in results if r.counts is not None)
+    counts = np.sum([r.counts for r in results if r.counts is not None], axis=0)
     if stat == "min":
         return min_from_counts_us(counts)
     return percentile_from_counts_us(counts, _PERCENTILES[stat])
@@ -312,21 +312,36 @@ class TwinCalibrator:
             r = [_residual(t, pred[t.id]) for t in targets.targets]
             return np.concatenate([np.array(r), x / prior_sd])
 
+        def jacobian(x: np.ndarray) -> np.ndarray:
+            # Forward differences with an absolute step in log-factor space (scipy's relative
+            # step is zero at a factor of 1); stepping inwards at an upper bound.
+            f0 = residuals(x)
+            cols = []
+            for i in range(x.size):
+                step = self.diff_step if x[i] + self.diff_step <= hi[i] else -self.diff_step
+                xi = x.copy()
+                xi[i] += step
+                cols.append((residuals(xi) - f0) / step)
+            return np.stack(cols, axis=1)
+
         sol = optimize.least_squares(
             residuals,
             x0,
+            jac=jacobian,
             bounds=(lo, hi),
             method="trf",
-            diff_step=self.diff_step,
             x_scale="jac",
             max_nfev=self.max_nfev,
         )
         jac = np.asarray(sol.jac)
         n_t = len(targets.targets)
         fit_res = sol.fun[:n_t]
-        dof = max(n_t - len(groups), 1)
         chi2 = float(np.sum(fit_res**2))
-        scale = max(1.0, chi2 / dof)
+        # Targets missed by more than their tolerance say the model (or the reading of a
+        # figure) is off by more than the stated noise: widen the uncertainty by the mean
+        # squared misfit per target. (With about as many free groups as targets the usual
+        # chi2/dof is meaningless; the weak prior keeps J^T J invertible.)
+        scale = max(1.0, chi2 / n_t)
         cov = np.linalg.pinv(jac.T @ jac) * scale
         self.groups_ = groups
         self.log_factors_ = {g.name: float(v) for g, v in zip(groups, sol.x, strict=True)}
@@ -397,6 +412,7 @@ class TwinCalibrator:
             "elapsed_s": round(self.elapsed_s_, 1),
             "groups": [g.name for g in self.groups_],
             "group_params": {g.name: list(g.params) for g in self.groups_},
+            "group_bounds": {g.name: list(g.bounds) for g in self.groups_},
             "log_factors": [round(self.log_factors_[g.name], 6) for g in self.groups_],
             "covariance": [[round(float(v), 8) for v in row] for row in self.covariance_],
             "fit": {

@@ -86,6 +86,10 @@ def _usable_table(table: tuple[tuple[float, float], ...]) -> tuple[np.ndarray, n
 class _DistFit:
     """Shared contract: settings stored in ``__init__``, checked and used in :meth:`fit`."""
 
+    loglik_: float | None
+    samples_us_: np.ndarray | None
+    knots_: tuple[np.ndarray, np.ndarray] | None
+
     _constraints: dict[str, tuple[Any, ...]] = {"method": _METHODS}
     n_params = 0
 
@@ -498,6 +502,7 @@ class EmpiricalFit(_DistFit):
         x = np.asarray(x, dtype=np.float64)
         if self.samples_us_ is not None:
             return np.searchsorted(self.samples_us_, x, side="right") / self.samples_us_.size
+        assert self.knots_ is not None
         q, v = self.knots_
         return np.interp(x, v, q, left=0.0, right=1.0)
 
@@ -505,6 +510,7 @@ class EmpiricalFit(_DistFit):
         q = np.asarray(q, dtype=np.float64)
         if self.samples_us_ is not None:
             return np.quantile(self.samples_us_, q)
+        assert self.knots_ is not None
         kq, kv = self.knots_
         return np.interp(q, kq, kv)
 

@@ -143,3 +143,19 @@ def test_cli_calibrate_and_validate(tmp_path, capsys) -> None:
         assert {"target", "statistic", "measured", "predicted", "error_pct"} <= set(row)
     assert main(["validate", str(out), "--tolerance", "0.0001", "--tolerance-pp", "0.0001"]) == 1
     assert main(["validate", str(out), str(SYNTHETIC), "--json"]) == 0
+
+
+def test_shipped_profile_is_fitted_with_provenance() -> None:
+    profile = load_profile(profiles_dir() / "default.toml")
+    cal = profile.meta["calibration"]
+    assert cal["targets_file"] == "calibration/targets/published.toml"
+    targets = load_targets(REPO / cal["targets_file"])
+    fitted = {k for k, p in profile.items() if p.fitted}
+    assert fitted == {p for g in targets.free for p in g.params}
+    assert all(profile[k].sd > 0 for k in fitted)
+    prior = load_profile(profiles_dir() / "prior.toml")
+    for name, p in profile.items():
+        if not p.fitted:
+            assert p == prior[name], (
+                f"{name}: unfitted parameters keep the prior's value and source"
+            )
