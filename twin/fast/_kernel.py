@@ -4,9 +4,11 @@ Semantics are those of :mod:`twin.des`; the structure is chosen for speed:
 
 - **Only station arrivals are events.** Fixed times and non-queueing delays touch no shared
   state, so a message walks them at once, up to its next station (or to the end of its round
-  trip). The event calendar is a binary heap of message slots keyed by (arrival time, sequence
-  number), keys stored in the heap arrays themselves (no indirection while sifting): ties go to
-  the earlier-scheduled arrival, i.e. FIFO by arrival at the station.
+  trip). The event calendar is a binary heap keyed by (arrival time, sequence number), the key
+  stored in the heap arrays themselves (no indirection while sifting; the sequence number and
+  the slot share one int64, sequence in the high bits): ties go to the earlier-scheduled
+  arrival, i.e. FIFO by arrival at the station. Entries past the heap's end are +inf, so a
+  sift-down needs no bounds tests.
 - **Stations are Kiefer-Wolfowitz recursions.** Because arrivals at every station are handled in
   non-decreasing time order, a FIFO station with ``c`` servers needs only its servers' next-free
   times: an arrival at ``a`` starts at ``max(a, earliest free)`` and frees that server at
@@ -16,14 +18,20 @@ Semantics are those of :mod:`twin.des`; the structure is chosen for speed:
   free, and only when it is busy is the array scanned for the earliest free server (replacing a
   per-station min-heap whose sift-downs cost more than the rest of a visit).
 - **No push when nothing comes first.** A message whose next arrival is strictly earlier than
-  every other pending event is processed straight away instead of going through the heap.
+  every other pending event is processed straight away instead of going through the heap, and
+  so is an arrival at a hop flagged *in order* (its station is fed only by a one-server station
+  through constant times, or by the generator; see :func:`twin.fast.engine.in_order_hops`),
+  whose arrivals are produced in time order anyway.
+- **Few arrays, packed.** Hop parameters are two small 2-D arrays (``hop_f``, ``hop_i``) and
+  station data one (``station_i``): every array argument keeps a data pointer and a shape live
+  in the loop, and with ~30 of them LLVM spilled most of the loop's state to the stack.
 - A message is recorded when sent inside ``[warmup, end)``; the run goes on until the calendar is
   empty, so every recorded message completes. The order loop's cancel leaves on the ack; a
   closed-loop account starts its next cycle at ``max(now, previous slot + period)``.
 
 All state lives in arrays owned by the caller (see :mod:`twin.fast.engine`), so a run can stop at
 a time horizon (progress bar, batches) or when it runs out of message slots, and resume exactly
-where it stopped. Helpers called in the loop take and return scalars only.
+where it stopped. Helpers called in the loop take and return scalars only, and are inlined.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from numba import njit
 
 from twin import dtypes
 from twin.fast._rng import draw
+from twin.fast._rng import exponential as _exponential
 from twin.fast._rng import uniform as _uniform
 from twin.histogram import counts_index
 
@@ -40,33 +49,41 @@ STATUS_DONE = 0  # calendar empty and no cycle left to start
 STATUS_PAUSED = 1  # next event is at or after the horizon
 STATUS_FULL = 2  # a new cycle needs a message slot and none is free: grow the slot arrays
 
+# Columns of the hop arrays (one row per hop; built by twin.fast.engine from the path).
+HF_FIXED, HF_DELAY, HF_SERVICE = 0, 1, 4  # float64 hop_f: fixed_us, delay p0..p2, service p0..p2
+HOP_F_COLS = 8
+HI_DELAY_CODE, HI_SERVICE_CODE, HI_STATION, HI_IN_ORDER = 0, 1, 2, 3  # int64 hop_i
+HOP_I_COLS = 4
+# Columns of station_i: first server in server_free_us, server count, next server to try.
+ST_OFFSET, ST_COUNT, ST_NEXT = 0, 1, 2
+STATION_COLS = 3
+
 # Columns of the per-slot arrays.
 SF_ENTER, SF_SEND, SF_NEXT_START = 0, 1, 2  # float64 slot_f
 SI_HOP, SI_MSG, SI_RECORD = 0, 1, 2  # int64 slot_i
 SLOT_F_COLS, SLOT_I_COLS = 3, 3
 HOP_START = -1  # slot_i[:, SI_HOP] value for "a cycle starts at the slot's event time"
+# A calendar key is ``seq << SLOT_BITS | slot``: 2**20 slots in flight and 2**43 events per run
+# (a 24-hour run at 400k msg/s schedules about 2**39).
+SLOT_BITS = 20
+MAX_SLOTS = 1 << SLOT_BITS
+SLOT_MASK = MAX_SLOTS - 1
 
 # Entries of the scalar state arrays.
-F_NEXT_CYCLE, F_SPARE, F_RTT_SUM, F_RTT_MAX = 0, 1, 2, 3
-FSTATE_LEN = 4
-I_HEAP_N, I_FREE_N, I_SEQ, I_MESSAGES, I_HAS_SPARE, I_STARTED = 0, 1, 2, 3, 4, 5
-ISTATE_LEN = 6
+F_NEXT_CYCLE, F_RTT_SUM, F_RTT_MAX = 0, 1, 2
+FSTATE_LEN = 3
+I_HEAP_N, I_FREE_N, I_SEQ, I_MESSAGES, I_STARTED = 0, 1, 2, 3, 4
+ISTATE_LEN = 5
 
 _INF = np.inf
 
 
 @njit(cache=True)
 def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
-    fixed_us: np.ndarray,
-    delay_code: np.ndarray,
-    delay_par: np.ndarray,
-    service_code: np.ndarray,
-    service_par: np.ndarray,
-    hop_station: np.ndarray,
-    server_offset: np.ndarray,
-    server_count: np.ndarray,
+    hop_f: np.ndarray,
+    hop_i: np.ndarray,
+    station_i: np.ndarray,
     server_free_us: np.ndarray,
-    server_next: np.ndarray,
     tables: np.ndarray,
     table_lengths: np.ndarray,
     closed_loop: bool,
@@ -80,8 +97,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     fstate: np.ndarray,
     istate: np.ndarray,
     heap_t: np.ndarray,
-    heap_q: np.ndarray,
-    heap_s: np.ndarray,
+    heap_k: np.ndarray,
     free_slots: np.ndarray,
     slot_f: np.ndarray,
     slot_i: np.ndarray,
@@ -91,7 +107,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     horizon_us: float,
 ) -> int:
     """Advance the simulation until done, paused at ``horizon_us``, or out of slots."""
-    n_hops = fixed_us.shape[0]
+    n_hops = hop_f.shape[0]
     s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
     heap_n = istate[I_HEAP_N]
     free_n = istate[I_FREE_N]
@@ -111,7 +127,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 slot_f[a, SF_NEXT_START] = phase
                 if phase < end_us:
                     slot_i[a, SI_HOP] = HOP_START
-                    # Push (sift up).
+                    # Push (sift up): the new key has the largest sequence number so far.
                     j = heap_n
                     heap_n += 1
                     while j > 0:
@@ -119,26 +135,23 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         if heap_t[parent] <= phase:
                             break
                         heap_t[j] = heap_t[parent]
-                        heap_q[j] = heap_q[parent]
-                        heap_s[j] = heap_s[parent]
+                        heap_k[j] = heap_k[parent]
                         j = parent
                     heap_t[j] = phase
-                    heap_q[j] = seq
-                    heap_s[j] = a
+                    heap_k[j] = (seq << SLOT_BITS) | a
                     seq += 1
             next_cycle = _INF
         else:
             gap = mean_gap_us
             if poisson:
-                u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
-                gap = -mean_gap_us * np.log(1.0 - u)
+                e, s0, s1, s2, s3 = _exponential(s0, s1, s2, s3)
+                gap = mean_gap_us * e
             next_cycle = gap
 
     status = STATUS_DONE
     while True:
-        top_t = heap_t[0]  # +inf when the calendar is empty (sentinels)
-        generate = next_cycle < end_us and next_cycle <= top_t
-        if generate:
+        top_t = heap_t[0]  # +inf when the calendar is empty
+        if next_cycle < end_us and next_cycle <= top_t:
             if next_cycle >= horizon_us:
                 status = STATUS_PAUSED
                 break
@@ -156,8 +169,8 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             send = t
             gap = mean_gap_us
             if poisson:
-                u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
-                gap = -mean_gap_us * np.log(1.0 - u)
+                e, s0, s1, s2, s3 = _exponential(s0, s1, s2, s3)
+                gap = mean_gap_us * e
             next_cycle += gap
             other_t = top_t
         else:
@@ -167,7 +180,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             if top_t >= horizon_us:
                 status = STATUS_PAUSED
                 break
-            slot = heap_s[0]
+            slot = heap_k[0] & SLOT_MASK
             from_heap = True
             t = top_t
             hop = slot_i[slot, SI_HOP]
@@ -187,15 +200,16 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 record = warmup_us <= t < end_us
                 hop = 0
             else:
-                # Arrival at the station of ``hop`` (Kiefer-Wolfowitz step).
-                st = hop_station[hop]
-                off = server_offset[st]
-                nserv = server_count[st]
-                # Any server free by ``t`` serves at ``t``: try the next one round-robin (the one
-                # used longest ago, nearly always free below saturation) before scanning for the
-                # earliest free. Which free server is taken cannot matter: all later arrivals are
-                # at or after ``t``, so they see each free server as free.
-                pick = off + server_next[st]
+                # Arrival at the station of ``hop`` (Kiefer-Wolfowitz step). Any server free by
+                # ``t`` serves at ``t``: try the next one round-robin (the one used longest ago,
+                # nearly always free below saturation) before scanning for the earliest free.
+                # Which free server is taken cannot matter: all later arrivals at this station
+                # are at or after ``t``, so they see each free server as free.
+                st = hop_i[hop, HI_STATION]
+                off = station_i[st, ST_OFFSET]
+                nserv = station_i[st, ST_COUNT]
+                nxt = station_i[st, ST_NEXT]
+                pick = off + nxt
                 free_t = server_free_us[pick]
                 if free_t > t and nserv > 1:
                     for j in range(off, off + nserv):
@@ -203,23 +217,23 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                             free_t = server_free_us[j]
                             pick = j
                 start = t if t > free_t else free_t
-                nxt = server_next[st] + 1
-                server_next[st] = 0 if nxt == nserv else nxt
-                code = service_code[hop]
+                nxt += 1
+                station_i[st, ST_NEXT] = 0 if nxt == nserv else nxt
+                code = hop_i[hop, HI_SERVICE_CODE]
                 s = 0.0
                 if code != dtypes.DIST_NONE:
                     s, s0, s1, s2, s3 = draw(
                         code,
-                        service_par[hop, 0],
-                        service_par[hop, 1],
-                        service_par[hop, 2],
+                        hop_f[hop, HF_SERVICE],
+                        hop_f[hop, HF_SERVICE + 1],
+                        hop_f[hop, HF_SERVICE + 2],
                         s0,
                         s1,
                         s2,
                         s3,
                     )
                     if code == dtypes.DIST_EMPIRICAL:
-                        row = int(service_par[hop, 0])
+                        row = int(hop_f[hop, HF_SERVICE])
                         n_row = table_lengths[row]
                         k = min(int(s * n_row), n_row - 1)
                         s = tables[row, k]
@@ -234,33 +248,33 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             # Walk the non-queueing parts up to the next station.
             while hop < n_hops:
                 enter = t
-                t += fixed_us[hop]
-                code = delay_code[hop]
+                t += hop_f[hop, HF_FIXED]
+                code = hop_i[hop, HI_DELAY_CODE]
                 if code != dtypes.DIST_NONE:
                     x, s0, s1, s2, s3 = draw(
                         code,
-                        delay_par[hop, 0],
-                        delay_par[hop, 1],
-                        delay_par[hop, 2],
+                        hop_f[hop, HF_DELAY],
+                        hop_f[hop, HF_DELAY + 1],
+                        hop_f[hop, HF_DELAY + 2],
                         s0,
                         s1,
                         s2,
                         s3,
                     )
                     if code == dtypes.DIST_EMPIRICAL:
-                        row = int(delay_par[hop, 0])
+                        row = int(hop_f[hop, HF_DELAY])
                         n_row = table_lengths[row]
                         k = min(int(x * n_row), n_row - 1)
                         x = tables[row, k]
                     t += x
-                if hop_station[hop] >= 0:
+                if hop_i[hop, HI_STATION] >= 0:
                     break
                 if record:
                     hop_sum_us[hop] += t - enter
                 hop += 1
             if hop < n_hops:
-                if t < other_t:
-                    continue  # this arrival is the next event anyway
+                if t < other_t or hop_i[hop, HI_IN_ORDER] != 0:
+                    continue  # this arrival is the next event anyway, or needs no calendar
                 keep = True
                 break
             # Round trip complete.
@@ -293,8 +307,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             slot_i[slot, SI_MSG] = msg
             slot_i[slot, SI_RECORD] = 1 if record else 0
             item_t = t
-            item_q = seq
-            item_s = slot
+            item_k = (seq << SLOT_BITS) | slot
             seq += 1
             if not from_heap:
                 # Push (sift up): the new key has the largest sequence number so far.
@@ -305,12 +318,10 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     if heap_t[parent] <= t:
                         break
                     heap_t[j] = heap_t[parent]
-                    heap_q[j] = heap_q[parent]
-                    heap_s[j] = heap_s[parent]
+                    heap_k[j] = heap_k[parent]
                     j = parent
                 heap_t[j] = item_t
-                heap_q[j] = item_q
-                heap_s[j] = item_s
+                heap_k[j] = item_k
                 continue
         else:
             if not closed_loop:
@@ -320,8 +331,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 continue
             heap_n -= 1
             item_t = heap_t[heap_n]
-            item_q = heap_q[heap_n]
-            item_s = heap_s[heap_n]
+            item_k = heap_k[heap_n]
             heap_t[heap_n] = _INF
             if heap_n == 0:
                 heap_t[0] = _INF
@@ -334,21 +344,19 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             child = 2 * j + 1
             lt = heap_t[child]
             rt = heap_t[child + 1]
-            lq = heap_q[child]
-            rq = heap_q[child + 1]
-            right = (rt < lt) | ((rt == lt) & (rq < lq))
+            lk = heap_k[child]
+            rk = heap_k[child + 1]
+            right = (rt < lt) | ((rt == lt) & (rk < lk))
             ct = rt if right else lt
-            cq = rq if right else lq
+            ck = rk if right else lk
             child += 1 if right else 0
-            if (ct > item_t) | ((ct == item_t) & (cq > item_q)):
+            if (ct > item_t) | ((ct == item_t) & (ck > item_k)):
                 break
             heap_t[j] = ct
-            heap_q[j] = cq
-            heap_s[j] = heap_s[child]
+            heap_k[j] = ck
             j = child
         heap_t[j] = item_t
-        heap_q[j] = item_q
-        heap_s[j] = item_s
+        heap_k[j] = item_k
 
     rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
     istate[I_HEAP_N] = heap_n

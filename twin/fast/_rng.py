@@ -99,7 +99,7 @@ def next_u64(s0, s1, s2, s3):
 def uniform(s0, s1, s2, s3):
     """A double in [0, 1) from the top 53 bits."""
     x, s0, s1, s2, s3 = next_u64(s0, s1, s2, s3)
-    return float(x >> np.uint64(11)) * _TWO_POW_MINUS_53, s0, s1, s2, s3
+    return float(np.int64(x >> np.uint64(11))) * _TWO_POW_MINUS_53, s0, s1, s2, s3
 
 
 @njit(cache=True, inline="always")
@@ -109,9 +109,9 @@ def normal(s0, s1, s2, s3):
         r, s0, s1, s2, s3 = next_u64(s0, s1, s2, s3)
         idx = r & np.uint64(0xFF)
         r >>= np.uint64(8)
-        sign = 1.0 - 2.0 * float(r & np.uint64(1))  # +-1 without a branch
+        sign = 1.0 - 2.0 * float(np.int64(r & np.uint64(1)))  # +-1 without a branch
         rabs = (r >> np.uint64(1)) & np.uint64(0x000FFFFFFFFFFFFF)
-        x = sign * float(rabs) * _NORMAL_W[idx]
+        x = sign * float(np.int64(rabs)) * _NORMAL_W[idx]
         if rabs < _NORMAL_K[idx]:
             return x, s0, s1, s2, s3
         if idx == 0:
@@ -138,7 +138,7 @@ def exponential(s0, s1, s2, s3):
         r, s0, s1, s2, s3 = next_u64(s0, s1, s2, s3)
         idx = r & np.uint64(0xFF)
         rabs = (r >> np.uint64(12)) & np.uint64(0x000FFFFFFFFFFFFF)
-        x = float(rabs) * _EXP_W[idx]
+        x = float(np.int64(rabs)) * _EXP_W[idx]
         if rabs < _EXP_K[idx]:
             return offset + x, s0, s1, s2, s3
         if idx == 0:

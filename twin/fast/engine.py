@@ -11,7 +11,6 @@ whatever the chunking.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,40 +32,51 @@ MESSAGES_PER_CHUNK = 1_000_000
 Progress = Callable[[float], None]
 
 
-@dataclass
-class _HopArrays:
-    fixed_us: np.ndarray
-    delay_code: np.ndarray
-    delay_par: np.ndarray
-    service_code: np.ndarray
-    service_par: np.ndarray
-    station: np.ndarray
-    server_offset: np.ndarray
-    server_count: np.ndarray
-
-
-def _hop_arrays(path: CompiledPath) -> _HopArrays:
-    """Plain contiguous columns of the path's structured hop rows."""
+def hop_tables(path: CompiledPath, load: Load) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kernel's packed view of the path: ``hop_f``, ``hop_i`` and ``station_i`` rows."""
     hops = path.hops
+    hop_f = np.zeros((path.n_hops, k.HOP_F_COLS))
+    hop_f[:, k.HF_FIXED] = hops["fixed_us"]
+    for i in range(3):
+        hop_f[:, k.HF_DELAY + i] = hops[f"delay_p{i}"]
+        hop_f[:, k.HF_SERVICE + i] = hops[f"service_p{i}"]
+    hop_i = np.zeros((path.n_hops, k.HOP_I_COLS), dtype=np.int64)
+    hop_i[:, k.HI_DELAY_CODE] = hops["delay_code"]
+    hop_i[:, k.HI_SERVICE_CODE] = hops["service_code"]
+    hop_i[:, k.HI_STATION] = hops["station"]
+    hop_i[:, k.HI_IN_ORDER] = in_order_hops(path, load)
+    counts = np.asarray(path.station_servers, dtype=np.int64)
+    station_i = np.zeros((path.n_stations, k.STATION_COLS), dtype=np.int64)
+    station_i[:, k.ST_COUNT] = counts
+    station_i[1:, k.ST_OFFSET] = np.cumsum(counts)[:-1]
+    return hop_f, hop_i, station_i
 
-    def params(part: str) -> np.ndarray:
-        return np.ascontiguousarray(
-            np.stack([hops[f"{part}_p{i}"] for i in range(3)], axis=1), dtype=np.float64
-        )
 
-    counts = np.ascontiguousarray(path.station_servers, dtype=np.int64)
-    offsets = np.zeros(len(counts), dtype=np.int64)
-    offsets[1:] = np.cumsum(counts)[:-1]
-    return _HopArrays(
-        fixed_us=np.ascontiguousarray(hops["fixed_us"], dtype=np.float64),
-        delay_code=np.ascontiguousarray(hops["delay_code"], dtype=np.int64),
-        delay_par=params("delay"),
-        service_code=np.ascontiguousarray(hops["service_code"], dtype=np.int64),
-        service_par=params("service"),
-        station=np.ascontiguousarray(hops["station"], dtype=np.int64),
-        server_offset=offsets,
-        server_count=counts,
-    )
+def in_order_hops(path: CompiledPath, load: Load) -> np.ndarray:
+    """Station hops whose arrivals are produced in time order, so they need no calendar event.
+
+    The calendar exists only to hand each station its arrivals in time order. A station visited
+    at a single hop ``h`` already gets them in order when every message reaches ``h`` straight
+    from a one-server station (FIFO, so its departures are non-decreasing in the order it
+    serves them) through hops whose times are constant (adding a constant keeps the order), or
+    straight from the open-loop generator of one-message cycles (sends in time order).
+    """
+    hops = path.hops
+    station = hops["station"]
+    visits = np.bincount(station[station >= 0], minlength=path.n_stations)
+    constant = np.isin(hops["delay_code"], (dtypes.DIST_NONE, dtypes.DIST_CONST))
+    ordered = np.zeros(path.n_hops, dtype=np.bool_)
+    for h in range(path.n_hops):
+        if station[h] < 0 or visits[station[h]] != 1 or not constant[h]:
+            continue
+        k = h - 1
+        while k >= 0 and station[k] < 0 and constant[k]:
+            k -= 1
+        if k >= 0:
+            ordered[h] = station[k] >= 0 and path.station_servers[station[k]] == 1
+        else:
+            ordered[h] = load.loop == dtypes.LOOP_OPEN and load.messages_per_cycle == 1
+    return ordered
 
 
 class _Run:
@@ -75,23 +85,23 @@ class _Run:
     def __init__(self, path: CompiledPath, load: Load):
         self.path = path
         self.load = load
-        self.hops = _hop_arrays(path)
+        self.hop_f, self.hop_i, self.station_i = hop_tables(path, load)
         self.closed = load.loop == dtypes.LOOP_CLOSED
         slots = load.accounts if self.closed else INITIAL_SLOTS
+        if slots > k.MAX_SLOTS:
+            raise SimulationError(f"{slots} accounts: the fast engine allows {k.MAX_SLOTS}")
         self.rng = seed_state(load.seed, FAST_STREAM)
         self.fstate = np.zeros(k.FSTATE_LEN)
         self.istate = np.zeros(k.ISTATE_LEN, dtype=np.int64)
         # The calendar has room for 2 * slots + 2 entries: those past its end stay +inf, so
         # the kernel's sift-down reads both children of any node without a bounds test.
         self.heap_t = np.full(2 * slots + 2, np.inf)
-        self.heap_q = np.zeros(2 * slots + 2, dtype=np.int64)
-        self.heap_s = np.zeros(2 * slots + 2, dtype=np.int64)
+        self.heap_k = np.zeros(2 * slots + 2, dtype=np.int64)
         self.free_slots = np.arange(slots, dtype=np.int64)[::-1].copy()
         self.istate[k.I_FREE_N] = slots
         self.slot_f = np.zeros((slots, k.SLOT_F_COLS))
         self.slot_i = np.zeros((slots, k.SLOT_I_COLS), dtype=np.int64)
         self.server_free_us = np.zeros(int(path.station_servers.sum()))
-        self.server_next = np.zeros(path.n_stations, dtype=np.int64)
         self.counts = empty_counts()
         self.hop_sum_us = np.zeros(path.n_hops)
         self.busy_us = np.zeros(path.n_stations)
@@ -101,10 +111,13 @@ class _Run:
     def grow(self) -> None:
         """Double the message slots of an open loop (all slots are in flight)."""
         old = len(self.slot_f)
+        if 2 * old > k.MAX_SLOTS:
+            raise SimulationError(
+                f"More than {k.MAX_SLOTS} cycles in flight: the offered load does not drain"
+            )
         extra = 2 * old
         self.heap_t = np.concatenate([self.heap_t, np.full(extra, np.inf)])
-        self.heap_q = np.concatenate([self.heap_q, np.zeros(extra, dtype=np.int64)])
-        self.heap_s = np.concatenate([self.heap_s, np.zeros(extra, dtype=np.int64)])
+        self.heap_k = np.concatenate([self.heap_k, np.zeros(extra, dtype=np.int64)])
         self.free_slots = np.concatenate(
             [np.arange(2 * old - 1, old - 1, -1, dtype=np.int64), np.zeros(old, dtype=np.int64)]
         )
@@ -113,21 +126,14 @@ class _Run:
         self.slot_i = np.concatenate([self.slot_i, np.zeros_like(self.slot_i)])
 
     def advance(self, horizon_us: float) -> int:
-        h = self.hops
         load = self.load
         cycle_rate = load.cycle_rate_per_us
         return int(
             k.run_kernel(
-                h.fixed_us,
-                h.delay_code,
-                h.delay_par,
-                h.service_code,
-                h.service_par,
-                h.station,
-                h.server_offset,
-                h.server_count,
+                self.hop_f,
+                self.hop_i,
+                self.station_i,
                 self.server_free_us,
-                self.server_next,
                 self.tables,
                 self.table_lengths,
                 self.closed,
@@ -141,8 +147,7 @@ class _Run:
                 self.fstate,
                 self.istate,
                 self.heap_t,
-                self.heap_q,
-                self.heap_s,
+                self.heap_k,
                 self.free_slots,
                 self.slot_f,
                 self.slot_i,

@@ -9,7 +9,11 @@ every tolerance from the reference's own sample size, honestly:
   pairs and of queueing), plus one histogram bucket;
 - the KS distance must be below the two-sample 0.1% critical value, times 1.5 for correlation;
 - mean round trip and per-hop means within four standard errors, service per message within 5%,
-  throughput within four Poisson standard errors of the reference window's cycle count.
+  throughput within four Poisson standard errors of the reference window's cycle count. The
+  standard error of a mean is the larger of the i.i.d. formula and the spread of that mean across
+  independent seeds of a reference-length run (:func:`run_length_spread`, computed with the fast
+  engine, which is cheap): at 400k msg/s, bursts of queueing make a 2,500-message mean about five
+  times noisier than the i.i.d. formula says, so that formula alone made the test a coin toss.
 
 ``benchmarks/crosscheck_engines.py`` runs every shipped scenario at both rates with long
 reference runs and reports the issue's 2% / KS < 0.01 bar.
@@ -54,6 +58,19 @@ def prepared_for(name: str, rate: float, messages: int, seed: int) -> Prepared:
     return prepare(scenario.with_fields({"workload.warmup_s": WARMUP_S}))
 
 
+SPREAD_SEEDS = 40
+
+
+def run_length_spread(prep: Prepared) -> tuple[float, np.ndarray]:
+    """Standard deviation across seeds of the mean round trip and of the per-hop means."""
+    means, hops = [], []
+    for k in range(SPREAD_SEEDS):
+        out = fast.simulate(prep.path, dataclasses.replace(prep.load, seed=10_000 + k))
+        means.append(out.rtt_sum_us / out.messages)
+        hops.append(out.hop_time_sum_us / out.messages)
+    return float(np.std(means, ddof=1)), np.std(hops, axis=0, ddof=1)
+
+
 def histogram_sd_us(counts: np.ndarray) -> float:
     hist = to_hdr(counts)
     return float(hist.get_stddev()) / 1e3
@@ -76,7 +93,8 @@ def test_fast_matches_des(name: str, rate: float) -> None:
         slack = 4 * math.sqrt(p * (1 - p) / n_eff) + 0.002
         assert result.reference_rank[key] == pytest.approx(p, abs=slack), (key, result)
     assert result.ks < 1.5 * ks_critical(reference.messages, candidate.messages), result
-    se = histogram_sd_us(reference.counts) / math.sqrt(n_eff)
+    spread_mean, spread_hops = run_length_spread(ref_prep)
+    se = max(histogram_sd_us(reference.counts) / math.sqrt(n_eff), spread_mean)
     ref_mean = reference.rtt_sum_us / reference.messages
     cand_mean = candidate.rtt_sum_us / candidate.messages
     assert cand_mean == pytest.approx(ref_mean, abs=4 * se + 1e-3 * ref_mean)
@@ -84,7 +102,8 @@ def test_fast_matches_des(name: str, rate: float) -> None:
     ref_hops = reference.hop_time_sum_us / reference.messages
     cand_hops = candidate.hop_time_sum_us / candidate.messages
     assert cand_hops.sum() == pytest.approx(cand_mean, rel=1e-9)
-    np.testing.assert_allclose(cand_hops, ref_hops, rtol=0.1, atol=4 * se)
+    hop_tolerance = 0.1 * np.abs(ref_hops) + 4 * np.maximum(se, spread_hops)
+    assert np.all(np.abs(cand_hops - ref_hops) <= hop_tolerance), (cand_hops, ref_hops)
     # Service begun in the window, per recorded message (dividing by the message count removes
     # the Poisson noise of how many cycles the short reference window happened to get).
     np.testing.assert_allclose(
