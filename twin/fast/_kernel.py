@@ -159,7 +159,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 status = STATUS_FULL
                 break
             free_n -= 1
-            slot = free_slots[free_n]
+            slot = np.uint64(free_slots[free_n])
             from_heap = False
             t = next_cycle
             hop = HOP_START
@@ -180,7 +180,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             if top_t >= horizon_us:
                 status = STATUS_PAUSED
                 break
-            slot = heap_k[0] & SLOT_MASK
+            slot = np.uint64(heap_k[0] & SLOT_MASK)
             from_heap = True
             t = top_t
             hop = slot_i[slot, SI_HOP]
@@ -205,7 +205,8 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 # nearly always free below saturation) before scanning for the earliest free.
                 # Which free server is taken cannot matter: all later arrivals at this station
                 # are at or after ``t``, so they see each free server as free.
-                st = hop_i[hop, HI_STATION]
+                h = np.uint64(hop)  # unsigned: no negative-index fix-up on each access
+                st = np.uint64(hop_i[h, HI_STATION])
                 off = station_i[st, ST_OFFSET]
                 nserv = station_i[st, ST_COUNT]
                 nxt = station_i[st, ST_NEXT]
@@ -219,21 +220,21 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 start = t if t > free_t else free_t
                 nxt += 1
                 station_i[st, ST_NEXT] = 0 if nxt == nserv else nxt
-                code = hop_i[hop, HI_SERVICE_CODE]
+                code = hop_i[h, HI_SERVICE_CODE]
                 s = 0.0
                 if code != dtypes.DIST_NONE:
                     s, s0, s1, s2, s3 = draw(
                         code,
-                        hop_f[hop, HF_SERVICE],
-                        hop_f[hop, HF_SERVICE + 1],
-                        hop_f[hop, HF_SERVICE + 2],
+                        hop_f[h, HF_SERVICE],
+                        hop_f[h, HF_SERVICE + 1],
+                        hop_f[h, HF_SERVICE + 2],
                         s0,
                         s1,
                         s2,
                         s3,
                     )
                     if code == dtypes.DIST_EMPIRICAL:
-                        row = int(hop_f[hop, HF_SERVICE])
+                        row = int(hop_f[h, HF_SERVICE])
                         n_row = table_lengths[row]
                         k = min(int(s * n_row), n_row - 1)
                         s = tables[row, k]
@@ -242,35 +243,36 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 if warmup_us <= start < end_us:
                     busy_us[st] += s
                 if record:
-                    hop_sum_us[hop] += done_t - enter
+                    hop_sum_us[h] += done_t - enter
                 t = done_t
                 hop += 1
             # Walk the non-queueing parts up to the next station.
             while hop < n_hops:
+                h = np.uint64(hop)
                 enter = t
-                t += hop_f[hop, HF_FIXED]
-                code = hop_i[hop, HI_DELAY_CODE]
+                t += hop_f[h, HF_FIXED]
+                code = hop_i[h, HI_DELAY_CODE]
                 if code != dtypes.DIST_NONE:
                     x, s0, s1, s2, s3 = draw(
                         code,
-                        hop_f[hop, HF_DELAY],
-                        hop_f[hop, HF_DELAY + 1],
-                        hop_f[hop, HF_DELAY + 2],
+                        hop_f[h, HF_DELAY],
+                        hop_f[h, HF_DELAY + 1],
+                        hop_f[h, HF_DELAY + 2],
                         s0,
                         s1,
                         s2,
                         s3,
                     )
                     if code == dtypes.DIST_EMPIRICAL:
-                        row = int(hop_f[hop, HF_DELAY])
+                        row = int(hop_f[h, HF_DELAY])
                         n_row = table_lengths[row]
                         k = min(int(x * n_row), n_row - 1)
                         x = tables[row, k]
                     t += x
-                if hop_i[hop, HI_STATION] >= 0:
+                if hop_i[h, HI_STATION] >= 0:
                     break
                 if record:
-                    hop_sum_us[hop] += t - enter
+                    hop_sum_us[h] += t - enter
                 hop += 1
             if hop < n_hops:
                 if t < other_t or hop_i[hop, HI_IN_ORDER] != 0:
@@ -307,7 +309,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             slot_i[slot, SI_MSG] = msg
             slot_i[slot, SI_RECORD] = 1 if record else 0
             item_t = t
-            item_k = (seq << SLOT_BITS) | slot
+            item_k = (seq << SLOT_BITS) | np.int64(slot)
             seq += 1
             if not from_heap:
                 # Push (sift up): the new key has the largest sequence number so far.
@@ -325,7 +327,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 continue
         else:
             if not closed_loop:
-                free_slots[free_n] = slot
+                free_slots[free_n] = np.int64(slot)
                 free_n += 1
             if not from_heap:
                 continue
@@ -339,17 +341,18 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
         # Place the item at the root and sift down on (time, sequence). Entries past the end
         # are +inf, so a missing child never wins and the loop needs no bounds tests; the
         # smaller child is chosen with selects rather than branches.
-        j = 0
+        # Unsigned positions spare Numba's negative-index fix-up on every access.
+        j = np.uint64(0)
         while True:
-            child = 2 * j + 1
-            lt = heap_t[child]
-            rt = heap_t[child + 1]
-            lk = heap_k[child]
-            rk = heap_k[child + 1]
+            left = j + j + np.uint64(1)
+            lt = heap_t[left]
+            rt = heap_t[left + np.uint64(1)]
+            lk = heap_k[left]
+            rk = heap_k[left + np.uint64(1)]
             right = (rt < lt) | ((rt == lt) & (rk < lk))
             ct = rt if right else lt
             ck = rk if right else lk
-            child += 1 if right else 0
+            child = left + np.uint64(right)
             if (ct > item_t) | ((ct == item_t) & (ck > item_k)):
                 break
             heap_t[j] = ct
