@@ -207,19 +207,19 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 # are at or after ``t``, so they see each free server as free.
                 h = np.uint64(hop)  # unsigned: no negative-index fix-up on each access
                 st = np.uint64(hop_i[h, HI_STATION])
-                off = station_i[st, ST_OFFSET]
-                nserv = station_i[st, ST_COUNT]
-                nxt = station_i[st, ST_NEXT]
+                off = np.uint64(station_i[st, ST_OFFSET])
+                nserv = np.uint64(station_i[st, ST_COUNT])
+                nxt = np.uint64(station_i[st, ST_NEXT])
                 pick = off + nxt
                 free_t = server_free_us[pick]
-                if free_t > t and nserv > 1:
+                if free_t > t and nserv > np.uint64(1):
                     for j in range(off, off + nserv):
                         if server_free_us[j] < free_t:
                             free_t = server_free_us[j]
-                            pick = j
+                            pick = np.uint64(j)
                 start = t if t > free_t else free_t
-                nxt += 1
-                station_i[st, ST_NEXT] = 0 if nxt == nserv else nxt
+                nxt += np.uint64(1)
+                station_i[st, ST_NEXT] = 0 if nxt == nserv else np.int64(nxt)
                 code = hop_i[h, HI_SERVICE_CODE]
                 s = 0.0
                 if code != dtypes.DIST_NONE:
