@@ -28,15 +28,16 @@ Semantics are those of :mod:`twin.des`; the structure is chosen for speed:
   registers). Positions used as indices in the hot paths are ``uint64``, which spares Numba's
   negative-index fix-up on each access (about 15%).
 
+- A message is recorded when sent inside ``[warmup, end)``; the run goes on until the calendar is
+  empty, so every recorded message completes. The order loop's cancel leaves on the ack; a
+  closed-loop account starts its next cycle at ``max(now, previous slot + period)``.
+
 Measured on the tier-1 path at 400k msg/s (``perf`` on the JIT code): the calendar's sift-down is
 about a third of the kernel's time and libm's ``exp`` (lognormal draws) about a sixth. Tried and
 slower, side by side: a 4-ary heap, a bottom-up sift-down, branches for exact ties, an inlined
 table-driven ``exp``, and a min-scan over slots instead of a heap. Not worth building: an exact
 per-station lookahead bound (instrumented: at most ~30% of arrivals could skip the calendar;
 not built, as the bound's scan over pending events would cost about what a push costs).
-- A message is recorded when sent inside ``[warmup, end)``; the run goes on until the calendar is
-  empty, so every recorded message completes. The order loop's cancel leaves on the ack; a
-  closed-loop account starts its next cycle at ``max(now, previous slot + period)``.
 
 All state lives in arrays owned by the caller (see :mod:`twin.fast.engine`), so a run can stop at
 a time horizon (progress bar, batches) or when it runs out of message slots, and resume exactly
