@@ -27,7 +27,6 @@ Semantics are those of :mod:`twin.des`; the structure is chosen for speed:
   pointer and a shape live in the loop (a few percent; the loop still has more live values than
   registers). Positions used as indices in the hot paths are ``uint64``, which spares Numba's
   negative-index fix-up on each access (about 15%).
-
 - A message is recorded when sent inside ``[warmup, end)``; the run goes on until the calendar is
   empty, so every recorded message completes. The order loop's cancel leaves on the ack; a
   closed-loop account starts its next cycle at ``max(now, previous slot + period)``.
