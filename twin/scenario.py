@@ -28,6 +28,7 @@ TIERS = ("peering", "transit_gateway", "privatelink", "cloudfront", "loopback", 
 LOCAL_TIERS = ("loopback", "veth")
 STRATEGIES = ("cluster", "partition", "spread")
 STACKS = ("kernel", "bypass")
+RUNTIMES = ("native", "jvm")
 WORKLOAD_KINDS = ("order_loop", "echo")
 LOOPS = ("open", "closed")
 ARRIVALS = ("poisson", "uniform")
@@ -85,6 +86,7 @@ class HostStack:
     tls: bool
     connection_reuse: bool
     io_threads: int
+    runtime: str
 
 
 @dataclass(frozen=True)
@@ -323,6 +325,7 @@ def _parse_host(source: str, side: str, data: Any) -> HostStack:
         irq_pinning=t.boolean("irq_pinning", False),
         tls=t.boolean("tls", False),
         connection_reuse=t.boolean("connection_reuse", True),
+        runtime=t.string("runtime", "native", choices=RUNTIMES),
         io_threads=t.number(
             "io_threads", 4, check=lambda v: 1 <= v <= 1024, allowed="1..1024", integer=True
         ),

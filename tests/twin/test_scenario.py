@@ -94,6 +94,7 @@ BAD_INPUTS = [
     ("tier1_peering_cpg", "connectivity.nat_gateway", True, "NAT gateway"),
     ("tier1_peering_cpg", "workload.kind", "batch", "allowed: order_loop, echo"),
     ("tier1_peering_cpg", "workload.loop", "half-open", "allowed: open, closed"),
+    ("tier1_peering_cpg", "hosts.client.runtime", "cobol", "allowed: native, jvm"),
     ("tier1_peering_cpg", "roles.client.placement_group", "nope", "no such placement group"),
     ("tier1_peering_cpg", "placement_groups.venue-cpg.shared_with", [], "neither owns the group"),
     ("tier1_peering_cpg", "placement_groups.venue-cpg.strategy", "huddle", "allowed: cluster"),

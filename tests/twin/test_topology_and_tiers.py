@@ -93,6 +93,8 @@ def test_host_knobs_change_the_path() -> None:
         **{"hosts.exchange.busy_poll": True, "hosts.exchange.irq_pinning": True},
     )
     assert "gateway busy poll" in tuned and "gateway IRQ migration" not in tuned
+    assert "client JVM thread hand-off (send)" in plain
+    assert not any("JVM" in n for n in names_of("aeron_echo_cpg"))
     bypass = names_of("tier1_peering_cpg", **{"hosts.client.stack": "bypass"})
     assert "client bypass tx" in bypass and "client kernel tx" not in bypass
     fresh = names_of("tier4_cloudfront", **{"hosts.client.connection_reuse": False})

@@ -6,7 +6,10 @@ TCP), waking the application thread (unless it busy-polls), optional TLS decrypt
 application's decode. Kernel packet processing costs CPU on the ENA queues' cores: that part is
 a queued service at a station with one server per receive queue, so it saturates under load.
 The application's encode and decode run on its pool of I/O threads (``io_threads``), another
-station: at high message rates this is where a JVM client or gateway starts to queue.
+station: at high message rates this is where a JVM client or gateway starts to queue. Their cost
+depends on the runtime (``native`` C programs such as netperf and Aeron's echo, or a ``jvm``
+program such as the published order-loop client with Netty), each with its own parameters; a JVM
+program also hands each message between its application and I/O threads (a delay, not CPU).
 
 Tuning knobs follow the domain brief: ``busy_poll`` replaces the interrupt wake-up with a spin;
 deep C-states add the exit latency of a sleeping core; unpinned IRQs add migration jitter.
@@ -30,15 +33,33 @@ def _io_threads(role: str, host: HostStack) -> Station:
     return Station(f"{role} I/O threads", host.io_threads)
 
 
+def _handoff(role: str, host: HostStack, profile: Profile, direction: str) -> list[Hop]:
+    """A JVM program's hand-off between its application thread and its I/O thread.
+
+    Latency without CPU work on the I/O threads (a queue hand-off and the other thread's wake-up),
+    so it does not queue; native programs read and write on the application thread itself.
+    """
+    if host.runtime != "jvm":
+        return []
+    return [
+        Hop(
+            f"{role} JVM thread hand-off ({direction})",
+            "host",
+            delay=stage(profile, "jvm_handoff"),
+            source=sources(profile, "jvm_handoff_median_us"),
+        )
+    ]
+
+
 def send_hops(role: str, host: HostStack, instance: InstanceType, profile: Profile) -> list[Hop]:
     """Hops from the application's write to the packet handed to the NIC."""
-    hops = [
+    hops = _handoff(role, host, profile, "send") + [
         Hop(
             f"{role} app send",
             "host",
-            service=stage(profile, "app_send"),
+            service=stage(profile, f"app_send_{host.runtime}"),
             station=_io_threads(role, host),
-            source=sources(profile, "app_send_median_us"),
+            source=sources(profile, f"app_send_{host.runtime}_median_us"),
         ),
     ]
     if host.tls:
@@ -126,9 +147,10 @@ def receive_hops(role: str, host: HostStack, instance: InstanceType, profile: Pr
         Hop(
             f"{role} app receive",
             "host",
-            service=stage(profile, "app_recv"),
+            service=stage(profile, f"app_recv_{host.runtime}"),
             station=_io_threads(role, host),
-            source=sources(profile, "app_recv_median_us"),
+            source=sources(profile, f"app_recv_{host.runtime}_median_us"),
         )
     )
+    hops += _handoff(role, host, profile, "receive")
     return hops
