@@ -195,6 +195,19 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             if top_t >= horizon_us:
                 status = STATUS_PAUSED
                 break
+            # Earliest other pending event: the root's children.
+            other_t = min(heap_t[1], heap_t[2])
+            if other_t == top_t:
+                # Rare exact tie: the heap orders by time only, so bring the earliest-scheduled
+                # (smallest key) of the events at ``top_t`` to the root. They all sit in a
+                # subtree under the root, and swapping equal times keeps the heap ordered.
+                best = 0
+                for i in range(1, heap_n):
+                    if heap_t[i] == top_t and heap_k[i] < heap_k[best]:
+                        best = i
+                root_k = heap_k[0]
+                heap_k[0] = heap_k[best]
+                heap_k[best] = root_k
             slot = np.uint64(heap_k[0] & SLOT_MASK)
             from_heap = True
             t = top_t
@@ -203,8 +216,6 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             record = slot_i[slot, SI_RECORD] != 0
             enter = slot_f[slot, SF_ENTER]
             send = slot_f[slot, SF_SEND]
-            # Earliest other pending event: the root's children.
-            other_t = min(heap_t[1], heap_t[2])
         if next_cycle < end_us and next_cycle < other_t:
             other_t = next_cycle
 
@@ -361,9 +372,10 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             if heap_n == 0:
                 heap_t[0] = _INF
                 continue
-        # Place the item at the root and sift down on (time, sequence). Entries past the end
-        # are +inf, so a missing child never wins and the loop needs no bounds tests; the
-        # smaller child is chosen with selects rather than branches.
+        # Place the item at the root and sift down on time alone (exact ties are settled by
+        # sequence number when they reach the root, above). Entries past the end are +inf, so
+        # a missing child never wins and the loop needs no bounds tests; the smaller child is
+        # chosen with selects rather than branches.
         # Unsigned positions spare Numba's negative-index fix-up on every access.
         j = np.uint64(0)
         while True:
@@ -372,11 +384,11 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             rt = heap_t[left + np.uint64(1)]
             lk = heap_k[left]
             rk = heap_k[left + np.uint64(1)]
-            right = (rt < lt) | ((rt == lt) & (rk < lk))
+            right = rt < lt
             ct = rt if right else lt
             ck = rk if right else lk
             child = left + np.uint64(right)
-            if (ct > item_t) | ((ct == item_t) & (ck > item_k)):
+            if ct >= item_t:
                 break
             heap_t[j] = ct
             heap_k[j] = ck
