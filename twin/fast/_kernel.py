@@ -4,11 +4,12 @@ Semantics are those of :mod:`twin.des`; the structure is chosen for speed:
 
 - **Only station arrivals are events.** Fixed times and non-queueing delays touch no shared
   state, so a message walks them at once, up to its next station (or to the end of its round
-  trip). The event calendar is a binary heap keyed by (arrival time, sequence number), the key
-  stored in the heap arrays themselves (no indirection while sifting; the sequence number and
-  the slot share one int64, sequence in the high bits): ties go to the earlier-scheduled
-  arrival, i.e. FIFO by arrival at the station. Entries past the heap's end are +inf, so a
-  sift-down needs no bounds tests.
+  trip). The event calendar is a binary heap of (arrival time, key), stored in the heap arrays
+  themselves (no indirection while sifting; the key holds a sequence number in its high bits
+  and the message slot in its low bits). It sifts on time alone; when events tie exactly at the
+  root, the one with the smallest key (earliest scheduled) is brought to the root first, so ties
+  go FIFO by scheduling order. Entries past the heap's end are +inf, so a sift-down needs no
+  bounds tests.
 - **Stations are Kiefer-Wolfowitz recursions.** Because arrivals at every station are handled in
   non-decreasing time order, a FIFO station with ``c`` servers needs only its servers' next-free
   times: an arrival at ``a`` starts at ``max(a, earliest free)`` and frees that server at
