@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from twin.argtypes import positive_float, positive_int, seed
 from twin.errors import TwinError
 from twin.results import RunResult
 from twin.scenario import load_scenario
@@ -28,36 +29,6 @@ def scenarios_dir() -> Path:
 
 def shipped_scenarios() -> list[Path]:
     return sorted(scenarios_dir().glob("*.toml"))
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
-    return value
 
 
 def format_result(result: RunResult) -> str:
@@ -188,17 +159,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", metavar="SCENARIO.toml")
     p.add_argument(
         "--rate",
-        type=_positive_float,
+        type=positive_float,
         metavar="MSGS_PER_S",
         help="override workload.rate_msgs_per_s",
     )
     p.add_argument(
         "--duration",
-        type=_positive_float,
+        type=positive_float,
         metavar="S",
         help="override workload.duration_s (measured time after warm-up)",
     )
-    p.add_argument("--seed", type=_seed, metavar="N", help="override workload.seed")
+    p.add_argument("--seed", type=seed, metavar="N", help="override workload.seed")
     p.add_argument(
         "--engine",
         default="fast",
@@ -207,18 +178,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--replications",
-        type=_positive_int,
+        type=positive_int,
         metavar="K",
         help="run K independent seeds on all cores, pool them, report 95%% intervals",
     )
     p.add_argument(
         "--target-ci",
-        type=_positive_float,
+        type=positive_float,
         metavar="PCT",
         help="add replications until the p99's 95%% half-width is below PCT%% of it",
     )
     p.add_argument(
-        "--workers", type=_positive_int, metavar="N", help="processes for replications (all cores)"
+        "--workers", type=positive_int, metavar="N", help="processes for replications (all cores)"
     )
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     p.add_argument(

@@ -13,29 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from twin.argtypes import positive_float, positive_int
 from twin.errors import ScenarioError
 
 EXIT_OK, EXIT_FAILURE = 0, 1
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number > 0")
-    return value
 
 
 def _executor_args(p: argparse.ArgumentParser) -> None:
@@ -46,7 +27,7 @@ def _executor_args(p: argparse.ArgumentParser) -> None:
         help="local process pool (default) or dask.distributed (implied by --scheduler)",
     )
     p.add_argument(
-        "--workers", type=_positive_int, metavar="N", help="worker processes (default: cores)"
+        "--workers", type=positive_int, metavar="N", help="worker processes (default: cores)"
     )
     p.add_argument(
         "--scheduler",
@@ -165,16 +146,16 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("scenario", metavar="SCENARIO.toml")
     p.add_argument(
         "--p99-ceiling-us",
-        type=_positive_float,
+        type=positive_float,
         required=True,
         metavar="US",
         help="p99 round-trip ceiling in microseconds (for example 1000)",
     )
-    p.add_argument("--replications", type=_positive_int, default=3, metavar="N")
+    p.add_argument("--replications", type=positive_int, default=3, metavar="N")
     p.add_argument("--seed", type=int, default=1, metavar="N", help="base seed of replications")
     p.add_argument("--engine", default=None, help="des or fast (default: fast when available)")
     p.add_argument(
-        "--duration", type=_positive_float, metavar="S", help="override workload.duration_s"
+        "--duration", type=positive_float, metavar="S", help="override workload.duration_s"
     )
     p.add_argument(
         "--rates",
@@ -195,7 +176,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("-o", "--output", default="report.html", metavar="report.html")
     p.add_argument(
         "--p99-ceiling-us",
-        type=_positive_float,
+        type=positive_float,
         default=1000.0,
         metavar="US",
         help="ceiling drawn on latency-throughput curves (default 1000)",

@@ -39,9 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from twin.errors import ScenarioError
+from twin.replicate import replication_seed
 from twin.scenario import Scenario, load_scenario
 from twin.simulation import ENGINES
 
@@ -69,9 +68,9 @@ def default_engine() -> str:
 
 
 def replication_seeds(base_seed: int, replications: int) -> tuple[int, ...]:
-    """Independent 63-bit seeds, one per replication, derived from ``base_seed``."""
-    children = np.random.SeedSequence(base_seed).spawn(replications)
-    return tuple(int(c.generate_state(1, np.uint64)[0] >> np.uint64(1)) for c in children)
+    """Independent 63-bit seeds, one per replication: the same ones ``twin run --replications``
+    uses for that seed, so a sweep point and a single run agree."""
+    return tuple(replication_seed(base_seed, k) for k in range(replications))
 
 
 @dataclass(frozen=True)
