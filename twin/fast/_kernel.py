@@ -329,7 +329,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             if closed_loop:
                 next_start = slot_f[slot, SF_NEXT_START] + period_us
                 slot_f[slot, SF_NEXT_START] = next_start
-                if next_start < end_us:
+                # A late account sends at once; it stops once its next send (on schedule or
+                # behind it) would fall after the window, exactly as twin.des does.
+                if next_start < end_us and t < end_us:
                     if next_start > t:
                         t = next_start
                     msg = 0
