@@ -1,0 +1,75 @@
+"""The issue-3 bar for des vs fast, at full sample size: p50/p90/p99 within 2% and KS < 0.01.
+
+Too slow for the test suite (the SimPy engine runs a few thousand messages per second), so it is
+a script: ``.venv/bin/python -m benchmarks.crosscheck_full [SCENARIO:RATE ...]``. It writes
+``benchmarks/results/crosscheck_full.json`` and prints one line per case.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from twin import des, fast
+from twin.fast.crosscheck import ks_distance
+from twin.replicate import statistics_of
+from twin.scenario import load_scenario
+from twin.simulation import apply_overrides, prepare
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results" / "crosscheck_full.json"
+DEFAULT_CASES = (
+    "tier1_peering_cpg:10000",
+    "tier1_peering_cpg:400000",
+    "aeron_echo_cpg:100000",
+    "tier3_privatelink:400000",
+)
+DES_MESSAGES = 60_000
+FAST_MESSAGES = 2_000_000
+
+
+def case(name: str, rate: float) -> dict[str, object]:
+    base = load_scenario(REPO / "scenarios" / f"{name}.toml")
+    short = prepare(apply_overrides(base, rate, DES_MESSAGES / rate))
+    long = prepare(apply_overrides(base, rate, FAST_MESSAGES / rate))
+    started = time.process_time()
+    reference = des.simulate(short.path, short.load)
+    des_cpu = time.process_time() - started
+    candidate = fast.simulate(long.path, long.load)
+    ref, cand = statistics_of(reference), statistics_of(candidate)
+    diffs = {k: 100 * (cand[k] - ref[k]) / ref[k] for k in ("p50", "p90", "p99")}
+    return {
+        "scenario": name,
+        "rate_msgs_per_s": rate,
+        "des_messages": reference.messages,
+        "fast_messages": candidate.messages,
+        "des_cpu_s": des_cpu,
+        "diff_pct": diffs,
+        "ks": ks_distance(reference.counts, candidate.counts),
+        "within_2pct": all(abs(d) <= 2 for d in diffs.values()),
+    }
+
+
+def main(argv: list[str]) -> int:
+    cases = argv or list(DEFAULT_CASES)
+    rows = []
+    for spec in cases:
+        name, rate = spec.split(":")
+        row = case(name, float(rate))
+        rows.append(row)
+        d = row["diff_pct"]
+        print(
+            f"{name:22s} {float(rate):>9,.0f}  des {row['des_messages']:>7,}  fast "
+            f"{row['fast_messages']:>9,}  p50 {d['p50']:+.2f}%  p90 {d['p90']:+.2f}%  "
+            f"p99 {d['p99']:+.2f}%  KS {row['ks']:.4f}",
+            flush=True,
+        )
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({"cases": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
