@@ -8,7 +8,8 @@ the placement group's rules, drawn from a generator seeded by the scenario:
 - partition: each partition on its own racks; spread: every instance on distinct racks;
 - roles in different AZs reach each other over the inter-AZ link;
 - tiers ``loopback`` and ``veth`` are one machine (the live testbed): no NIC or fabric, the
-  client and gateway processes each a station of their own.
+  client and gateway processes each a station of their own, slowed when the shared cores are
+  short (which depends on the scenario's rate).
 
 :func:`build_path` then lays out the ordered hops of one round trip (request, exchange, reply) for
 the scenario's tier. Both engines execute the result, compiled by :func:`twin.path.compile_path`.
@@ -236,12 +237,12 @@ class _PathBuilder:
     def local_round_trip(self) -> list[Hop]:
         """Client and gateway processes on one machine (see :mod:`twin.components.loopback`)."""
         tier = self.s.connectivity.tier
+        rate = self.s.workload.rate_msgs_per_s
         return (
-            loopback.client_send_hops(self.profile)
+            loopback.client_send_hops(self.profile, rate)
             + loopback.path_hops("client→gateway", tier, self.profile)
-            + loopback.gateway_hops(self.profile)
+            + loopback.gateway_hops(self.profile, rate)
             + loopback.path_hops("gateway→client", tier, self.profile)
-            + loopback.client_receive_hops(self.profile)
         )
 
     def round_trip(self, engine: Dist | None) -> list[Hop]:

@@ -3,24 +3,43 @@
 This is the live testbed (``twin testbed``): no NIC and no fabric. What a message meets:
 
 * the **client process** (station ``client process``, one server: the load client's two
-  threads share one interpreter lock) spends CPU to encode and write each message and to read
-  and decode each reply, including the kernel's send path, which on loopback and veth runs in
-  the sender's context;
+  threads share one interpreter lock) works to encode and write each message and to read and
+  handle each reply (its per-message work ``local_client_work``, one hop at the front of the
+  path), including the kernel's send path, which on loopback and veth runs in the sender's
+  context;
 * the **kernel path** between the processes (loopback, or veth between two namespaces): a
   non-queueing delay per direction covering the wake-up of the receiving thread, the scheduler
-  and softirq, shifted lognormal ``local_path`` (veth adds ``local_veth_us``);
+  and softirq, shifted lognormal ``local_path`` plus rare stalls (veth adds ``local_veth_us``);
 * the **client's send lateness**: the open-loop sender sleeps to each scheduled time and wakes
   late by a random amount (timer, scheduler); the order's round trip counts it, since it is
   measured from the scheduled time (shifted lognormal ``local_send_lag``); the cancel, sent on
   the ack, does not;
-* the **gateway process** (station ``gateway process``, one server: one event loop) spends CPU
-  per message to read, decode, run risk + matching in ``engine_ext`` and write the reply.
+* the **gateway process** (station ``gateway process``, one server: one event loop) spends
+  ``local_gateway_work`` per message to decode, run risk + matching in ``engine_ext`` and write
+  the reply.
 
-Service times are CPU per message *measured* by the testbed (``client_cpu_us_per_msg``,
-``gateway_cpu_us_per_msg`` of a run's summary); the non-queueing delays are fitted to a low-rate
-run. The two processes share the host's vCPUs with each other and anything else running: that
-sharing is not modelled as a station (one server each stands for "gets a core when it needs
-one"), which is the main limit of this model on a busy host.
+The per-message works are the processes' own in-process timings of their handlers (the
+gateway's ``gateway_ns`` in every reply, the client's timing of its sender and receiver), not
+CPU time over the run: a process's CPU time also holds per-wake-up and per-second costs
+(epoll, timers, thread hand-offs) that batching spreads over more messages as the rate rises.
+Work also depends on the rate through **cold starts**: after an idle gap caches, clock and a
+halted vCPU are cold, so the same work is slower at a low rate (:func:`cold_start_factor`,
+fitted on the calibration run's work classed by the idle gap before it). The CPU-time
+remainder, and whatever else runs on the machine, is **background load**: the mean
+number of other runnable threads (``local_background_threads``, sampled from ``/proc/stat``
+during the calibration run and held constant).
+
+**Shared cores.** Both processes and the background share ``local_host_cores`` cores. A step
+really needs its process's thread *and* a core at once; a path hop holds one station at a time,
+so this cannot be a second station in tandem (it would add the work twice to the round trip),
+and one 2-server "host cores" station alone would let one process run two messages at once.
+The per-process stations are kept (exact serialisation), and the cores enter as a slowdown of
+each process's work under fair sharing (Linux CFS): with ``k`` other runnable threads on ``n``
+cores a thread runs at speed ``min(1, n / (1 + k))``, ``k`` being the background plus the other
+process's utilisation at the scenario's rate (:func:`core_speed`). On a quiet 2-core host with
+two single-threaded processes the cores never bind and the stations alone decide; the
+slowdown uses mean demands, so it captures the loss of capacity, not the burst of one
+preemption (that is in the fitted kernel path and the measured sender lateness).
 """
 
 from __future__ import annotations
@@ -28,12 +47,74 @@ from __future__ import annotations
 import numpy as np
 
 from twin.components.stages import sources, stage
-from twin.dists import Const, Empirical
+from twin.dists import Empirical, ShiftedLognormal
 from twin.path import Hop, Station
 from twin.profile import Profile
 
 CLIENT = Station("client process", 1)
 GATEWAY = Station("gateway process", 1)
+
+
+MIN_SPEED = 1e-3  # floor of core_speed (a guard: fair sharing never starves a thread)
+
+
+def core_speed(profile: Profile, rate_msgs_per_s: float, other_work: str) -> float:
+    """Share of a core a process's thread gets under fair sharing: ``min(1, n / (1 + k))``.
+
+    ``other_work`` names the *other* process's per-message work stage: its utilisation at this
+    rate (mean work x rate, capped at 1) plus the background threads make ``k``.
+    """
+    cores = profile.value("local_host_cores")
+    other = profile.value("local_background_threads") + min(
+        1.0, rate_msgs_per_s * 1e-6 * stage(profile, other_work).mean
+    )
+    return max(MIN_SPEED, min(1.0, cores / (1.0 + other)))
+
+
+# Wake-ups of each process per message: the client writes an order every other message and
+# handles every reply; the gateway handles every request.
+CLIENT_EVENTS_PER_MSG = 1.5
+
+
+def cold_start_factor(
+    profile: Profile, name: str, events_per_msg: float, rate_msgs_per_s: float
+) -> float:
+    """How much faster (< 1) or slower a process's work is at this rate than when measured.
+
+    Work after an idle gap ``g`` takes ``warm + cold * (1 - exp(-g / idle))`` (``{name}_warm_us``,
+    ``_cold_us``, ``_idle_us``, fitted on the calibration run's work classed by its idle gap):
+    caches, clock and a halted vCPU all cool down while the process sleeps. With wake-ups at
+    Poisson rate ``mu``, ``E[1 - exp(-g / idle)] = 1 / (1 + mu * idle)``; the factor is the mean
+    at this rate over the mean at the calibration rate, so the measured work is kept there.
+    """
+    warm = profile.value(f"{name}_warm_us")
+    cold = profile.value(f"{name}_cold_us")
+    idle_s = profile.value(f"{name}_idle_us") * 1e-6
+    calibrated = profile.value("local_calibration_rate_msgs_per_s")
+
+    def mean_work(rate: float) -> float:
+        return warm + cold / (1.0 + events_per_msg * rate * idle_s)
+
+    return mean_work(rate_msgs_per_s) / mean_work(calibrated)
+
+
+def _work(profile: Profile, name: str, other: str, events: float, rate: float) -> ShiftedLognormal:
+    """A process's per-message work at ``rate``: the measured work, rescaled for this rate.
+
+    The work was timed in-process (wall clock) at the calibration rate, so it already holds the
+    cold starts and the core sharing of that rate: both enter as ratios to their values there.
+    The process's own per-second overhead (``{name}_overhead_busy``: the share of its thread
+    its CPU time spends outside the timed work) holds the thread too: the work is stretched
+    by ``1 / (1 - overhead)``, a high-priority background on the station.
+    """
+    calibrated = profile.value("local_calibration_rate_msgs_per_s")
+    overhead = min(0.9, profile.value(f"{name}_overhead_busy"))
+    scale = cold_start_factor(profile, name, events, rate) * (
+        core_speed(profile, calibrated, other) / core_speed(profile, rate, other)
+    )
+    scale /= 1.0 - overhead
+    w = stage(profile, name)
+    return ShiftedLognormal(w.shift_us * scale, w.median_us * scale, w.sigma)
 
 
 # Draws of the sender's lateness kept in the compiled path (a fixed seed: same profile, same path).
@@ -51,8 +132,14 @@ def _order_lateness(profile: Profile) -> Empirical:
     return Empirical(tuple(float(x) for x in draws), label="order send lateness")
 
 
-def client_send_hops(profile: Profile) -> list[Hop]:
-    """The client's lateness against its schedule (orders only), then its encode + write."""
+def client_send_hops(profile: Profile, rate_msgs_per_s: float) -> list[Hop]:
+    """The client's lateness against its schedule (orders only), then its per-message work.
+
+    The work hop carries all the client's work for one message: encoding and writing it, and
+    reading and handling its reply. Only the first part is inside the measured round trip (the
+    round trip ends when the receiver wakes), but the station must carry it all; putting it at
+    the front is also what the cancel sees, since it is written from the ack's handler.
+    """
     return [
         Hop(
             "client send lateness",
@@ -61,51 +148,75 @@ def client_send_hops(profile: Profile) -> list[Hop]:
             source=sources(profile, "local_send_lag_median_us"),
         ),
         Hop(
-            "client encode + write",
+            "client work (write + handle reply)",
             "host",
-            service=Const(profile.value("local_client_send_cpu_us")),
+            service=_work(
+                profile,
+                "local_client_work",
+                "local_gateway_work",
+                CLIENT_EVENTS_PER_MSG,
+                rate_msgs_per_s,
+            ),
             station=CLIENT,
-            source=sources(profile, "local_client_send_cpu_us"),
+            source=sources(
+                profile,
+                "local_client_work_median_us",
+                "local_client_work_cold_us",
+                "local_background_threads",
+            ),
         ),
     ]
 
 
-def client_receive_hops(profile: Profile) -> list[Hop]:
-    """The client's read + decode + record of one reply."""
-    return [
-        Hop(
-            "client read + decode",
-            "host",
-            service=Const(profile.value("local_client_recv_cpu_us")),
-            station=CLIENT,
-            source=sources(profile, "local_client_recv_cpu_us"),
-        )
-    ]
+# Draws of the kernel path's delay kept in the compiled path (fixed seed: same profile, same path).
+PATH_TABLE_SIZE = 16384
+
+
+def _path_delay(profile: Profile) -> Empirical:
+    """Shifted lognormal ``local_path``, plus with probability ``local_path_stall_prob`` a stall.
+
+    A stall (exponential, mean ``local_path_stall_mean_us``) is the receiving thread not being
+    scheduled for a while (preempted, its vCPU descheduled): rare, long, and independent of the
+    testbed's own rate, which is what a lognormal alone cannot give (a tight body and a tail
+    tens of times the median).
+    """
+    rng = np.random.default_rng(1)
+    draws = stage(profile, "local_path").sample(rng, PATH_TABLE_SIZE)
+    stalled = rng.random(PATH_TABLE_SIZE) < profile.value("local_path_stall_prob")
+    stall_mean = profile.value("local_path_stall_mean_us")
+    draws[stalled] += rng.exponential(stall_mean, int(stalled.sum())) if stall_mean > 0 else 0.0
+    return Empirical(tuple(float(x) for x in draws), label="kernel path delay")
 
 
 def path_hops(label: str, tier: str, profile: Profile) -> list[Hop]:
     """The kernel path between the two processes, one direction."""
     fixed = profile.value("local_veth_us") if tier == "veth" else 0.0
-    names = ["local_path_median_us"] + (["local_veth_us"] if tier == "veth" else [])
+    names = ["local_path_median_us", "local_path_stall_prob"]
+    names += ["local_veth_us"] if tier == "veth" else []
     return [
         Hop(
             f"{label} {tier}",
             "kernel",
             fixed_us=fixed,
-            delay=stage(profile, "local_path"),
+            delay=_path_delay(profile),
             source=sources(profile, *names),
         )
     ]
 
 
-def gateway_hops(profile: Profile) -> list[Hop]:
+def gateway_hops(profile: Profile, rate_msgs_per_s: float) -> list[Hop]:
     """The gateway's read, decode, risk check + matching and reply write (one event loop)."""
     return [
         Hop(
             "gateway read + engine + write",
             "gateway",
-            service=Const(profile.value("local_gateway_cpu_us")),
+            service=_work(profile, "local_gateway_work", "local_client_work", 1.0, rate_msgs_per_s),
             station=GATEWAY,
-            source=sources(profile, "local_gateway_cpu_us"),
+            source=sources(
+                profile,
+                "local_gateway_work_median_us",
+                "local_gateway_work_cold_us",
+                "local_background_threads",
+            ),
         )
     ]

@@ -117,6 +117,46 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_predict(args: argparse.Namespace) -> int:
+    from twin.scenario import load_scenario
+    from twin.testbed import predict
+
+    scenario = load_scenario(args.scenario)
+    result = predict.predict_campaign(scenario, args.campaign)
+    profile = result["profile"]
+    if args.veth_campaign:
+        veth = Path(args.veth_campaign)
+        rows = json.loads((veth / "campaign.json").read_text())["rows"]
+        lowest = int(min(r["rate_msgs_per_s"] for r in rows))
+        veth_scenario = load_scenario(args.veth_scenario)
+        profile, _ = predict.fit_veth(
+            veth_scenario,
+            profile,
+            predict.read_summary(veth / f"rate_{lowest}"),
+            f"{veth}/rate_{lowest}/summary.json",
+        )
+        result["veth_table"] = predict.prediction_table(veth_scenario, profile, rows)
+    if args.profile_out:
+        Path(args.profile_out).write_text(
+            predict.profile_toml(
+                profile,
+                "The live testbed on a 2-vCPU host (twin testbed): in-process work, background "
+                "and sender lateness measured, cold starts and kernel path fitted, on the "
+                "lowest-rate run only.",
+            )
+        )
+    print(f"calibrated on {result['calibration_rate_msgs_per_s']:.0f} msg/s")
+    print(predict.format_table(result["table"]))
+    if "veth_table" in result:
+        print("veth:")
+        print(predict.format_table(result["veth_table"]))
+    print(
+        f"saturation: measured {result['measured_saturation_msgs_per_s']} msg/s, "
+        f"predicted {result['predicted_saturation_msgs_per_s']:.0f} msg/s"
+    )
+    return 0
+
+
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register ``testbed`` and its subcommands on the ``twin`` subparsers."""
     parser = sub.add_parser(
@@ -146,4 +186,16 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--rates", type=_rates, required=True, metavar="R1,R2,...")
     _load_options(p)
     p.set_defaults(run=cmd_campaign)
+
+    p = tsub.add_parser(
+        "predict", help="calibrate on a campaign's lowest rate, predict the rest (and saturation)"
+    )
+    p.add_argument("--campaign", required=True, metavar="DIR")
+    p.add_argument("--scenario", default="scenarios/local_loopback.toml")
+    p.add_argument(
+        "--veth-campaign", metavar="DIR", help="also fit local_veth_us on its lowest rate"
+    )
+    p.add_argument("--veth-scenario", default="scenarios/local_veth.toml")
+    p.add_argument("--profile-out", metavar="PATH", help="write the fitted profile (TOML)")
+    p.set_defaults(run=cmd_predict)
     return parser

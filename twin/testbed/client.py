@@ -39,6 +39,9 @@ from twin.histogram import new_hdr
 from twin.testbed import protocol as P
 
 KINDS = ("order", "cancel")
+# Edges (us) of the idle-gap classes of :class:`_WorkByGap`: how long the process had been idle
+# before a piece of work (a cold start after a long idle is slower: caches, frequency, vCPU wake).
+GAP_EDGES_US = (0, 25, 50, 100, 200, 400, 800, 1600, 3200, 6400)
 _PR_SET_TIMERSLACK = 29
 
 
@@ -120,9 +123,34 @@ class _Conn:
     sched_ns: np.ndarray = field(
         default_factory=lambda: np.zeros(P.ORDER_IDS_PER_CONNECTION, dtype=np.int64)
     )
+    # Per order id: idle gap of the gateway before the order's (then the cancel's) request, ns.
+    gw_gap_ns: np.ndarray = field(
+        default_factory=lambda: np.zeros(P.ORDER_IDS_PER_CONNECTION, dtype=np.int64)
+    )
     idle: threading.Event = field(default_factory=threading.Event)
     pending: bytes = b""
     outstanding: int = 0
+
+
+class _WorkByGap:
+    """Per-message work times (ns) classed by the idle gap before them (:data:`GAP_EDGES_US`)."""
+
+    def __init__(self) -> None:
+        self.edges_ns = np.asarray(GAP_EDGES_US, dtype=np.int64) * 1000
+        self.hists = [new_hdr() for _ in GAP_EDGES_US]
+
+    def record(self, gap_ns: int, work_ns: int, count: int = 1) -> None:
+        k = int(np.searchsorted(self.edges_ns, gap_ns, side="right")) - 1
+        self.hists[max(k, 0)].record_value(max(1, work_ns), count)
+
+    def summary(self) -> dict[str, list[float]]:
+        """Per gap class: count, p50 and mean work (us); the fit of a cold-start penalty."""
+        return {
+            "gap_from_us": [float(e) for e in GAP_EDGES_US],
+            "count": [float(h.get_total_count()) for h in self.hists],
+            "p50_us": [h.get_value_at_percentile(50) / 1e3 for h in self.hists],
+            "mean_us": [h.get_mean_value() / 1e3 for h in self.hists],
+        }
 
 
 class _Recorder:
@@ -210,6 +238,16 @@ class LoadRun:
         self.recorded = {"orders_sent": 0, "acks": 0, "cancels_sent": 0, "cancel_acks": 0}
         self.lag = new_hdr()
         self.gateway_ns = new_hdr()
+        # In-process time of the client's own per-message work (wall clock, ns): the sender's
+        # encode + write of one order, and the receiver's read + decode + handling of one reply
+        # (an ack's handling includes encoding and writing its cancel).
+        self.send_ns = new_hdr()
+        self.recv_ns = new_hdr()
+        # The same, classed by how long the process had been idle before (client: since its last
+        # send or reply handled; gateway: since the client's previous request on any connection).
+        self.by_gap = {"client": _WorkByGap(), "gateway": _WorkByGap()}
+        self.last_active_ns = 0
+        self.last_sent_ns = 0
         self.stop = threading.Event()
         self.done_sending = threading.Event()
         self.errors: list[BaseException] = []
@@ -229,6 +267,9 @@ class LoadRun:
         with conn.lock:
             conn.seq += 1
             frame["seq"] = conn.seq
+            now = time.perf_counter_ns()
+            conn.gw_gap_ns[int(frame["order_id"][0])] = now - self.last_sent_ns
+            self.last_sent_ns = now
             conn.sock.sendall(frame.tobytes())
 
     # -- threads ----------------------------------------------------------------------------
@@ -240,6 +281,7 @@ class LoadRun:
         frame["qty_lots"] = 1
         frame["order_type"] = 0
         t_warm = t0 + int(self.cfg.warmup_s * 1e9)
+        t_end = t_warm + int(self.cfg.duration_s * 1e9)
         c = len(conns)
         try:
             for k, off in enumerate(offsets):
@@ -249,10 +291,16 @@ class LoadRun:
                 now = time.perf_counter_ns()
                 if due > now:
                     time.sleep((due - now) / 1e9)
+                    woke = time.perf_counter_ns()
+                else:
+                    woke = now
                 conn = conns[k % c]
                 if closed:
                     conn.idle.wait()
                     due = time.perf_counter_ns()
+                    # A closed loop runs behind its schedule: it ends with the window instead.
+                    if due >= t_end:
+                        break
                 if not conn.free_ids:
                     self.counts["skipped_no_id"] += 1
                     continue
@@ -272,7 +320,11 @@ class LoadRun:
                 self.counts["orders_sent"] += 1
                 if due >= t_warm:
                     self.recorded["orders_sent"] += 1
-                    self.lag.record_value(max(1, sent - due))
+                    self.lag.record_value(max(1, woke - due))
+                    if not closed:
+                        self.send_ns.record_value(max(1, sent - woke))
+                        self.by_gap["client"].record(woke - self.last_active_ns, sent - woke)
+                self.last_active_ns = sent
         except BaseException as exc:  # reported by run(), never swallowed
             self.errors.append(exc)
         finally:
@@ -287,7 +339,8 @@ class LoadRun:
         try:
             while not self.stop.is_set():
                 ready = sel.select(timeout=0.02)
-                now = time.perf_counter_ns()
+                now = start = time.perf_counter_ns()
+                gap = now - self.last_active_ns
                 for key, _ in ready:
                     conn = cast(_Conn, key.data)
                     data = conn.sock.recv(1 << 16)
@@ -297,8 +350,16 @@ class LoadRun:
                         data = conn.pending + data
                     whole = len(data) - len(data) % P.FRAME_BYTES
                     conn.pending = data[whole:]
-                    for r in P.decode(data[:whole]):
+                    replies = P.decode(data[:whole])
+                    for r in replies:
                         self._on_reply(conn, r, now, rec, cancel, t_warm, t_end)
+                    if t_warm <= now < t_end and len(replies):
+                        # Per reply: this socket's read + decode + handling, shared evenly.
+                        per = (time.perf_counter_ns() - start) // len(replies)
+                        self.recv_ns.record_value(max(1, per), len(replies))
+                        self.by_gap["client"].record(gap, per, len(replies))
+                    start = self.last_active_ns = time.perf_counter_ns()
+                    gap = 0
                 rec.maybe_rotate(now)
                 if self.done_sending.is_set() and all(c.outstanding == 0 for c in conns):
                     break
@@ -318,6 +379,7 @@ class LoadRun:
                 self.recorded["acks"] += 1
                 rec.record("order", now - int(r["client_ts_ns"]))
                 self.gateway_ns.record_value(max(1, gw))
+                self.by_gap["gateway"].record(int(conn.gw_gap_ns[oid]), gw)
             cancel["order_id"] = oid
             cancel["client_ts_ns"] = now
             cancel["account"] = r["account"]
@@ -333,6 +395,7 @@ class LoadRun:
                 self.recorded["cancel_acks"] += 1
                 rec.record("cancel", now - int(r["client_ts_ns"]))
                 self.gateway_ns.record_value(max(1, gw))
+                self.by_gap["gateway"].record(int(conn.gw_gap_ns[oid]), gw)
         elif kind == P.MSG_REJECT:
             if int(r["code"]) >= 100:
                 self.counts["other_rejects"] += 1
@@ -372,7 +435,7 @@ class LoadRun:
         _sleep_until(t_warm)
         cpu0 = (_cpu_s_of(None), _cpu_s_of(cfg.gateway_pid))
         load0 = host_load()
-        _sleep_until(t_end)
+        runnable = _sample_runnable_until(t_end)
         cpu1 = (_cpu_s_of(None), _cpu_s_of(cfg.gateway_pid))
         load1 = host_load()
         sender.join(timeout=cfg.drain_s + 30)
@@ -386,6 +449,7 @@ class LoadRun:
             raise self.errors[0]
         lost = sum(c.outstanding for c in conns)
         summary = self._summary(rec, lost, cpu0, cpu1, load0, load1)
+        summary["host"]["runnable_mean"] = runnable
         write_results(self.out_dir, rec.total, summary)
         return summary
 
@@ -423,6 +487,9 @@ class LoadRun:
             "cancel_rtt_us": percentiles_us(rec.total["cancel"]),
             "send_lag_us": percentiles_us(self.lag),
             "gateway_service_us": percentiles_us(self.gateway_ns),
+            "client_send_us": percentiles_us(self.send_ns),
+            "client_recv_us": percentiles_us(self.recv_ns),
+            "work_by_idle_gap": {k: v.summary() for k, v in self.by_gap.items()},
             "client_cpu_us_per_msg": client_cpu * 1e6 / msgs,
             "gateway_cpu_us_per_msg": None if gateway_cpu is None else gateway_cpu * 1e6 / msgs,
             "host": {
@@ -461,6 +528,26 @@ def write_results(out_dir: str, totals: dict[str, HdrHistogram], summary: dict[s
             counts = np.ctypeslib.as_array(hist.counts).astype(np.int64)
             write_text(out / names[name], hgrm_text(counts))
     write_json(out / "summary.json", summary)
+
+
+def _runnable_threads() -> int:
+    """Threads runnable on the host right now, not counting the caller.
+
+    The fourth field of ``/proc/loadavg`` (``running/total``): a small file, cheap to read,
+    unlike ``/proc/stat``, whose interrupt line makes each read cost the client real CPU.
+    """
+    with open("/proc/loadavg") as fh:
+        return max(0, int(fh.read().split()[3].split("/")[0]) - 1)
+
+
+def _sample_runnable_until(t_ns: int, every_s: float = 0.05) -> float:
+    """Sleep until ``t_ns``, sampling the host's runnable threads; return their mean."""
+    total = n = 0
+    while (now := time.perf_counter_ns()) < t_ns:
+        total += _runnable_threads()
+        n += 1
+        time.sleep(min(every_s, (t_ns - now) / 1e9))
+    return total / n if n else 0.0
 
 
 def _sleep_until(t_ns: int) -> None:

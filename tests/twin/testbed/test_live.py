@@ -91,3 +91,44 @@ def test_round_trips_are_plausible(run):
     rtt = s["rtt_us"]
     assert 1 < rtt["p50"] <= rtt["p90"] <= rtt["p99"] <= rtt["max"]
     assert np.isfinite(s["client_cpu_us_per_msg"]) and s["gateway_cpu_us_per_msg"] is not None
+
+
+def test_in_process_timings_reported(run):
+    _, s = run
+    for key in ("client_send_us", "client_recv_us", "gateway_service_us"):
+        t = s[key]
+        assert t["count"] > 0 and 0 < t["p50"] <= t["p90"] <= t["max"], key
+    assert s["client_send_us"]["count"] == s["recorded"]["orders_sent"]
+    # Replies are timed by when they arrive, round trips by when they were scheduled.
+    assert s["client_recv_us"]["count"] == pytest.approx(s["rtt_us"]["count"], rel=0.03)
+    gaps = s["work_by_idle_gap"]
+    assert sum(gaps["gateway"]["count"]) == s["gateway_service_us"]["count"]
+    assert (
+        sum(gaps["client"]["count"]) == s["client_send_us"]["count"] + s["client_recv_us"]["count"]
+    )
+    assert s["host"]["runnable_mean"] >= 0
+
+
+def test_closed_loop_keeps_one_message_in_flight_per_connection(gateway, tmp_path):
+    """Closed loop, target far above what two connections can do: bound by round trips."""
+    proc, port = gateway
+    connections = 2
+    cfg = LoadConfig(
+        host="127.0.0.1",
+        port=port,
+        rate_msgs_per_s=200_000,
+        connections=connections,
+        duration_s=1.0,
+        warmup_s=0.3,
+        loop="closed",
+        gateway_pid=proc.pid,
+    )
+    s = LoadRun(cfg, str(tmp_path)).run()
+    c = s["counts"]
+    assert s["lost"] == 0 and c["skipped_no_id"] == 0
+    assert c["acks"] == c["orders_sent"] == c["cancels_sent"] == c["cancel_acks"] > 0
+    assert s["conditions"]["coordinated_omission_corrected"] is False
+    assert s["rtt_us"]["count"] == s["recorded"]["acks"] + s["recorded"]["cancel_acks"]
+    # Little's law with at most one message in flight per connection.
+    assert s["achieved_msgs_per_s"] <= 1.05 * connections * 1e6 / s["rtt_us"]["mean"]
+    assert s["achieved_msgs_per_s"] < 0.5 * cfg.rate_msgs_per_s

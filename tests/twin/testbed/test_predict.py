@@ -1,0 +1,90 @@
+"""The local model's rate-dependent pieces and the calibration helpers (no live processes)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+import pytest
+
+from twin.components import loopback
+from twin.profile import Parameter, Profile, load_profile
+from twin.scenario import load_scenario
+from twin.testbed import predict
+
+pytestmark = pytest.mark.timeout(120)
+ROOT = Path(__file__).resolve().parents[3]
+PROFILE = ROOT / "calibration" / "profiles" / "local.toml"
+SCENARIO = ROOT / "scenarios" / "local_loopback.toml"
+
+
+def _profile(**overrides: float) -> Profile:
+    base = load_profile(PROFILE)
+    params = dict(base.params)
+    params.update({k: Parameter(v, "test") for k, v in overrides.items()})
+    return Profile(name="local", params=MappingProxyType(params), meta=base.meta)
+
+
+def test_cold_start_factor_is_one_at_the_calibration_rate_and_falls_with_rate():
+    p = _profile(
+        local_gateway_work_warm_us=10.0,
+        local_gateway_work_cold_us=50.0,
+        local_gateway_work_idle_us=1000.0,
+        local_calibration_rate_msgs_per_s=1000.0,
+    )
+    f = [loopback.cold_start_factor(p, "local_gateway_work", 1.0, r) for r in (1e3, 4e3, 1e5)]
+    assert f[0] == pytest.approx(1.0)
+    assert f[0] > f[1] > f[2]
+    # warm + cold / (1 + rate * idle), over its value at the calibration rate (1 + 1).
+    assert f[2] == pytest.approx((10.0 + 50.0 / 101.0) / 35.0)
+
+
+def test_core_speed_is_fair_share():
+    p = _profile(local_host_cores=2.0, local_background_threads=0.0)
+    assert loopback.core_speed(p, 1.0, "local_client_work") == 1.0
+    busy = _profile(local_host_cores=2.0, local_background_threads=3.0)
+    assert loopback.core_speed(busy, 1.0, "local_client_work") == pytest.approx(2 / 4, rel=1e-3)
+
+
+@pytest.mark.parametrize("warm, cold, idle", [(15.0, 80.0, 2000.0), (30.0, 0.0, 100.0)])
+def test_fit_cold_start_recovers_a_known_curve(warm, cold, idle):
+    lo = np.array(loopback_edges(), dtype=float)
+    hi = np.append(lo[1:], lo[-1] * 2)
+    mid = np.sqrt(np.maximum(lo, hi / 4) * hi)
+    work = warm + cold * (1 - np.exp(-mid / idle))
+    got = predict.fit_cold_start(
+        {"gap_from_us": list(lo), "count": [100.0] * len(lo), "p50_us": list(work)}
+    )
+    assert got[0] + got[1] * (1 - math.exp(-5000 / got[2])) == pytest.approx(
+        warm + cold * (1 - math.exp(-5000 / idle)), rel=0.02
+    )
+    assert got[0] == pytest.approx(warm, rel=0.05, abs=0.5)
+
+
+def loopback_edges() -> tuple[int, ...]:
+    from twin.testbed.client import GAP_EDGES_US
+
+    return GAP_EDGES_US
+
+
+def test_predicted_saturation_is_where_a_station_fills():
+    scenario = load_scenario(SCENARIO)
+    profile = load_profile(PROFILE)
+    sat = predict.predicted_saturation(scenario, profile)
+    assert 100 < sat < 1e6
+    assert predict.max_utilization(scenario, profile, 0.98 * sat) < 1.0
+    assert predict.max_utilization(scenario, profile, 1.02 * sat) >= 1.0
+
+
+def test_shipped_profile_reproduces_its_calibration_run():
+    """The committed profile, simulated at its calibration rate, lands near that run's p50."""
+    scenario = load_scenario(SCENARIO)
+    profile = load_profile(PROFILE)
+    rate = profile.value("local_calibration_rate_msgs_per_s")
+    summary = predict.read_summary(
+        ROOT / "calibration" / "data" / "local_campaign" / f"rate_{int(rate)}"
+    )
+    got = predict.simulate(scenario, profile, rate, 5.0)
+    assert got.rtt_us["p50"] == pytest.approx(summary["rtt_us"]["p50"], rel=0.35)
