@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from twin.argtypes import positive_float, positive_int, seed
 from twin.errors import ScenarioError
 
 
@@ -37,14 +38,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _load_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--connections", type=int, default=4, metavar="C")
-    p.add_argument("--duration", type=float, default=5.0, metavar="S", help="measured seconds")
+    p.add_argument("--connections", type=positive_int, default=4, metavar="C")
+    p.add_argument(
+        "--duration", type=positive_float, default=5.0, metavar="S", help="measured seconds"
+    )
     p.add_argument("--warmup", type=float, default=1.0, metavar="S", help="unrecorded seconds")
     p.add_argument("--loop", choices=("open", "closed"), default="open")
     p.add_argument("--arrivals", choices=("poisson", "uniform"), default="poisson")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=seed, default=1)
     p.add_argument("--topology", choices=("loopback", "veth"), default="loopback")
     p.add_argument("--out", required=True, metavar="DIR")
+
+
+def _run_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The load options shared by one measurement and a campaign."""
+    return {
+        "connections": args.connections,
+        "duration_s": args.duration,
+        "warmup_s": args.warmup,
+        "topology": args.topology,
+        "loop": args.loop,
+        "arrivals": args.arrivals,
+        "seed": args.seed,
+    }
 
 
 def cmd_load(args: argparse.Namespace) -> int:
@@ -52,17 +68,7 @@ def cmd_load(args: argparse.Namespace) -> int:
     from twin.testbed.client import LoadConfig, LoadRun
 
     if args.connect is None:
-        summary = measure(
-            Path(args.out),
-            rate_msgs_per_s=args.rate,
-            connections=args.connections,
-            duration_s=args.duration,
-            warmup_s=args.warmup,
-            topology=args.topology,
-            loop=args.loop,
-            arrivals=args.arrivals,
-            seed=args.seed,
-        )
+        summary = measure(Path(args.out), rate_msgs_per_s=args.rate, **_run_options(args))
     else:
         host, port = args.connect
         try:
@@ -101,18 +107,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     def progress(row: dict[str, Any]) -> None:
         print(json.dumps(row), file=sys.stderr, flush=True)
 
-    result = campaign(
-        Path(args.out),
-        args.rates,
-        progress=progress,
-        connections=args.connections,
-        duration_s=args.duration,
-        warmup_s=args.warmup,
-        topology=args.topology,
-        loop=args.loop,
-        arrivals=args.arrivals,
-        seed=args.seed,
-    )
+    result = campaign(Path(args.out), args.rates, progress=progress, **_run_options(args))
     print(json.dumps({"saturation_msgs_per_s": result["saturation_msgs_per_s"]}))
     return 0
 
