@@ -51,11 +51,6 @@ class Hop:
         if self.station is None and not self.service.is_zero:
             raise ValueError(f"Hop {self.name!r} has a service time but no station")
 
-    @property
-    def mean_unloaded_us(self) -> float:
-        """Mean time in this hop when nothing else is queued."""
-        return self.fixed_us + self.delay.mean + self.service.mean
-
 
 @dataclass(frozen=True)
 class CompiledPath:

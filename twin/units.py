@@ -7,7 +7,6 @@ one, so microseconds keep the numbers readable while float64 keeps nanosecond re
 """
 
 US_PER_S = 1_000_000.0
-NS_PER_US = 1_000.0
 BITS_PER_BYTE = 8
 # Light in fibre covers about 200 km per ms: 5 us per km (domain brief, "Distance matters").
 FIBRE_US_PER_KM = 5.0
