@@ -155,36 +155,8 @@ def percentile_bands(
 
 
 def hop_moments_us(prepared: Prepared) -> tuple[np.ndarray, np.ndarray]:
-    """Unloaded mean (us) and variance (us^2) of each hop's time, read from the compiled path.
-
-    The codes and parameter layout are those of ``twin.dtypes`` (the one table both engines read).
-    """
-    from twin import dtypes
-
-    path = prepared.path
-    means = path.hops["fixed_us"].astype(float)
-    variances = np.zeros(path.n_hops)
-    for i, row in enumerate(path.hops):
-        for part in ("delay", "service"):
-            code = int(row[f"{part}_code"])
-            p0, p1, p2 = (float(row[f"{part}_p{k}"]) for k in range(3))
-            if code == dtypes.DIST_CONST:
-                means[i] += p0
-            elif code == dtypes.DIST_EXP:
-                means[i] += p0
-                variances[i] += p0 * p0
-            elif code == dtypes.DIST_LOGNORMAL:
-                s2 = p2 * p2
-                means[i] += p0 + p1 * math.exp(s2 / 2)
-                variances[i] += p1 * p1 * math.exp(s2) * (math.exp(s2) - 1)
-            elif code == dtypes.DIST_GAMMA:
-                means[i] += p0 + p1 * p2
-                variances[i] += p1 * p2 * p2
-            elif code == dtypes.DIST_EMPIRICAL:
-                table = path.tables[int(p0), : path.table_lengths[int(p0)]]
-                means[i] += float(table.mean())
-                variances[i] += float(table.var())
-    return means, variances
+    """Unloaded mean (us) and variance (us^2) of each hop's time, read from the compiled path."""
+    return prepared.path.hop_moments_us()
 
 
 def hop_shares_at(

@@ -13,6 +13,7 @@ rows, station capacities, empirical tables): the one description that ``twin.des
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,38 +73,51 @@ class CompiledPath:
     def n_stations(self) -> int:
         return len(self.station_servers)
 
+    def hop_moments_us(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each hop's unloaded mean (us) and variance (us^2): fixed + delay + service."""
+        means = self.hops["fixed_us"].astype(float)
+        variances = np.zeros(self.n_hops)
+        for i, row in enumerate(self.hops):
+            for part in ("delay", "service"):
+                mean, variance = _moments_of(row, part, self.tables, self.table_lengths)
+                means[i] += mean
+                variances[i] += variance
+        return means, variances
+
     def unloaded_mean_us(self) -> float:
         """Mean round trip with no queueing at all (sum of each hop's mean)."""
-        total = 0.0
-        for row in self.hops:
-            total += row["fixed_us"]
-            total += _mean_of(row, "delay", self.tables, self.table_lengths)
-            total += _mean_of(row, "service", self.tables, self.table_lengths)
-        return float(total)
+        return float(self.hop_moments_us()[0].sum())
 
     def station_service_mean_us(self) -> np.ndarray:
         """Mean service time each station gives one message per round trip (sum over its hops)."""
         out = np.zeros(self.n_stations)
         for row in self.hops:
             if row["station"] >= 0:
-                out[row["station"]] += _mean_of(row, "service", self.tables, self.table_lengths)
+                mean, _ = _moments_of(row, "service", self.tables, self.table_lengths)
+                out[row["station"]] += mean
         return out
 
 
-def _mean_of(row: np.void, part: str, tables: np.ndarray, lengths: np.ndarray) -> float:
+def _moments_of(
+    row: np.void, part: str, tables: np.ndarray, lengths: np.ndarray
+) -> tuple[float, float]:
+    """Mean and variance of one encoded distribution (see the table in twin.dtypes)."""
     code = int(row[f"{part}_code"])
     p0, p1, p2 = (float(row[f"{part}_p{i}"]) for i in range(3))
     if code == dtypes.DIST_NONE:
-        return 0.0
-    if code in (dtypes.DIST_CONST, dtypes.DIST_EXP):
-        return p0
+        return 0.0, 0.0
+    if code == dtypes.DIST_CONST:
+        return p0, 0.0
+    if code == dtypes.DIST_EXP:
+        return p0, p0 * p0
     if code == dtypes.DIST_LOGNORMAL:
-        return p0 + p1 * float(np.exp(p2 * p2 / 2))
+        s2 = p2 * p2
+        return p0 + p1 * math.exp(s2 / 2), p1 * p1 * math.exp(s2) * (math.exp(s2) - 1)
     if code == dtypes.DIST_GAMMA:
-        return p0 + p1 * p2
+        return p0 + p1 * p2, p1 * p2 * p2
     if code == dtypes.DIST_EMPIRICAL:
-        table = int(p0)
-        return float(tables[table, : lengths[table]].mean())
+        table = tables[int(p0), : lengths[int(p0)]]
+        return float(table.mean()), float(table.var())
     raise ValueError(f"Unknown distribution code {code}")
 
 
