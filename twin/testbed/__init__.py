@@ -2,7 +2,11 @@
 
 * :mod:`twin.testbed.protocol` - the 120-byte wire format (layout table in its docstring);
 * :mod:`twin.testbed.gateway` - the uvloop TCP gateway (``twin testbed serve``);
-* :mod:`twin.testbed.client` - the open/closed-loop order-loop client (``twin testbed load``);
+* :mod:`twin.testbed.client` - the open/closed-loop order-loop client (``twin testbed load``),
+  one thread on an epoll of its sockets and a :mod:`twin.testbed.timer` wake-up;
+* :mod:`twin.testbed.recorder` - its HDR interval log, timings and result files;
+* :mod:`twin.testbed.hoststat` - the run's conditions: CPU and run-queue wait per process, host
+  busy/steal shares, load average, runnable threads;
 * :mod:`twin.testbed.netns` - loopback or two namespaces joined by a veth pair;
 * :mod:`twin.testbed.campaign` - one measurement per rate up to saturation.
 """

@@ -64,7 +64,7 @@ def test_fit_cold_start_recovers_a_known_curve(warm, cold, idle):
 
 
 def loopback_edges() -> tuple[int, ...]:
-    from twin.testbed.client import GAP_EDGES_US
+    from twin.testbed.recorder import GAP_EDGES_US
 
     return GAP_EDGES_US
 
