@@ -3,8 +3,10 @@
 :func:`measure` starts a fresh gateway (``python -m twin testbed serve``) and a load client
 (``python -m twin testbed load --connect``) as two processes, on loopback or inside a veth pair
 of namespaces, and returns the client's summary. :func:`campaign` measures a series of rates
-into ``DIR/rate_<R>/`` (each readable by ``calibration.read``) until the system saturates, and
-writes ``DIR/campaign.json`` with one row per rate.
+into ``DIR/rate_<R>/`` (each readable by ``calibration.read``) until the system saturates,
+optionally several times interleaved (``repeats``), and writes ``DIR/campaign.json`` with one
+row per rate: the median over repeats of each figure, the spread, and every run with the host's
+conditions during it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import contextlib
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -135,53 +138,133 @@ def is_saturated(summary: dict[str, Any]) -> bool:
 
 
 def campaign_row(summary: dict[str, Any]) -> dict[str, Any]:
-    """The campaign table's row for one rate."""
-    rtt = summary["rtt_us"]
+    """One run's row: its percentiles, what it achieved, its cost and the host's conditions."""
+    rtt, host = summary["rtt_us"], summary["host"]
     return {
         "rate_msgs_per_s": summary["conditions"]["rate_msgs_per_s"],
         "achieved_msgs_per_s": summary["achieved_msgs_per_s"],
-        "p50_us": rtt.get("p50"),
-        "p90_us": rtt.get("p90"),
-        "p99_us": rtt.get("p99"),
+        **{f"{k}_us": rtt.get(k) for k in PERCENTILES},
         "lost": summary["lost"],
         "saturated": is_saturated(summary),
-        "client_cpu_us_per_msg": summary["client_cpu_us_per_msg"],
-        "gateway_cpu_us_per_msg": summary["gateway_cpu_us_per_msg"],
-        "steal_pct": summary["host"]["steal_pct"],
-        "busy_pct": summary["host"]["busy_pct"],
-        "loadavg_1m": summary["host"]["loadavg_1m"],
+        **{k: summary.get(k) for k in COST_KEYS},
+        "steal_pct": host.get("steal_pct"),
+        "busy_pct": host.get("busy_pct"),
+        "loadavg_1m": host.get("loadavg_1m"),
+        "runnable_mean": host.get("runnable_mean"),
     }
+
+
+PERCENTILES = ("p50", "p90", "p95", "p99", "p99_9")
+COST_KEYS = (
+    "client_cpu_us_per_msg",
+    "gateway_cpu_us_per_msg",
+    "client_runqueue_us_per_msg",
+    "gateway_runqueue_us_per_msg",
+    "client_wakeups_per_msg",
+)
+
+
+def _median(values: Sequence[Any]) -> Any:
+    known = [v for v in values if v is not None]
+    return float(statistics.median(known)) if known else None
+
+
+def rate_row(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One rate over its repeats: the median of each figure, and the min-max spread.
+
+    A rate is saturated when at least half its repeats are; ``lost`` is the total.
+    """
+    first = runs[0]
+    row: dict[str, Any] = {"rate_msgs_per_s": first["rate_msgs_per_s"], "repeats": len(runs)}
+    labels = ("rate_msgs_per_s", "run", "sequence", "saturated")
+    for key in (k for k in first if k not in labels):
+        if key == "lost":
+            row[key] = sum(r[key] for r in runs)
+        elif first[key] is None or isinstance(first[key], int | float):
+            row[key] = _median([r[key] for r in runs])
+    row["saturated"] = 2 * sum(bool(r["saturated"]) for r in runs) >= len(runs)
+    row["spread"] = {
+        f"{k}_us": [min(r[f"{k}_us"] for r in runs), max(r[f"{k}_us"] for r in runs)]
+        for k in PERCENTILES
+        if all(r[f"{k}_us"] is not None for r in runs)
+    }
+    row["runs"] = list(runs)
+    return row
+
+
+def median_summary(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The elementwise median of several runs' ``summary.json`` (numbers and number lists).
+
+    What the calibration reads when a rate was measured several times: each percentile,
+    timing and count is the median over the repeats; text fields come from the first run.
+    """
+
+    def merge(values: list[Any]) -> Any:
+        head = values[0]
+        if isinstance(head, dict):
+            return {k: merge([v[k] for v in values if k in v]) for k in head}
+        if isinstance(head, list) and head and isinstance(head[0], int | float):
+            return [float(statistics.median(col)) for col in zip(*values, strict=True)]
+        if isinstance(head, bool) or not isinstance(head, int | float):
+            return head
+        return _median(values)
+
+    return dict(merge(list(summaries)))
+
+
+def run_dirs(root: Path, row: dict[str, Any]) -> list[Path]:
+    """The measurement directories of one campaign row (one per repeat)."""
+    if "runs" in row:
+        return [root / r["run"] for r in row["runs"]]
+    return [root / f"rate_{int(row['rate_msgs_per_s'])}"]
 
 
 def campaign(
     out_dir: Path,
     rates: Sequence[float],
     *,
+    repeats: int = 1,
     stop_after_saturated: int = 2,
     progress: Any = None,
+    seed: int = 1,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """Measure ``rates`` in increasing order until ``stop_after_saturated`` saturate in a row."""
-    rows = []
-    streak = 0
-    for rate in sorted(rates):
-        summary = measure(out_dir / f"rate_{int(rate)}", rate_msgs_per_s=rate, **kwargs)
-        row = campaign_row(summary)
-        rows.append(row)
-        if progress is not None:
-            progress(row)
-        streak = streak + 1 if row["saturated"] else 0
-        if streak >= stop_after_saturated:
-            break
+    """Measure ``rates`` ``repeats`` times, interleaved, up to saturation.
+
+    The first pass runs the rates in increasing order until ``stop_after_saturated`` saturate in
+    a row; each further pass runs the same rates again in the same order (1000, 2000, ...,
+    1000, 2000, ...), so a drift of the host hits every rate alike rather than one. Repeat ``i``
+    uses seed ``seed + i`` (another Poisson schedule). With one repeat a rate's measurement is
+    ``DIR/rate_<R>/``; with more, ``DIR/rate_<R>/run_<i>/``.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats {repeats}: allowed >= 1")
+    ordered = sorted(rates)
+    runs: dict[float, list[dict[str, Any]]] = {}
+    for rep in range(repeats):
+        streak = 0
+        for rate in ordered:
+            name = f"rate_{int(rate)}" + (f"/run_{rep}" if repeats > 1 else "")
+            summary = measure(out_dir / name, rate_msgs_per_s=rate, seed=seed + rep, **kwargs)
+            row = {"run": name, "sequence": sum(map(len, runs.values())), **campaign_row(summary)}
+            runs.setdefault(rate, []).append(row)
+            if progress is not None:
+                progress(row)
+            streak = streak + 1 if row["saturated"] else 0
+            if rep == 0 and streak >= stop_after_saturated:
+                ordered = ordered[: ordered.index(rate) + 1]
+                break
+    rows = [rate_row(runs[rate]) for rate in ordered]
     stable = [r["rate_msgs_per_s"] for r in rows if not r["saturated"]]
     result = {
         "rows": rows,
         "saturation_msgs_per_s": max(stable) if stable else None,
         "saturation_rule": (
             f"highest rate with achieved >= {ACHIEVED_SHARE:.0%} of target, nothing lost and "
-            f"p99 <= {SATURATED_P99_US:.0f} us"
+            f"p99 <= {SATURATED_P99_US:.0f} us in at least half its repeats"
         ),
-        "conditions": {k: v for k, v in kwargs.items()},
+        "aggregation": "per rate: median over repeats; spread: min and max over repeats",
+        "conditions": {"repeats": repeats, "seed": seed, **kwargs},
         "pid": os.getpid(),
     }
     write_json(out_dir / "campaign.json", result)

@@ -1,0 +1,77 @@
+"""Campaign bookkeeping without live processes: interleaved repeats, medians and spread."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+
+# The module, not the function ``twin.testbed.campaign`` that the package re-exports.
+C = importlib.import_module("twin.testbed.campaign")
+
+
+def _summary(rate: float, p50: float, seed: int) -> dict:
+    return {
+        "conditions": {"rate_msgs_per_s": rate, "seed": seed, "client": "one thread"},
+        "achieved_msgs_per_s": rate if rate < 5000 else 0.5 * rate,
+        "lost": 0,
+        "rtt_us": {"p50": p50, "p90": 2 * p50, "p95": 3 * p50, "p99": 4 * p50, "p99_9": 5 * p50},
+        "client_cpu_us_per_msg": 50.0 + seed,
+        "gateway_cpu_us_per_msg": 20.0,
+        "client_runqueue_us_per_msg": 5.0,
+        "gateway_runqueue_us_per_msg": 1.0,
+        "client_wakeups_per_msg": 1.0,
+        "work_by_idle_gap": {"client": {"count": [1.0, 2.0 * seed]}},
+        "host": {"busy_pct": 10.0 * seed, "steal_pct": 0.0, "loadavg_1m": 1.0, "runnable_mean": 0.5},
+    }
+
+
+@pytest.fixture
+def fake_measure(monkeypatch):
+    calls: list[tuple[float, int]] = []
+
+    def measure(out_dir, *, rate_msgs_per_s, seed, **_):
+        calls.append((rate_msgs_per_s, seed))
+        return _summary(rate_msgs_per_s, 100.0 + 10 * seed, seed)
+
+    monkeypatch.setattr(C, "measure", measure)
+    return calls
+
+
+def test_repeats_interleave_rates_and_stop_at_saturation(tmp_path, fake_measure):
+    result = C.campaign(tmp_path, [4000, 1000, 8000, 16000, 32000], repeats=3, seed=1)
+    # Pass 1 runs up to the second saturated rate (8000, 16000); passes 2 and 3 repeat that list.
+    rates = [1000, 4000, 8000, 16000]
+    assert fake_measure == [(r, s) for s in (1, 2, 3) for r in rates]
+    rows = result["rows"]
+    assert [r["rate_msgs_per_s"] for r in rows] == rates
+    low = rows[0]
+    assert low["repeats"] == 3 and low["p50_us"] == 120.0
+    assert low["spread"]["p50_us"] == [110.0, 130.0]
+    assert low["client_cpu_us_per_msg"] == 52.0
+    assert [r["run"] for r in low["runs"]] == [f"rate_1000/run_{i}" for i in range(3)]
+    assert result["saturation_msgs_per_s"] == 4000
+    assert json.loads((tmp_path / "campaign.json").read_text())["rows"][0]["p50_us"] == 120.0
+    assert C.run_dirs(tmp_path, low) == [tmp_path / f"rate_1000/run_{i}" for i in range(3)]
+
+
+def test_one_repeat_keeps_the_flat_layout(tmp_path, fake_measure):
+    result = C.campaign(tmp_path, [1000, 2000], seed=7)
+    row = result["rows"][0]
+    assert row["runs"][0]["run"] == "rate_1000" and fake_measure[0] == (1000, 7)
+    assert C.run_dirs(tmp_path, {"rate_msgs_per_s": 2000.0}) == [tmp_path / "rate_2000"]
+
+
+def test_median_summary_is_elementwise():
+    runs = [_summary(1000, p, s) for p, s in ((100.0, 1), (300.0, 2), (200.0, 3))]
+    m = C.median_summary(runs)
+    assert m["rtt_us"]["p50"] == 200.0 and m["rtt_us"]["p99"] == 800.0
+    assert m["work_by_idle_gap"]["client"]["count"] == [1.0, 4.0]
+    assert m["host"]["busy_pct"] == 20.0
+    assert m["conditions"]["client"] == "one thread" and m["conditions"]["rate_msgs_per_s"] == 1000
+
+
+def test_repeats_must_be_positive(tmp_path):
+    with pytest.raises(ValueError, match="repeats 0"):
+        C.campaign(tmp_path, [1000], repeats=0)
