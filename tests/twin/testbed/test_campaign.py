@@ -23,7 +23,7 @@ def _summary(rate: float, p50: float, seed: int) -> dict:
         "gateway_runqueue_us_per_msg": 1.0,
         "client_wakeups_per_msg": 1.0,
         "work_by_idle_gap": {"client": {"count": [1.0, 2.0 * seed]}},
-        "host": {"busy_pct": 10.0 * seed, "steal_pct": 0.0, "loadavg_1m": 1.0, "runnable_mean": 0.5},
+        "host": {"busy_pct": 10.0 * seed, "steal_pct": 0.0, "loadavg_1m": 1.0, "runnable_mean": 1},
     }
 
 
