@@ -23,12 +23,16 @@ Semantics are those of :mod:`twin.des`; the structure is chosen for speed:
   so is an arrival at a hop flagged *in order* (its station is fed only by a one-server station
   through constant times, or by the generator; see :func:`twin.fast.engine.in_order_hops`),
   whose arrivals are produced in time order anyway.
-- **Few arrays, packed; unsigned positions.** Hop parameters are two small 2-D arrays
-  (``hop_f``, ``hop_i``) and station data one (``station_i``): every array argument keeps a data
-  pointer and a shape live in the loop (a few percent; the loop still has more live values than
-  registers), read through flat views so a row start is a shift rather than a multiply by a
-  run-time row length (a few percent). Positions used as indices in the hot paths are
-  ``uint64``, which spares Numba's negative-index fix-up on each access (about 15%).
+- **Draws are table lookups.** Every delay and service is drawn from the quantile table of its
+  distribution (:mod:`twin.fast._quantile`: one random word, one lerp, no branch on the kind of
+  distribution and no ``exp``); a hop's fixed time is folded into its delay table. Empirical
+  tables are resampled on top, behind a flag that is constant along shipped paths.
+- **Few arrays, packed; unsigned positions.** Hop parameters are one small 2-D array (``hop_i``,
+  rows of a power-of-two length) and station data another (``station_i``): every array argument
+  keeps a data pointer and a shape live in the loop (a few percent; the loop still has more live
+  values than registers), read through flat views so a row start is a shift rather than a
+  multiply by a run-time row length (a few percent). Positions used as indices in the hot paths
+  are ``uint64``, which spares Numba's negative-index fix-up on each access (about 15%).
 - A message is recorded when sent inside ``[warmup, end)``; the run goes on until the calendar is
   empty, so every recorded message completes. The order loop's cancel leaves on the ack; a
   closed-loop account starts its next cycle at ``max(now, previous slot + period)``.
@@ -50,8 +54,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from twin import dtypes
-from twin.fast._rng import draw
+from twin.fast._quantile import grid_point
 from twin.fast._rng import exponential as _exponential
 from twin.fast._rng import uniform as _uniform
 from twin.histogram import counts_index
@@ -60,11 +63,11 @@ STATUS_DONE = 0  # calendar empty and no cycle left to start
 STATUS_PAUSED = 1  # next event is at or after the horizon
 STATUS_FULL = 2  # a new cycle needs a message slot and none is free: grow the slot arrays
 
-# Columns of the hop arrays (one row per hop; built by twin.fast.engine from the path).
-HF_FIXED, HF_DELAY, HF_SERVICE = 0, 1, 4  # float64 hop_f: fixed_us, delay p0..p2, service p0..p2
-HOP_F_COLS = 8
-HI_DELAY_CODE, HI_SERVICE_CODE, HI_STATION, HI_IN_ORDER = 0, 1, 2, 3  # int64 hop_i
-HOP_I_COLS = 4
+# Columns of hop_i (one row per hop; built by twin.fast.engine from the path): where the hop's
+# delay (fixed time included) and service quantile tables start in ``quantiles``, the empirical
+# table row each resamples (-1: none), its station (-1: none) and whether it is in order.
+HI_DELAY_Q, HI_SERVICE_Q, HI_DELAY_ROW, HI_SERVICE_ROW, HI_STATION, HI_IN_ORDER = range(6)
+HOP_I_COLS = 8  # a power of two: a row start is a shift
 # Columns of station_i: first server in server_free_us, server count, next server to try.
 ST_OFFSET, ST_COUNT, ST_NEXT = 0, 1, 2
 STATION_COLS = 3
@@ -91,10 +94,10 @@ _INF = np.inf
 
 @njit(cache=True)
 def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
-    hop_f: np.ndarray,
     hop_i: np.ndarray,
     station_i: np.ndarray,
     server_free_us: np.ndarray,
+    quantiles: np.ndarray,
     tables: np.ndarray,
     table_lengths: np.ndarray,
     closed_loop: bool,
@@ -118,10 +121,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     horizon_us: float,
 ) -> int:
     """Advance the simulation until done, paused at ``horizon_us``, or out of slots."""
-    n_hops = hop_f.shape[0]
+    n_hops = hop_i.shape[0]
     # Flat views of the row-major tables: a row start is a shift, where 2-D indexing multiplies
     # by a run-time row length on every access.
-    hop_fl = hop_f.reshape(hop_f.size)
     hop_il = hop_i.reshape(hop_i.size)
     station_il = station_i.reshape(station_i.size)
     s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
@@ -233,8 +235,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 # Which free server is taken cannot matter: all later arrivals at this station
                 # are at or after ``t``, so they see each free server as free.
                 h = np.uint64(hop)  # unsigned: no negative-index fix-up on each access
-                hf = h * np.uint64(HOP_F_COLS)  # row starts in the flat hop arrays
-                hi = h * np.uint64(HOP_I_COLS)
+                hi = h * np.uint64(HOP_I_COLS)  # row start in the flat hop array
                 st = np.uint64(hop_il[hi + np.uint64(HI_STATION)])
                 sb = st * np.uint64(STATION_COLS)
                 off = np.uint64(station_il[sb + np.uint64(ST_OFFSET)])
@@ -250,24 +251,15 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 start = t if t > free_t else free_t
                 nxt += np.uint64(1)
                 station_il[sb + np.uint64(ST_NEXT)] = 0 if nxt == nserv else np.int64(nxt)
-                code = hop_il[hi + np.uint64(HI_SERVICE_CODE)]
-                s = 0.0
-                if code != dtypes.DIST_NONE:
-                    s, s0, s1, s2, s3 = draw(
-                        code,
-                        hop_fl[hf + np.uint64(HF_SERVICE)],
-                        hop_fl[hf + np.uint64(HF_SERVICE + 1)],
-                        hop_fl[hf + np.uint64(HF_SERVICE + 2)],
-                        s0,
-                        s1,
-                        s2,
-                        s3,
-                    )
-                    if code == dtypes.DIST_EMPIRICAL:
-                        row = int(hop_fl[hf + np.uint64(HF_SERVICE)])
-                        n_row = table_lengths[row]
-                        k = min(int(s * n_row), n_row - 1)
-                        s = tables[row, k]
+                g, f, s0, s1, s2, s3 = grid_point(s0, s1, s2, s3)
+                q = np.uint64(hop_il[hi + np.uint64(HI_SERVICE_Q)]) + g
+                lo = quantiles[q]
+                s = lo + (quantiles[q + np.uint64(1)] - lo) * f
+                row = hop_il[hi + np.uint64(HI_SERVICE_ROW)]
+                if row >= 0:
+                    u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
+                    n_row = table_lengths[row]
+                    s += tables[row, min(int(u * n_row), n_row - 1)]
                 done_t = start + s
                 server_free_us[pick] = done_t
                 if warmup_us <= start < end_us:
@@ -279,28 +271,18 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             # Walk the non-queueing parts up to the next station.
             while hop < n_hops:
                 h = np.uint64(hop)
-                hf = h * np.uint64(HOP_F_COLS)
                 hi = h * np.uint64(HOP_I_COLS)
                 enter = t
-                t += hop_fl[hf + np.uint64(HF_FIXED)]
-                code = hop_il[hi + np.uint64(HI_DELAY_CODE)]
-                if code != dtypes.DIST_NONE:
-                    x, s0, s1, s2, s3 = draw(
-                        code,
-                        hop_fl[hf + np.uint64(HF_DELAY)],
-                        hop_fl[hf + np.uint64(HF_DELAY + 1)],
-                        hop_fl[hf + np.uint64(HF_DELAY + 2)],
-                        s0,
-                        s1,
-                        s2,
-                        s3,
-                    )
-                    if code == dtypes.DIST_EMPIRICAL:
-                        row = int(hop_fl[hf + np.uint64(HF_DELAY)])
-                        n_row = table_lengths[row]
-                        k = min(int(x * n_row), n_row - 1)
-                        x = tables[row, k]
-                    t += x
+                g, f, s0, s1, s2, s3 = grid_point(s0, s1, s2, s3)
+                q = np.uint64(hop_il[hi + np.uint64(HI_DELAY_Q)]) + g
+                lo = quantiles[q]
+                x = lo + (quantiles[q + np.uint64(1)] - lo) * f
+                row = hop_il[hi + np.uint64(HI_DELAY_ROW)]
+                if row >= 0:
+                    u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
+                    n_row = table_lengths[row]
+                    x += tables[row, min(int(u * n_row), n_row - 1)]
+                t += x
                 if hop_il[hi + np.uint64(HI_STATION)] >= 0:
                     break
                 if record:

@@ -17,6 +17,7 @@ import numpy as np
 from twin import dtypes
 from twin.errors import SimulationError
 from twin.fast import _kernel as k
+from twin.fast import _quantile
 from twin.fast._rng import seed_state
 from twin.histogram import empty_counts
 from twin.load import Load
@@ -33,23 +34,42 @@ Progress = Callable[[float], None]
 
 
 def hop_tables(path: CompiledPath, load: Load) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The kernel's packed view of the path: ``hop_f``, ``hop_i`` and ``station_i`` rows."""
+    """The kernel's packed view of the path: ``hop_i`` and ``station_i`` rows, quantile tables.
+
+    Each distinct (distribution, fixed time) pair gets one quantile table
+    (:mod:`twin.fast._quantile`); a hop's delay table includes its fixed time.
+    """
     hops = path.hops
-    hop_f = np.zeros((path.n_hops, k.HOP_F_COLS))
-    hop_f[:, k.HF_FIXED] = hops["fixed_us"]
-    for i in range(3):
-        hop_f[:, k.HF_DELAY + i] = hops[f"delay_p{i}"]
-        hop_f[:, k.HF_SERVICE + i] = hops[f"service_p{i}"]
     hop_i = np.zeros((path.n_hops, k.HOP_I_COLS), dtype=np.int64)
-    hop_i[:, k.HI_DELAY_CODE] = hops["delay_code"]
-    hop_i[:, k.HI_SERVICE_CODE] = hops["service_code"]
+    starts: dict[tuple[int, float, float, float, float], int] = {}
+    chunks: list[np.ndarray] = []
+
+    def table_start(key: tuple[int, float, float, float, float]) -> int:
+        if key not in starts:
+            starts[key] = len(chunks) * _quantile.TABLE_LEN
+            chunks.append(_quantile.quantile_table(*key))
+        return starts[key]
+
+    for h, row in enumerate(hops):
+        for part, q_col, row_col, fixed_us in (
+            ("delay", k.HI_DELAY_Q, k.HI_DELAY_ROW, float(row["fixed_us"])),
+            ("service", k.HI_SERVICE_Q, k.HI_SERVICE_ROW, 0.0),
+        ):
+            code = int(row[f"{part}_code"])
+            p0, p1, p2 = (float(row[f"{part}_p{i}"]) for i in range(3))
+            if code == dtypes.DIST_EMPIRICAL:  # the kernel adds the resampled value
+                hop_i[h, q_col] = table_start((dtypes.DIST_NONE, 0.0, 0.0, 0.0, fixed_us))
+                hop_i[h, row_col] = int(p0)
+            else:
+                hop_i[h, q_col] = table_start((code, p0, p1, p2, fixed_us))
+                hop_i[h, row_col] = -1
     hop_i[:, k.HI_STATION] = hops["station"]
     hop_i[:, k.HI_IN_ORDER] = in_order_hops(path, load)
     counts = np.asarray(path.station_servers, dtype=np.int64)
     station_i = np.zeros((path.n_stations, k.STATION_COLS), dtype=np.int64)
     station_i[:, k.ST_COUNT] = counts
     station_i[1:, k.ST_OFFSET] = np.cumsum(counts)[:-1]
-    return hop_f, hop_i, station_i
+    return hop_i, station_i, np.concatenate(chunks)
 
 
 def in_order_hops(path: CompiledPath, load: Load) -> np.ndarray:
@@ -85,7 +105,7 @@ class _Run:
     def __init__(self, path: CompiledPath, load: Load):
         self.path = path
         self.load = load
-        self.hop_f, self.hop_i, self.station_i = hop_tables(path, load)
+        self.hop_i, self.station_i, self.quantiles = hop_tables(path, load)
         self.closed = load.loop == dtypes.LOOP_CLOSED
         slots = load.accounts if self.closed else INITIAL_SLOTS
         if slots > k.MAX_SLOTS:
@@ -130,10 +150,10 @@ class _Run:
         cycle_rate = load.cycle_rate_per_us
         return int(
             k.run_kernel(
-                self.hop_f,
                 self.hop_i,
                 self.station_i,
                 self.server_free_us,
+                self.quantiles,
                 self.tables,
                 self.table_lengths,
                 self.closed,
