@@ -48,14 +48,16 @@ from twin.testbed.recorder import (
     IntervalRecorder,
     percentiles_us,
     timing_us,
+    work_by_batch,
     work_by_gap,
     write_results,
 )
 from twin.testbed.timer import WakeTimer, precise_timer_slack
 
-# Fields of a reply the loop reads: msg_type, client_ts_ns, order_id, gateway_ns, symbol,
-# account, code (offsets 3, 16, 24, 64, 72, 76, 83; see :mod:`twin.testbed.protocol`).
-REPLY = struct.Struct("<3xB12xqq32xqii3xB36x")
+# Fields of a reply the loop reads: msg_type, batch (the gateway read's frame count, in the
+# reserved u16), client_ts_ns, order_id, gateway_ns, symbol, account, code (offsets 3, 6, 16,
+# 24, 64, 72, 76, 83; see :mod:`twin.testbed.protocol`).
+REPLY = struct.Struct("<3xB2xH8xqq32xqii3xB36x")
 ORDER_AT_8 = struct.Struct("<Qqqq")  # seq, client_ts_ns, order_id, price_ticks
 ORDER_AT_76 = struct.Struct("<iB")  # account, side
 CANCEL_AT_8 = struct.Struct("<Qqq")  # seq, client_ts_ns, order_id
@@ -151,12 +153,17 @@ class _Timings:
     lag: list[int] = field(default_factory=list)  # wake-up lateness of each order
     gateway: list[int] = field(default_factory=list)  # gateway_ns of each reply
     gateway_gap: list[int] = field(default_factory=list)  # gateway idle gap before its request
+    gateway_batch: list[int] = field(default_factory=list)  # frames in that request's read
     send: list[int] = field(default_factory=list)  # per order: write work (one per wake-up)
     send_n: list[int] = field(default_factory=list)
     send_gap: list[int] = field(default_factory=list)
     recv: list[int] = field(default_factory=list)  # per reply: read + handling (one per wake)
     recv_n: list[int] = field(default_factory=list)
     recv_gap: list[int] = field(default_factory=list)
+    wake_events: list[int] = field(default_factory=list)  # per busy wake-up: replies + orders
+    # Its thread CPU time per event: unlike wall time, not stretched by a preemption, which
+    # at a low rate is what makes a batch (replies pile up while the thread is off its core).
+    wake_work: list[int] = field(default_factory=list)
     wakeups: int = 0
     runnable: list[int] = field(default_factory=list)
 
@@ -220,7 +227,7 @@ class LoadRun:
         counts, recorded, tm = self.counts, self.recorded, self.timings
         out = conn.out
         n = 0
-        for mtype, ts, oid, gw, symbol, account, code in REPLY.iter_unpack(
+        for mtype, batch, ts, oid, gw, symbol, account, code in REPLY.iter_unpack(
             memoryview(data)[:whole]
         ):
             n += 1
@@ -232,6 +239,7 @@ class LoadRun:
                     recorded["cancels_sent"] += 1
                     rec.pending["order"].append(now - ts)
                     tm.gateway.append(gw)
+                    tm.gateway_batch.append(batch)
                     tm.gateway_gap.append(conn.gw_gap_ns[oid])
                 conn.seq += 1
                 pos = len(out)
@@ -248,6 +256,7 @@ class LoadRun:
                     recorded["cancel_acks"] += 1
                     rec.pending["cancel"].append(now - ts)
                     tm.gateway.append(gw)
+                    tm.gateway_batch.append(batch)
                     tm.gateway_gap.append(conn.gw_gap_ns[oid])
             elif mtype == P.MSG_REJECT and code < 100:
                 if conn.sched_ns[oid] == ts:
@@ -300,6 +309,7 @@ class LoadRun:
                 timer.arm_at(wake_at)
                 ready = sel.select(MAX_WAIT_S)
                 woke = time.perf_counter_ns()
+                cpu_woke = time.thread_time_ns()
                 tm.wakeups += 1
                 rec.maybe_rotate(woke)
                 replies = 0
@@ -349,6 +359,7 @@ class LoadRun:
                         if conn.out:
                             conn.flush()
                 t_s = time.perf_counter_ns()
+                cpu_done = time.thread_time_ns()
                 if replies and t_warm <= woke < t_end:
                     tm.recv.append((t_r - woke) // replies)
                     tm.recv_n.append(replies)
@@ -357,6 +368,9 @@ class LoadRun:
                     tm.send.append((t_s - t_r) // sent)
                     tm.send_n.append(sent_in_window)
                     tm.send_gap.append(0 if replies else woke - last_active)
+                if (replies or sent_in_window) and t_warm <= woke < t_end:
+                    tm.wake_events.append(replies + sent)
+                    tm.wake_work.append((cpu_done - cpu_woke) // (replies + sent))
                 if replies or sent:
                     last_active = t_s
                 while marks and woke >= marks[0]:
@@ -449,6 +463,10 @@ class LoadRun:
                     tm.recv_gap + tm.send_gap, tm.recv + tm.send, tm.recv_n + tm.send_n
                 ),
                 "gateway": work_by_gap(tm.gateway_gap, tm.gateway),
+            },
+            "work_by_batch": {
+                "client": work_by_batch(tm.wake_events, tm.wake_work, tm.wake_events),
+                "gateway": work_by_batch(tm.gateway_batch, tm.gateway, [1] * len(tm.gateway_batch)),
             },
             "client_cpu_us_per_msg": client_cpu,
             "gateway_cpu_us_per_msg": gateway_cpu,

@@ -132,6 +132,7 @@ class _Connection(asyncio.Protocol):
         )
         elapsed = time.perf_counter_ns() - start
         self.out["gateway_ns"][:k] = elapsed // max(k, 1)
+        self.out["reserved"][:k] = min(n, 0xFFFF)  # the batch this reply's request came in
         self.transport.write(self.out[:k].tobytes())
         stats = self.gw.stats
         stats.reads += 1

@@ -10,7 +10,8 @@ Every message, in both directions, is one :data:`WIRE_DTYPE` record of exactly
       3     1   u8    msg_type       1 new order, 2 cancel (client -> gateway);
                                      3 ack, 4 cancel ack, 5 reject (gateway -> client)
       4     2   u16   length         120; any other value is refused (no variable frames)
-      6     2   u16   reserved       0
+      6     2   u16   reserved       requests: 0; replies: frames in the gateway's read that
+                                     carried the request (its batch: per-read cost is shared)
       8     8   u64   seq            per connection and direction: 1, 2, 3, ... (gaps rejected)
      16     8   i64   client_ts_ns   opaque to the gateway, echoed in the reply (the load client
                                      puts the message's scheduled send time here)

@@ -81,8 +81,13 @@ def test_calibration_reads_every_output(run):
     log = calibration.read(out / "rtt.hlog")
     hgrm = calibration.read(out / "rtt.hgrm")
     assert log.count == hgrm.count == s["rtt_us"]["count"]
+    # The readers interpolate linearly between percentile knots, HDR reports a bucket's value:
+    # where p50 falls in a sparse region (between the order and the cancel modes) they differ
+    # by more than the 0.1% resolution, but stay between the neighbouring percentiles.
+    hist = _log_histogram(out / "rtt.hlog")
+    lo, hi = (hist.get_value_at_percentile(q) / 1e3 for q in (49.0, 51.0))
     for m in (log, hgrm):
-        assert m.summary()["p50"] == pytest.approx(s["rtt_us"]["p50"], rel=0.01)
+        assert lo * 0.999 <= m.summary()["p50"] <= hi * 1.001
     assert calibration.read(out / "order.hgrm").count == s["order_rtt_us"]["count"]
 
 
@@ -107,6 +112,15 @@ def test_in_process_timings_reported(run):
         sum(gaps["client"]["count"]) == s["client_send_us"]["count"] + s["client_recv_us"]["count"]
     )
     assert s["host"]["runnable_mean"] >= 0
+    batches = s["work_by_batch"]
+    assert sum(batches["gateway"]["count"]) == s["gateway_service_us"]["count"]
+    # Every busy wake-up in the window is classed by its events (replies + orders).
+    assert sum(batches["client"]["count"]) >= s["client_recv_us"]["count"]
+    for who in ("client", "gateway"):
+        b = batches[who]
+        for lo, n, mean in zip(b["batch_from"], b["count"], b["batch_mean"], strict=True):
+            assert n == 0 or mean >= lo
+    assert s["client_cpu_us_per_msg"] > 0 and s["client_runqueue_us_per_msg"] >= 0
 
 
 def test_closed_loop_keeps_one_message_in_flight_per_connection(gateway, tmp_path):
