@@ -33,11 +33,13 @@ import numpy as np
 from scipy import optimize
 
 from calibration.targets import FreeGroup, Target, TargetSet
+from twin.components import fabric
 from twin.histogram import COUNTS_LEN, SUB_BUCKET_HALF_COUNT, SUB_BUCKET_HALF_COUNT_MAGNITUDE
 from twin.profile import Parameter, Profile, load_profile, profiles_dir
 from twin.results import EngineOutput
 from twin.scenario import Scenario, dump_toml, load_scenario
 from twin.simulation import ENGINES, Prepared, prepare
+from twin.topology import level_between, place
 
 __all__ = [
     "TwinCalibrator",
@@ -50,6 +52,9 @@ __all__ = [
 # Penalty (in tolerances) for a target whose scenario saturates under trial parameters.
 _UNSTABLE_RESIDUAL = 50.0
 _PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9}
+# Random placements drawn to find the fabric levels a pair of unknown placement may be at, and
+# how often each occurs.
+_LATENT_SEARCH = 4000
 
 
 def default_engine() -> tuple[str, Callable[..., EngineOutput]]:
@@ -154,17 +159,77 @@ def _seeds(target: Target, base_seed: int) -> list[int]:
     return [base_seed + 7919 * k for k in range(target.placement_seeds)]
 
 
+@dataclass(frozen=True)
+class _PlacementClass:
+    """Seeds putting a pair at one fabric level, and how often a random placement does."""
+
+    seeds: tuple[int, ...]
+    probability: float
+
+
+_CLASS_CACHE: dict[tuple[Any, ...], dict[str, _PlacementClass]] = {}
+_LAYOUT = ("az_spine_cells", "cell_racks", "cpg_rack_span", "az_datacenters")
+
+
+def _placement_classes(
+    target: Target, profile: Profile, base_seed: int
+) -> dict[str, _PlacementClass]:
+    """Each fabric level a random placement puts the target's pair at: seeds and frequency.
+
+    Placement depends on the seed and the profile's fixed layout (cells, racks, data centres),
+    not on fitted values, so the classes stay put during a fit (common random numbers).
+    """
+    layout = tuple(profile.value(name) for name in _LAYOUT)
+    key = (str(target.scenario), tuple(sorted(target.overrides.items())), base_seed, layout)
+    if key in _CLASS_CACHE:
+        return _CLASS_CACHE[key]
+    scenario = _scenario(target.scenario, target.overrides, base_seed, target.duration_s)
+    seeds: dict[str, list[int]] = {}
+    hits: dict[str, int] = {}
+    for k in range(_LATENT_SEARCH):
+        seed = base_seed + 7919 * k
+        placed = list(place(scenario.with_fields({"workload.seed": seed}), profile).values())
+        if len(placed) != 2:
+            raise ValueError(
+                f"target {target.id}: a latent placement needs exactly two instances "
+                f"(found {len(placed)})"
+            )
+        level = level_between(*placed)
+        hits[level] = hits.get(level, 0) + 1
+        found = seeds.setdefault(level, [])
+        if len(found) < target.placement_seeds:
+            found.append(seed)
+    classes = {
+        level: _PlacementClass(tuple(seeds[level]), hits[level] / _LATENT_SEARCH)
+        for level in sorted(seeds, key=fabric.LEVELS.index)
+    }
+    _CLASS_CACHE[key] = classes
+    return classes
+
+
 def evaluate_targets(
     targets: Sequence[Target],
     profile: Profile,
     *,
     base_seed: int = 1,
     engine: tuple[str, Callable[..., EngineOutput]] | None = None,
+    latent_classes: dict[str, str] | None = None,
+    latent_exclude: frozenset[str] = frozenset(),
 ) -> dict[str, float]:
     """The twin's prediction of every target under ``profile`` (NaN when a run saturates).
 
     Relative figures are averaged over the target's placement seeds (a random placement is what
     "no placement group" means to a customer); absolute ones pool the seeds' histograms.
+
+    Targets sharing a ``latent_placement`` were measured on one pair of instances whose placement
+    is unknown: the twin runs the pair at each fabric level a random placement reaches (rack,
+    cell, cross-cell, cross-data-centre) and predicts the posterior mean over those levels: each
+    level weighted by how often a random placement lands there times the likelihood of the
+    group's figures (``exp(-chi2/2)`` of their residuals). The weights vary smoothly with the
+    parameters, so the fit sees no jumps when the likely level changes; they are recorded in
+    ``latent_classes`` (e.g. ``"rack 60%, cell 40%"``). Targets in ``latent_exclude`` are
+    predicted but do not weigh the levels (leave-one-out); a group left with no member to weigh
+    them averages the levels by frequency alone, the prediction for a pair nobody has measured.
     """
     _, sim = engine or default_engine()
     memo: dict[tuple[Any, ...], _Outcome] = {}
@@ -175,13 +240,22 @@ def evaluate_targets(
             memo[key] = _run(prepare(_scenario(path, overrides, seed, duration), profile), sim)
         return memo[key]
 
+    def pooled(t: Target, seeds: Sequence[int]) -> float:
+        return _pooled_stat(
+            [result(t.scenario, t.overrides, s, t.duration_s) for s in seeds], t.statistic
+        )
+
     out: dict[str, float] = {}
+    groups: dict[str, list[Target]] = {}
     for t in targets:
-        seeds = _seeds(t, base_seed)
-        runs = [result(t.scenario, t.overrides, s, t.duration_s) for s in seeds]
-        if not t.relative:
-            out[t.id] = _pooled_stat(runs, t.statistic)
+        if t.latent_placement is not None:
+            groups.setdefault(t.latent_placement, []).append(t)
             continue
+        seeds = _seeds(t, base_seed)
+        if not t.relative:
+            out[t.id] = pooled(t, seeds)
+            continue
+        runs = [result(t.scenario, t.overrides, s, t.duration_s) for s in seeds]
         assert t.baseline is not None
         base_runs = [result(t.baseline, t.baseline_overrides, s, t.duration_s) for s in seeds]
         figures = []
@@ -194,6 +268,29 @@ def evaluate_targets(
                 va, vb = _pooled_stat([a], stat), _pooled_stat([b], stat)
                 figures.append(100.0 * (1.0 - va / vb))
         out[t.id] = float(np.mean(figures))
+    for label, members in groups.items():
+        classes = _placement_classes(members[0], profile, base_seed)
+        judges = [t for t in members if t.id not in latent_exclude]
+        levels = list(classes)
+        values = {
+            level: {t.id: pooled(t, classes[level].seeds) for t in members} for level in levels
+        }
+        log_post = np.array(
+            [
+                -0.5 * sum(_residual(t, values[level][t.id]) ** 2 for t in judges)
+                + math.log(classes[level].probability)
+                for level in levels
+            ]
+        )
+        weights = np.exp(log_post - log_post.max())
+        weights /= weights.sum()
+        for t in members:
+            out[t.id] = float(
+                sum(w * values[lv][t.id] for w, lv in zip(weights, levels, strict=True))
+            )
+        if latent_classes is not None:
+            ranked = sorted(zip(weights, levels, strict=True), reverse=True)
+            latent_classes[label] = ", ".join(f"{lv} {w:.0%}" for w, lv in ranked if w >= 0.005)
     return out
 
 
@@ -237,7 +334,8 @@ class TwinCalibrator:
     width of the group's bounds), ``x0`` (starting log-factors by group name).
 
     Fitted: ``groups_``, ``log_factors_``, ``covariance_`` (log-factor space), ``factor_sd_``,
-    ``predictions_``, ``residuals_``, ``chi2_``, ``nfev_``, ``elapsed_s_``, ``engine_``,
+    ``predictions_``, ``latent_placements_`` (the placement class estimated for each pair of
+    unknown placement), ``residuals_``, ``chi2_``, ``nfev_``, ``elapsed_s_``, ``engine_``,
     ``profile_`` (a :class:`~twin.profile.Profile` with fitted values and sd).
     """
 
@@ -350,6 +448,15 @@ class TwinCalibrator:
             g.name: float(math.sqrt(max(cov[i, i], 0.0))) for i, g in enumerate(groups)
         }
         self.predictions_ = dict(predictions(sol.x))
+        self.latent_placements_: dict[str, str] = {}
+        if any(t.latent_placement for t in targets.targets):
+            evaluate_targets(
+                targets.targets,
+                space.profile(prior, sol.x, "calibration trial"),
+                base_seed=self.base_seed,
+                engine=engine,
+                latent_classes=self.latent_placements_,
+            )
         self.residuals_ = {t.id: float(r) for t, r in zip(targets.targets, fit_res, strict=True)}
         self.chi2_ = chi2
         self.nfev_ = int(sol.nfev)
@@ -415,6 +522,7 @@ class TwinCalibrator:
             "group_bounds": {g.name: list(g.bounds) for g in self.groups_},
             "log_factors": [round(self.log_factors_[g.name], 6) for g in self.groups_],
             "covariance": [[round(float(v), 8) for v in row] for row in self.covariance_],
+            "latent_placements": dict(self.latent_placements_),
             "fit": {
                 tg.id: {
                     "row": tg.row,
@@ -428,21 +536,29 @@ class TwinCalibrator:
         }
 
 
-def fit_rows(targets: Sequence[Target], predicted: Mapping[str, float]) -> list[dict[str, Any]]:
-    """Rows of measured vs predicted (the ``twin validate --json`` shape)."""
+def fit_rows(
+    targets: Sequence[Target],
+    predicted: Mapping[str, float],
+    latent_classes: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Rows of measured vs predicted (the ``twin validate --json`` shape).
+
+    A target of unknown placement also carries ``placement``: the fabric level estimated for it.
+    """
     rows = []
     for t in targets:
         p = predicted[t.id]
-        rows.append(
-            {
-                "target": t.id,
-                "statistic": t.statistic,
-                "measured": t.value,
-                "predicted": p,
-                "error_pct": t.error(p) if math.isfinite(p) else None,
-                "unit": t.unit,
-            }
-        )
+        row = {
+            "target": t.id,
+            "statistic": t.statistic,
+            "measured": t.value,
+            "predicted": p,
+            "error_pct": t.error(p) if math.isfinite(p) else None,
+            "unit": t.unit,
+        }
+        if t.latent_placement is not None and latent_classes:
+            row["placement"] = latent_classes.get(t.latent_placement)
+        rows.append(row)
     return rows
 
 

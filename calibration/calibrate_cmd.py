@@ -102,6 +102,7 @@ def format_rows(rows: Sequence[Mapping[str, Any]], title: str) -> str:
         lines.append(
             f"{str(r['target'])[-42:]:42s} {r['statistic']:16s} {r['measured']:10.2f} "
             f"{r['predicted']:10.2f} {err_s:>9s}"
+            + (f"  (placement estimated: {r['placement']})" if r.get("placement") else "")
         )
     return "\n".join(lines)
 
@@ -112,7 +113,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     targets = _merge(args.targets)
     cal = TwinCalibrator(prior=args.prior, max_nfev=args.max_nfev).fit(targets)
     path = write_profile(cal.profile_, args.profile_out)
-    rows = fit_rows(targets.targets, cal.predictions_)
+    rows = fit_rows(targets.targets, cal.predictions_, cal.latent_placements_)
     if args.json:
         print(json.dumps({"profile": str(path), "elapsed_s": cal.elapsed_s_, "rows": rows}))
     else:

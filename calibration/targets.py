@@ -13,6 +13,9 @@ A targets file (``calibration/targets/*.toml``) holds:
   for relative figures, ``value``, ``unit`` (``us`` or ``%``), ``tolerance`` (the noise the fit
   allows: a fraction for absolute targets, percentage points for relative ones),
   ``placement_seeds`` (random placements averaged over) and ``duration_s`` (simulated time);
+  ``latent_placement`` (a label shared by absolute targets measured on one pair of instances
+  whose placement was not stated: the pair's placement class is estimated with the fit, see
+  :func:`calibration.calibrate.evaluate_targets`; ``placement_seeds`` then counts seeds per class);
 - ``[[excluded]]``: published rows not used, each with its ``row`` and ``reason``.
 """
 
@@ -61,6 +64,7 @@ class Target:
     placement_seeds: int = 1
     duration_s: float = 0.1
     note: str = ""
+    latent_placement: str | None = None
 
     @property
     def relative(self) -> bool:
@@ -152,6 +156,14 @@ def load_targets(path: str | Path) -> TargetSet:
         value = t.get("value")
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise _err(path, f"{where}.value", value, "a number")
+        latent = t.get("latent_placement")
+        if latent is not None and (not isinstance(latent, str) or not latent or relative):
+            raise _err(
+                path,
+                f"{where}.latent_placement",
+                latent,
+                "a non-empty label, on absolute targets only (one pair of instances)",
+            )
         targets.append(
             Target(
                 id=tid,
@@ -167,10 +179,23 @@ def load_targets(path: str | Path) -> TargetSet:
                 placement_seeds=int(t.get("placement_seeds", 1)),
                 duration_s=float(t.get("duration_s", 0.1)),
                 note=str(t.get("note", "")),
+                latent_placement=latent,
             )
         )
     if not targets:
         raise ProfileError(f"{path}: a targets file needs at least one [[target]]")
+    pairs: dict[str, tuple[Path, tuple[Any, ...]]] = {}
+    for tg in targets:
+        if tg.latent_placement is None:
+            continue
+        run = (tg.scenario, tuple(sorted(tg.overrides.items())))
+        if pairs.setdefault(tg.latent_placement, run) != run:
+            raise _err(
+                path,
+                f"target {tg.id}.latent_placement",
+                tg.latent_placement,
+                "targets sharing a latent placement must share scenario and overrides",
+            )
     return TargetSet(
         name=str(data.get("meta", {}).get("name", path.stem)),
         path=path,

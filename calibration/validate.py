@@ -43,8 +43,10 @@ def profile_targets(profile: Profile) -> TargetSet:
 
 
 def validate_targets(profile: Profile, targets: TargetSet) -> list[dict[str, Any]]:
-    """Rows of measured vs predicted for every target."""
-    return fit_rows(targets.targets, evaluate_targets(targets.targets, profile))
+    """Rows of measured vs predicted for every target (with the estimated latent placements)."""
+    classes: dict[str, str] = {}
+    predicted = evaluate_targets(targets.targets, profile, latent_classes=classes)
+    return fit_rows(targets.targets, predicted, classes)
 
 
 def validate_measurements(
@@ -95,8 +97,18 @@ def leave_one_out(
     for t in targets.targets:
         held_out = targets.without(t.id)
         cal = TwinCalibrator(prior=prior, x0=start, max_nfev=max_nfev).fit(held_out)
-        pred = evaluate_targets([t], cal.profile_)[t.id]
-        row = fit_rows([t], {t.id: pred})[0]
+        # A target measured on a pair of unknown placement is predicted at the placement class
+        # its fitted companions choose, never at the one its own value would pick.
+        pair = [
+            u
+            for u in targets.targets
+            if t.latent_placement is not None and u.latent_placement == t.latent_placement
+        ]
+        classes: dict[str, str] = {}
+        pred = evaluate_targets(
+            pair or [t], cal.profile_, latent_classes=classes, latent_exclude=frozenset({t.id})
+        )[t.id]
+        row = fit_rows([t], {t.id: pred}, classes)[0]
         row["fitted_without"] = True
         rows.append(row)
     return rows

@@ -1,7 +1,9 @@
 """Where instances land in an AZ, and the path each message takes between them.
 
-An AZ is made of spine cells, each with racks of hosts (sizes from the profile). Placement follows
-the placement group's rules, drawn from a generator seeded by the scenario:
+An AZ is made of spine cells, each with racks of hosts (sizes from the profile), spread over the
+AZ's data centres (an AZ is "one or more discrete data centers", AWS documentation; cell ``c``
+sits in data centre ``c mod az_datacenters``). Placement follows the placement group's rules,
+drawn from a generator seeded by the scenario:
 
 - cluster: every member under one spine cell, on racks within a small span of each other;
 - no group: each instance on a random cell and rack (random from the customer's point of view);
@@ -39,13 +41,14 @@ class Placement:
 
     role: str
     az_id: str
+    datacenter: int
     cell: int
     rack: int
     group: str | None
     strategy: str | None
 
     def describe(self) -> str:
-        where = f"{self.az_id} cell {self.cell} rack {self.rack}"
+        where = f"{self.az_id} data centre {self.datacenter} cell {self.cell} rack {self.rack}"
         return f"{where} ({self.strategy} group {self.group})" if self.group else where
 
 
@@ -53,6 +56,8 @@ def level_between(a: Placement, b: Placement) -> str:
     """The nearest common fabric layer of two placements (see :mod:`twin.components.fabric`)."""
     if a.az_id != b.az_id:
         return "cross_az"
+    if a.datacenter != b.datacenter:
+        return "cross_datacenter"
     if a.cell != b.cell:
         return "cross_cell"
     if a.rack != b.rack:
@@ -66,6 +71,9 @@ def place(scenario: Scenario, profile: Profile) -> dict[str, Placement]:
     cells = int(profile.value("az_spine_cells"))
     racks = int(profile.value("cell_racks"))
     span = int(profile.value("cpg_rack_span"))
+    # One machine (the live testbed's tiers) has no campus to spread cells over.
+    local = scenario.connectivity.tier in LOCAL_TIERS
+    datacenters = 1 if local else int(profile.value("az_datacenters"))
     group_cell: dict[tuple[str, str, int], tuple[int, int]] = {}
     used_racks: dict[str, set[tuple[str, int, int]]] = {}
     placements = {}
@@ -95,6 +103,7 @@ def place(scenario: Scenario, profile: Profile) -> dict[str, Placement]:
         placements[role.name] = Placement(
             role.name,
             role.az_id,
+            cell % datacenters,
             cell,
             rack,
             role.placement_group,
@@ -137,8 +146,12 @@ class _PathBuilder:
         return fabric.fabric_hops(f"{src}→{dst}", level, self.profile)
 
     def outside(self, label: str, cross_az: bool) -> list[Hop]:
-        """A trip to a node outside any placement group: across cells (or AZs) of the fabric."""
-        return fabric.fabric_hops(label, "cross_az" if cross_az else "cross_cell", self.profile)
+        """A trip to a node outside any placement group (a Hyperplane or load-balancer host).
+
+        The node sits in some cell of the AZ, unknown to the customer: its trip crosses cells
+        and takes the campus fibre a random cell is away on average (or the inter-AZ link).
+        """
+        return fabric.fabric_hops(label, "cross_az" if cross_az else "random_cell", self.profile)
 
     def tier_network(self, src: str, dst: str, stop_at_edge: bool = False) -> list[Hop]:
         """The logical + physical path between the client and the gateway, one direction."""

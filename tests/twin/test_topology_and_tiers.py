@@ -42,6 +42,52 @@ def test_no_placement_group_is_random_but_seeded() -> None:
     assert place(base, profile) == place(base, profile)
 
 
+def test_cells_sit_in_data_centres_and_distance_follows() -> None:
+    """Random pairs in one AZ are in one cell, one data centre, or two; fibre only for the last."""
+    base = load_scenario(SCENARIOS / "tier2_peering.toml")
+    profile = scenario_profile(base)
+    datacenters = int(profile.value("az_datacenters"))
+    levels = {}
+    for seed in range(200):
+        placed = place(base.with_fields({"workload.seed": seed}), profile)
+        a, b = placed["client"], placed["gateway"]
+        assert a.datacenter == a.cell % datacenters and b.datacenter == b.cell % datacenters
+        level = level_between(a, b)
+        expected = (
+            "cross_datacenter"
+            if a.datacenter != b.datacenter
+            else "cross_cell"
+            if a.cell != b.cell
+            else "cell"
+            if a.rack != b.rack
+            else "rack"
+        )
+        assert level == expected
+        names = [h.name for h in build_path(base.with_fields({"workload.seed": seed}), profile)]
+        levels[level] = names
+    assert {"cross_cell", "cross_datacenter"} <= set(levels)
+    assert "client→gateway between cells" in levels["cross_cell"]
+    assert "client→gateway between data centres" in levels["cross_datacenter"]
+
+
+def test_managed_nodes_take_the_average_campus_fibre() -> None:
+    """A Hyperplane node is in a random cell: its crossing costs between same- and other-DC."""
+    from twin.components.fabric import fabric_hops
+
+    profile = load_profile(profiles_dir() / "default.toml")
+
+    def crossing_us(level: str) -> float:
+        return fabric_hops("x", level, profile)[-1].fixed_us
+
+    near, anywhere, far = (
+        crossing_us(lv) for lv in ("cross_cell", "random_cell", "cross_datacenter")
+    )
+    share = 1 - 1 / profile.value("az_datacenters")
+    assert near < anywhere < far
+    assert anywhere == pytest.approx(near + share * (far - near))
+    assert "x across the AZ" in [h.name for h in fabric_hops("x", "random_cell", profile)]
+
+
 def test_partition_and_spread_use_distinct_racks() -> None:
     for strategy in ("partition", "spread"):
         raw = scenario_dict("tier1_peering_cpg")

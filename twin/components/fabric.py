@@ -6,8 +6,11 @@ their nearest common layer, and each layer climbed adds switch traversals, fibre
 variance, because higher layers are shared with more traffic. This is where a cluster placement
 group's benefit comes from.
 
-Distance classes: ``rack`` (same rack), ``cell`` (same spine cell), ``cross_cell`` (same AZ,
-different cells), ``cross_az``.
+Distance classes: ``rack`` (same rack), ``cell`` (same spine cell), ``cross_cell`` (same data
+centre, different cells: the AZ spine without the campus fibre), ``cross_datacenter`` (cells in
+different data centres of the AZ: adds ``cross_cell_fibre_km`` of fibre), ``random_cell`` (a
+host in a random cell of the AZ, such as a managed Hyperplane node: the campus fibre it takes on
+average, ``cross_cell_fibre_km`` times the chance of another data centre), ``cross_az``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,24 @@ from twin.path import Hop
 from twin.profile import Profile
 from twin.units import FIBRE_US_PER_KM
 
-LEVELS = ("rack", "cell", "cross_cell", "cross_az")
+LEVELS = ("rack", "cell", "cross_cell", "random_cell", "cross_datacenter", "cross_az")
+
+
+_CROSSING = {
+    "cross_cell": "between cells",
+    "random_cell": "across the AZ",
+    "cross_datacenter": "between data centres",
+    "cross_az": "between data centres",
+}
+
+
+def _campus_share(level: str, profile: Profile) -> float:
+    """How much of the fibre between data centres a trip at ``level`` takes (on average)."""
+    if level == "cross_cell":
+        return 0.0
+    if level == "random_cell":
+        return 1.0 - 1.0 / profile.value("az_datacenters")
+    return 1.0
 
 
 def fabric_hops(label: str, level: str, profile: Profile) -> list[Hop]:
@@ -53,13 +73,14 @@ def fabric_hops(label: str, level: str, profile: Profile) -> list[Hop]:
     ]
     if level == "cell":
         return hops
+    campus_km = profile.value("cross_cell_fibre_km") * _campus_share(level, profile)
     hops.append(
         Hop(
-            f"{label} between cells",
+            f"{label} {_CROSSING[level]}",
             "fabric",
             fixed_us=profile.value("cell_spine_us")
             + profile.value("az_spine_us")
-            + FIBRE_US_PER_KM * profile.value("cross_cell_fibre_km"),
+            + FIBRE_US_PER_KM * campus_km,
             delay=stage(profile, "cross_cell"),
             source=sources(profile, "az_spine_us", "cross_cell_fibre_km", "cross_cell_median_us"),
         )
