@@ -122,6 +122,8 @@ class _PathBuilder:
         tier = scenario.connectivity.tier
         payload = scenario.workload.payload_bytes
         self.packets = max(1, math.ceil(payload / (MTU_BYTES[tier] - TCP_IP_HEADER_BYTES)))
+        # Each account runs its loop on a connection of its own: one flow for the NIC's RSS.
+        self.flows = scenario.workload.accounts
 
     def side(self, role: str) -> str:
         return "client" if role == "client" else "exchange"
@@ -199,12 +201,20 @@ class _PathBuilder:
 
     def send(self, role: str, peer: str) -> list[Hop]:
         return host.send_hops(
-            role, self.s.hosts[self.side(role)], self.s.roles[role].instance, self.profile
+            role,
+            self.s.hosts[self.side(role)],
+            self.s.roles[role].instance,
+            self.profile,
+            self.flows,
         ) + [self.nic(role, "tx", peer)]
 
     def receive(self, role: str, peer: str) -> list[Hop]:
         return [self.nic(role, "rx", peer)] + host.receive_hops(
-            role, self.s.hosts[self.side(role)], self.s.roles[role].instance, self.profile
+            role,
+            self.s.hosts[self.side(role)],
+            self.s.roles[role].instance,
+            self.profile,
+            self.flows,
         )
 
     def handshake(self) -> list[Hop]:

@@ -88,6 +88,23 @@ def test_managed_nodes_take_the_average_campus_fibre() -> None:
     assert "x across the AZ" in [h.name for h in fabric_hops("x", "random_cell", profile)]
 
 
+def test_a_connection_keeps_its_kernel_work_on_one_queue_core() -> None:
+    """RSS hashes each flow to one queue: kernel network cores in use are min(flows, queues)."""
+    def cores(name: str, accounts: int) -> tuple[int, int]:
+        scenario = load_scenario(SCENARIOS / f"{name}.toml").with_fields(
+            {"workload.accounts": accounts}
+        )
+        path = prepare(scenario).path
+        servers = dict(zip(path.station_names, path.station_servers, strict=True))
+        queues = scenario.roles["client"].instance.ena_queues
+        return int(servers["client network cores"]), queues
+
+    assert cores("aeron_echo_cpg", 1)[0] == 1
+    assert cores("aeron_echo_cpg", 3)[0] == 3
+    used, queues = cores("tier1_peering_cpg", 64)
+    assert used == min(64, queues) and queues > 1
+
+
 def test_partition_and_spread_use_distinct_racks() -> None:
     for strategy in ("partition", "spread"):
         raw = scenario_dict("tier1_peering_cpg")

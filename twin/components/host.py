@@ -4,7 +4,9 @@ Send: application encode/write, optional TLS encryption, then the kernel (or a k
 poll-mode driver) building and queueing the packet. Receive: the kernel's receive path (softirq,
 TCP), waking the application thread (unless it busy-polls), optional TLS decryption and the
 application's decode. Kernel packet processing costs CPU on the ENA queues' cores: that part is
-a queued service at a station with one server per receive queue, so it saturates under load.
+a queued service at a station with one server per receive queue in use, so it saturates under
+load. Receive-side scaling hashes each flow (connection) to one queue, so a connection's packets
+are processed one after another on one core: ``flows`` connections use min(flows, queues).
 The application's encode and decode run on its pool of I/O threads (``io_threads``), another
 station: at high message rates this is where a JVM client or gateway starts to queue. Their cost
 depends on the runtime (``native`` C programs such as netperf and Aeron's echo, or a ``jvm``
@@ -25,8 +27,8 @@ from twin.profile import Profile
 from twin.scenario import HostStack
 
 
-def _cores(role: str, instance: InstanceType) -> Station:
-    return Station(f"{role} network cores", instance.ena_queues)
+def _cores(role: str, instance: InstanceType, flows: int) -> Station:
+    return Station(f"{role} network cores", min(instance.ena_queues, flows))
 
 
 def _io_threads(role: str, host: HostStack) -> Station:
@@ -51,7 +53,9 @@ def _handoff(role: str, host: HostStack, profile: Profile, direction: str) -> li
     ]
 
 
-def send_hops(role: str, host: HostStack, instance: InstanceType, profile: Profile) -> list[Hop]:
+def send_hops(
+    role: str, host: HostStack, instance: InstanceType, profile: Profile, flows: int
+) -> list[Hop]:
     """Hops from the application's write to the packet handed to the NIC."""
     hops = _handoff(role, host, profile, "send") + [
         Hop(
@@ -78,14 +82,16 @@ def send_hops(role: str, host: HostStack, instance: InstanceType, profile: Profi
             "host",
             delay=stage(profile, kind),
             service=Const(profile.value(f"{kind}_cpu_us")),
-            station=_cores(role, instance),
+            station=_cores(role, instance, flows),
             source=sources(profile, f"{kind}_median_us", f"{kind}_cpu_us"),
         )
     )
     return hops
 
 
-def receive_hops(role: str, host: HostStack, instance: InstanceType, profile: Profile) -> list[Hop]:
+def receive_hops(
+    role: str, host: HostStack, instance: InstanceType, profile: Profile, flows: int
+) -> list[Hop]:
     """Hops from the NIC's delivery to the application holding the decoded message."""
     kind = "kernel_rx" if host.stack == "kernel" else "bypass_rx"
     hops = [
@@ -94,7 +100,7 @@ def receive_hops(role: str, host: HostStack, instance: InstanceType, profile: Pr
             "host",
             delay=stage(profile, kind),
             service=Const(profile.value(f"{kind}_cpu_us")),
-            station=_cores(role, instance),
+            station=_cores(role, instance, flows),
             source=sources(profile, f"{kind}_median_us", f"{kind}_cpu_us"),
         ),
     ]
