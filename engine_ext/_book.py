@@ -36,8 +36,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from engine_ext._intrinsics import cycles, prefetch
 from engine_ext._jit import inline_kernel, kernel
-from engine_ext._prefetch import prefetch
 from engine_ext.types import (
     C_FREE_TOP,
     C_N_LIVE,
@@ -692,4 +692,30 @@ def process_stream(st, msgs, ev):
             st, m.msg_type, m.side, m.order_type, m.stp, m.symbol, m.account, m.order_id,
             m.price_ticks, m.qty_lots, i, ev, n,
         )  # fmt: skip
+    return total + n
+
+
+@kernel
+def process_stream_timed(st, msgs, ev, ticks_out):
+    """Like :func:`process_stream`, storing each message's cycle-counter ticks in ``ticks_out``.
+
+    It lives here, beside the code it times, because Numba's on-disk cache of a function is
+    invalidated only by changes to the file that defines it: a timed loop in another module
+    kept inlining a stale :func:`process_one` after this file changed.
+    """
+    total = 0
+    n = 0
+    cap = ev.shape[0]
+    for i in range(msgs.shape[0]):
+        m = msgs[i]
+        if n + events_needed(st, m.symbol) > cap:
+            total += n
+            n = 0
+        t0 = cycles()
+        n = process_one(
+            st, m.msg_type, m.side, m.order_type, m.stp, m.symbol, m.account, m.order_id,
+            m.price_ticks, m.qty_lots, i, ev, n,
+        )  # fmt: skip
+        t1 = cycles()
+        ticks_out[i] = t1 - t0
     return total + n

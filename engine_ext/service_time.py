@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from engine_ext._timing import counter_overhead, process_stream_timed, ticks_per_ns
+from engine_ext._book import process_stream_timed
+from engine_ext._timing import counter_overhead, ticks_per_ns
 from engine_ext.engine import Engine
 from engine_ext.errors import EngineError
 from engine_ext.types import EVENT_DTYPE

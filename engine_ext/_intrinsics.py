@@ -1,9 +1,13 @@
-"""A software prefetch hint for one array element, for the batch loops of the engine.
+"""The two LLVM intrinsics the kernels use: a prefetch hint and the CPU cycle counter.
 
-When messages come in a batch, the rows the next few messages will touch (their order-id
-slot, their order row, their account) are known in advance; asking the CPU to fetch them a few
-messages ahead hides most of the cache misses of a deep book. A hint never faults and never
-changes results.
+**Prefetch.** When messages come in a batch, the rows the next few messages will touch (their
+order-id slot, their order row, their account) are known in advance; asking the CPU to fetch
+them a few messages ahead hides most of the cache misses of a deep book. A hint never faults
+and never changes results.
+
+**Cycle counter.** ``perf_counter_ns`` from Python costs more than one engine operation, so
+per-message service times are read with ``llvm.readcyclecounter`` (``rdtsc`` on x86) inside
+compiled code; :mod:`engine_ext._timing` calibrates its rate and its own overhead.
 """
 
 from __future__ import annotations
@@ -39,6 +43,20 @@ def _prefetch(typingctx, arr, index):
     return sig, codegen
 
 
+@intrinsic
+def _cycles(typingctx):
+    """The CPU cycle counter (a monotonic tick count on CPUs with an invariant TSC)."""
+    sig = types.uint64()
+
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.IntType(64), [])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.readcyclecounter")
+        return builder.call(fn, [])
+
+    return sig, codegen
+
+
 # Seen from Python typing, an intrinsic is called with its arguments only (Numba supplies the
 # typing context).
 prefetch = cast(Callable[..., None], _prefetch)
+cycles = cast(Callable[[], int], _cycles)
