@@ -2,8 +2,8 @@
 
 This is the live testbed (``twin testbed``): no NIC and no fabric. What a message meets:
 
-* the **client process** (station ``client process``, one server: the load client's two
-  threads share one interpreter lock) works to encode and write each message and to read and
+* the **client process** (station ``client process``, one server: the load client's one
+  thread) works to encode and write each message and to read and
   handle each reply (its per-message work ``local_client_work``, one hop at the front of the
   path), including the kernel's send path, which on loopback and veth runs in the sender's
   context;
@@ -18,16 +18,27 @@ This is the live testbed (``twin testbed``): no NIC and no fabric. What a messag
   ``local_gateway_work`` per message to decode, run risk + matching in ``engine_ext`` and write
   the reply.
 
-The per-message works are the processes' own in-process timings of their handlers (the
-gateway's ``gateway_ns`` in every reply, the client's timing of its sender and receiver), not
-CPU time over the run: a process's CPU time also holds per-wake-up and per-second costs
-(epoll, timers, thread hand-offs) that batching spreads over more messages as the rate rises.
+The per-message work of each process is its **service demand** (operational analysis): the
+on-CPU time of all its threads over the calibration run per message answered
+(``/proc/PID/task/*/schedstat``), so each process's utilisation (:func:`process_utilisation`:
+what it leaves of the cores to the other, and the saturation rate) comes from a measurement
+rather than from a latency fit. The demand splits into a marginal cost per event and a
+per-wake-up cost (the per-read part of the handlers, epoll wait, context switch) that only a
+message finding its process idle pays: as the rate rises, more messages arrive to a busy
+process and share one wake-up (:func:`utilisation`). The marginal cost is measured at the
+calibration rate too, from the work per event of the wake-ups (reads) that happened to carry
+several events. The stations serve the in-process work (the processes' own timings of their
+handlers: the gateway's ``gateway_ns`` in every reply, the client's timing of its reply
+handling and order writes, which also give the spread), split the same way (:func:`_work`).
+The run-queue wait (ready, no core free) is not service: it is the cores' contention, which
+enters as the fair-share slowdown below and, in its rare long stalls, in the kernel path.
+
 Work also depends on the rate through **cold starts**: after an idle gap caches, clock and a
 halted vCPU are cold, so the same work is slower at a low rate (:func:`cold_start_factor`,
-fitted on the calibration run's work classed by the idle gap before it). The CPU-time
-remainder, and whatever else runs on the machine, is **background load**: the mean
-number of other runnable threads (``local_background_threads``, sampled from ``/proc/stat``
-during the calibration run and held constant).
+fitted on the calibration run's work classed by the idle gap before it). Whatever else runs on
+the machine is **background load**: the mean number of other runnable threads
+(``local_background_threads``, sampled from ``/proc/loadavg`` during the calibration run and
+held constant).
 
 **Shared cores.** Both processes and the background share ``local_host_cores`` cores. A step
 really needs its process's thread *and* a core at once; a path hop holds one station at a time,
@@ -62,18 +73,18 @@ def core_speed(profile: Profile, rate_msgs_per_s: float, other_work: str) -> flo
     """Share of a core a process's thread gets under fair sharing: ``min(1, n / (1 + k))``.
 
     ``other_work`` names the *other* process's per-message work stage: its utilisation at this
-    rate (mean work x rate, capped at 1) plus the background threads make ``k``.
+    rate (:func:`utilisation`, capped at 1) plus the background threads make ``k``.
     """
     cores = profile.value("local_host_cores")
     other = profile.value("local_background_threads") + min(
-        1.0, rate_msgs_per_s * 1e-6 * stage(profile, other_work).mean
+        1.0, utilisation(profile, other_work, rate_msgs_per_s)
     )
     return max(MIN_SPEED, min(1.0, cores / (1.0 + other)))
 
 
-# Wake-ups of each process per message: the client writes an order every other message and
-# handles every reply; the gateway handles every request.
-CLIENT_EVENTS_PER_MSG = 1.5
+# Wake-ups of each process per message when it is idle: the client writes an order every other
+# message and handles every reply; the gateway handles every request.
+EVENTS_PER_MSG = {"local_client_work": 1.5, "local_gateway_work": 1.0}
 
 
 def cold_start_factor(
@@ -98,22 +109,64 @@ def cold_start_factor(
     return mean_work(rate_msgs_per_s) / mean_work(calibrated)
 
 
-def _work(profile: Profile, name: str, other: str, events: float, rate: float) -> ShiftedLognormal:
-    """A process's per-message work at ``rate``: the measured work, rescaled for this rate.
+def utilisation(profile: Profile, name: str, rate_msgs_per_s: float, speed: float = 1.0) -> float:
+    """Offered utilisation ``rho`` of a process's thread at this rate.
 
-    The work was timed in-process (wall clock) at the calibration rate, so it already holds the
-    cold starts and the core sharing of that rate: both enter as ratios to their values there.
-    The process's own per-second overhead (``{name}_overhead_busy``: the share of its thread
-    its CPU time spends outside the timed work) holds the thread too: the work is stretched
-    by ``1 / (1 - overhead)``, a high-priority background on the station.
+    Per message a process handles ``e`` events (:data:`EVENTS_PER_MSG`) at a marginal cost ``b``
+    each (``{name}_marginal_us``) and, when the message finds it idle, pays a wake-up of cost
+    ``c`` per event (``{name}_wake_us``: the per-wake-up part of its handlers, the epoll wait,
+    the context switch). With Poisson arrivals a message finds a single server idle with
+    probability ``1 - rho`` (M/G/1), so ``rho = r k s (b e + c e (1 - rho))``, i.e.
+    ``rho = r k s (b + c) e / (1 + r k s c e)``, ``k`` being the :func:`cold_start_factor` and
+    ``s`` the core-sharing ``speed`` ratio. At a low rate every event pays a wake-up; near
+    saturation the process never sleeps and batches (measured at the calibration rate as work
+    per event falling with the events per wake-up): the saturation rate is ``1 / (k s b e)``.
     """
+    e = EVENTS_PER_MSG[name]
+    ks = cold_start_factor(profile, name, e, rate_msgs_per_s) * speed
+    b = profile.value(f"{name}_marginal_us")
+    c = profile.value(f"{name}_wake_us")
+    x = rate_msgs_per_s * 1e-6
+    return x * ks * (b + c) * e / (1.0 + x * ks * c * e)
+
+
+def _speed_ratio(profile: Profile, name: str, rate: float) -> float:
+    """How much slower the cores let ``name`` run at ``rate`` than at the calibration rate."""
+    other = "local_gateway_work" if name == "local_client_work" else "local_client_work"
     calibrated = profile.value("local_calibration_rate_msgs_per_s")
-    overhead = min(0.9, profile.value(f"{name}_overhead_busy"))
-    scale = cold_start_factor(profile, name, events, rate) * (
-        core_speed(profile, calibrated, other) / core_speed(profile, rate, other)
-    )
-    scale /= 1.0 - overhead
+    return core_speed(profile, calibrated, other) / core_speed(profile, rate, other)
+
+
+def process_utilisation(profile: Profile, rate_msgs_per_s: float) -> dict[str, float]:
+    """Each process's offered utilisation at this rate (:func:`utilisation`, shared cores)."""
+    rate = rate_msgs_per_s
+    return {
+        name: utilisation(profile, name, rate, _speed_ratio(profile, name, rate))
+        for name in EVENTS_PER_MSG
+    }
+
+
+def _work(profile: Profile, name: str, rate: float) -> ShiftedLognormal:
+    """A process's in-process work per message at ``rate``, as a station's service time.
+
+    The measured shape (a lognormal from the timing's p50 and p90) with the mean
+    ``k s (b e + (w0 - b e) (1 - rho) / (1 - rho0))``: the marginal work ``b e`` and the rest of
+    the work ``w0`` measured at the calibration rate (where the utilisation was ``rho0``), which
+    is paid per wake-up and so shrinks as messages share wake-ups (:func:`utilisation`), with
+    the cold starts ``k`` and the core sharing ``s`` at this rate relative to the calibration
+    rate (the timing is wall clock, so it already holds the sharing there). The wake-up's
+    latency beyond the handlers is the receiving thread's wake-up, part of the kernel path.
+    """
+    e = EVENTS_PER_MSG[name]
+    calibrated = profile.value("local_calibration_rate_msgs_per_s")
+    speed = _speed_ratio(profile, name, rate)
+    rho = min(1.0, utilisation(profile, name, rate, speed))
+    rho0 = utilisation(profile, name, calibrated)
     w = stage(profile, name)
+    marginal = min(profile.value(f"{name}_marginal_us") * e, w.mean)
+    ks = cold_start_factor(profile, name, e, rate) * speed
+    mean = ks * (marginal + (w.mean - marginal) * (1.0 - rho) / (1.0 - rho0))
+    scale = mean / w.mean
     return ShiftedLognormal(w.shift_us * scale, w.median_us * scale, w.sigma)
 
 
@@ -150,18 +203,12 @@ def client_send_hops(profile: Profile, rate_msgs_per_s: float) -> list[Hop]:
         Hop(
             "client work (write + handle reply)",
             "host",
-            service=_work(
-                profile,
-                "local_client_work",
-                "local_gateway_work",
-                CLIENT_EVENTS_PER_MSG,
-                rate_msgs_per_s,
-            ),
+            service=_work(profile, "local_client_work", rate_msgs_per_s),
             station=CLIENT,
             source=sources(
                 profile,
                 "local_client_work_median_us",
-                "local_client_work_cold_us",
+                "local_client_work_wake_us",
                 "local_background_threads",
             ),
         ),
@@ -172,19 +219,30 @@ def client_send_hops(profile: Profile, rate_msgs_per_s: float) -> list[Hop]:
 PATH_TABLE_SIZE = 16384
 
 
+# Stall shapes (``local_path_stall_shape``), chosen by the calibration fit.
+STALL_SHAPES = ("exponential", "uniform")
+
+
 def _path_delay(profile: Profile) -> Empirical:
     """Shifted lognormal ``local_path``, plus with probability ``local_path_stall_prob`` a stall.
 
-    A stall (exponential, mean ``local_path_stall_mean_us``) is the receiving thread not being
-    scheduled for a while (preempted, its vCPU descheduled): rare, long, and independent of the
-    testbed's own rate, which is what a lognormal alone cannot give (a tight body and a tail
-    tens of times the median).
+    A stall (mean ``local_path_stall_mean_us``) is the receiving thread not being scheduled for
+    a while: rare, long, and independent of the testbed's own rate, which is what a lognormal
+    alone cannot give (a tight body and a tail tens of times the median). Two shapes, the
+    calibration keeping the one that fits its run (``local_path_stall_shape``): exponential,
+    a rare long preemption (a descheduled vCPU: a quiet host's tail), or uniform on
+    ``[0, 2 x mean]``, the rest of another thread's time slice (a host whose cores are
+    time-sliced between several runnable jobs: a bounded tail, p99 near p90 x 2 rather than x 4).
     """
     rng = np.random.default_rng(1)
     draws = stage(profile, "local_path").sample(rng, PATH_TABLE_SIZE)
     stalled = rng.random(PATH_TABLE_SIZE) < profile.value("local_path_stall_prob")
     stall_mean = profile.value("local_path_stall_mean_us")
-    draws[stalled] += rng.exponential(stall_mean, int(stalled.sum())) if stall_mean > 0 else 0.0
+    n = int(stalled.sum())
+    if STALL_SHAPES[int(profile.value("local_path_stall_shape"))] == "uniform":
+        draws[stalled] += rng.uniform(0.0, 2.0 * stall_mean, n)
+    else:
+        draws[stalled] += rng.exponential(stall_mean, n)
     return Empirical(tuple(float(x) for x in draws), label="kernel path delay")
 
 
@@ -210,12 +268,12 @@ def gateway_hops(profile: Profile, rate_msgs_per_s: float) -> list[Hop]:
         Hop(
             "gateway read + engine + write",
             "gateway",
-            service=_work(profile, "local_gateway_work", "local_client_work", 1.0, rate_msgs_per_s),
+            service=_work(profile, "local_gateway_work", rate_msgs_per_s),
             station=GATEWAY,
             source=sources(
                 profile,
                 "local_gateway_work_median_us",
-                "local_gateway_work_cold_us",
+                "local_gateway_work_wake_us",
                 "local_background_threads",
             ),
         )

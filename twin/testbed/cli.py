@@ -107,7 +107,9 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     def progress(row: dict[str, Any]) -> None:
         print(json.dumps(row), file=sys.stderr, flush=True)
 
-    result = campaign(Path(args.out), args.rates, progress=progress, **_run_options(args))
+    result = campaign(
+        Path(args.out), args.rates, repeats=args.repeats, progress=progress, **_run_options(args)
+    )
     print(json.dumps({"saturation_msgs_per_s": result["saturation_msgs_per_s"]}))
     return 0
 
@@ -122,24 +124,26 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.veth_campaign:
         veth = Path(args.veth_campaign)
         rows = json.loads((veth / "campaign.json").read_text())["rows"]
-        lowest = int(min(r["rate_msgs_per_s"] for r in rows))
         veth_scenario = load_scenario(args.veth_scenario)
+        # Named without the directory: the profile's provenance check reads any word with
+        # two underscores as a parameter or published-row id.
+        summary, _ = predict.calibration_summary(veth, rows, "the veth campaign's")
         profile, _ = predict.fit_veth(
             veth_scenario,
             profile,
-            predict.read_summary(veth / f"rate_{lowest}"),
-            # Named without the directory: the profile's provenance check reads any word with
-            # two underscores as a parameter or published-row id.
-            f"the veth campaign's rate_{lowest}/summary.json (README, Live testbed)",
+            summary,
+            f"the veth campaign's lowest rate, "
+            f"{int(summary['conditions']['rate_msgs_per_s'])} msg/s (README, Live testbed)",
         )
         result["veth_table"] = predict.prediction_table(veth_scenario, profile, rows)
     if args.profile_out:
         Path(args.profile_out).write_text(
             predict.profile_toml(
                 profile,
-                "The live testbed on a 2-vCPU host (twin testbed): in-process work, background "
-                "and sender lateness measured, cold starts and kernel path fitted, on the "
-                "lowest-rate run only.",
+                "The live testbed on a 2-vCPU host (twin testbed): CPU demand per message, "
+                "in-process work, background and sender lateness measured; marginal cost per "
+                "event, cold starts and kernel path fitted; on the lowest rate only (the "
+                "median of its repeats).",
             )
         )
     print(f"calibrated on {result['calibration_rate_msgs_per_s']:.0f} msg/s")
@@ -181,6 +185,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
     p = tsub.add_parser("campaign", help="measure a series of rates up to saturation")
     p.add_argument("--rates", type=_rates, required=True, metavar="R1,R2,...")
+    p.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="measure every rate N times, interleaved (report medians and spread)",
+    )
     _load_options(p)
     p.set_defaults(run=cmd_campaign)
 

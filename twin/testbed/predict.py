@@ -2,10 +2,13 @@
 
 What comes from where (written into the profile's ``source`` of each parameter):
 
-* **measured** in the calibration run: the client's and the gateway's per-message work, timed
-  in-process (the gateway's ``gateway_ns`` in each reply, the client's sender and receiver
-  handlers; lognormals with the measured p50 and p90), the background (mean runnable threads on
-  the host less the two processes' own per-message demand) and the sender's lateness
+* **measured** in the calibration run: the client's and the gateway's service demand per
+  message (on-CPU time, from schedstat), split into in-process work (the
+  processes' own timings) and a per-wake-up cost (the rest, over the wake-ups per message; see
+  :func:`twin.components.loopback.utilisation`), the spread of that work (in-process timings:
+  the gateway's ``gateway_ns`` in each reply, the client's order writes and reply handling; a
+  lognormal's sigma from their p50 and p90), the background (mean runnable threads on the host
+  other than the client, less the gateway's CPU share) and the sender's lateness
   (``send_lag_us`` percentiles -> a lognormal with the same p50 and p99);
 * **fitted** on the calibration run alone: each process's cold-start curve (its work classed by
   the idle gap before it, ``work_by_idle_gap``; see
@@ -14,7 +17,10 @@ What comes from where (written into the profile's ``source`` of each parameter):
   twin itself (engine :data:`ENGINE`) at the run's rate; for veth, ``local_veth_us`` to the
   lowest-rate veth run (:func:`fit_veth`).
 
-Nothing of the other rates is looked at: they are what the twin then predicts.
+When the lowest rate was measured several times (``twin testbed campaign --repeats N``), the
+calibration reads the elementwise median of its runs' summaries
+(:func:`twin.testbed.campaign.median_summary`). Nothing of the other rates is looked at: they
+are what the twin then predicts.
 """
 
 from __future__ import annotations
@@ -28,10 +34,12 @@ from typing import Any
 
 import numpy as np
 
+from twin.components.loopback import EVENTS_PER_MSG, STALL_SHAPES, process_utilisation
 from twin.profile import Parameter, Profile
 from twin.results import RunResult
 from twin.scenario import Scenario
 from twin.simulation import prepare, run_prepared
+from twin.testbed.campaign import median_summary, run_dirs
 
 Z99 = 2.3263  # standard normal quantile of 0.99
 Z90 = 1.2816  # standard normal quantile of 0.90
@@ -87,6 +95,27 @@ def fit_cold_start(by_gap: Mapping[str, list[float]]) -> tuple[float, float, flo
     return float(fit.x[0]), float(fit.x[1]), float(fit.x[2])
 
 
+def fit_batching(by_batch: Mapping[str, list[float]]) -> tuple[float, float]:
+    """``(per_batch_us, marginal_us)`` of work per event ``= marginal + per_batch / n``.
+
+    Weighted least squares (weights: events in each batch-size class) on the class means, both
+    terms kept >= 0; ``n`` is the class's mean batch size. With batches of one size only, the
+    whole work is taken as per-batch (no marginal can be told apart).
+    """
+    n = np.asarray(by_batch["batch_mean"], dtype=float)
+    count = np.asarray(by_batch["count"], dtype=float)
+    work = np.asarray(by_batch["mean_us"], dtype=float)
+    keep = count >= 5
+    if len(np.unique(n[keep])) < 2:
+        return float(np.average(work[count > 0], weights=count[count > 0])), 0.0
+    x = np.column_stack([1.0 / n[keep], np.ones(int(keep.sum()))])
+    w = np.sqrt(count[keep])
+    from scipy.optimize import nnls
+
+    (per_batch, marginal), _ = nnls(x * w[:, None], work[keep] * w)
+    return float(per_batch), float(marginal)
+
+
 def measured_parameters(summary: Mapping[str, Any], where: str) -> dict[str, Parameter]:
     """Per-message work, background and sender lateness taken directly from a run's summary."""
     src = f"measurement: {where}"
@@ -95,18 +124,19 @@ def measured_parameters(summary: Mapping[str, Any], where: str) -> dict[str, Par
         summary["client_recv_us"],
         summary["gateway_service_us"],
     )
-    # Per round trip the client sends one order from its sender (half the messages) and handles
-    # one reply in its receiver (an ack's handling includes writing its cancel).
+    # Per round trip the client writes one order (half the messages) and handles one reply (an
+    # ack's handling includes writing its cancel).
     client_p50 = send["p50"] / 2 + recv["p50"]
     client_p90 = send["p90"] / 2 + recv["p90"]
     client_sigma = _sigma_from(client_p50, client_p90)
     gw_sigma = _sigma_from(gw["p50"], gw["p90"])
     rate = float(summary["conditions"]["rate_msgs_per_s"])
-    own = (
-        rate
-        * 1e-6
-        * (client_p50 * math.exp(client_sigma**2 / 2) + gw["p50"] * math.exp(gw_sigma**2 / 2))
-    )
+    # Service demand per message answered: on-CPU time (schedstat; CPU ticks for runs of the
+    # earlier two-thread client).
+    demand = {who: float(summary[f"{who}_cpu_us_per_msg"]) for who in ("client", "gateway")}
+    # The client samples the runnable threads itself, excluding itself: the gateway's own
+    # utilisation is in the sample, the rest is background.
+    gateway_busy = rate * 1e-6 * float(summary["gateway_cpu_us_per_msg"])
     runnable = float(summary["host"]["runnable_mean"])
     lag = summary["send_lag_us"]
     lag_sigma = max(0.05, math.log(max(lag["p99"], lag["p50"] * 1.01) / lag["p50"]) / Z99)
@@ -122,16 +152,28 @@ def measured_parameters(summary: Mapping[str, Any], where: str) -> dict[str, Par
         warmth[f"local_{who}_work_warm_us"] = Parameter(warm, gap_src, fitted=True)
         warmth[f"local_{who}_work_cold_us"] = Parameter(penalty, gap_src, fitted=True)
         warmth[f"local_{who}_work_idle_us"] = Parameter(idle, gap_src, fitted=True)
-    # CPU time outside the timed work: a per-second overhead holding each process's thread.
-    client_mean = send["mean"] / 2 + recv["mean"]
-    overhead = {
-        "client": (float(summary["client_cpu_us_per_msg"]) - client_mean, client_mean),
-        "gateway": (float(summary["gateway_cpu_us_per_msg"]) - gw["mean"], gw["mean"]),
-    }
-    for who, (extra_us, timed_us) in overhead.items():
-        warmth[f"local_{who}_work_overhead_busy"] = Parameter(
-            max(0.0, extra_us) * rate * 1e-6,
-            f"{src} ((CPU per message - timed work mean {timed_us:.1f} us) x rate)",
+    # The demand splits into a marginal cost b per event (regressed on the calibration run's
+    # batches) and a wake-up cost c per event paid by e (1 - rho) events per message
+    # (loopback.utilisation), rho being rate x demand: c = (demand - b e) / (e (1 - rho)), so
+    # the model gives back the demand at the calibration rate.
+    batches = summary["work_by_batch"]
+    for who, demand_us in demand.items():
+        events = EVENTS_PER_MSG[f"local_{who}_work"]
+        per_batch_us, marginal_us = fit_batching(batches[who])
+        marginal_us = min(marginal_us, demand_us / events)
+        rho = min(0.99, rate * 1e-6 * demand_us)
+        wake_us = (demand_us - marginal_us * events) / (events * (1.0 - rho))
+        what = "thread CPU" if who == "client" else "gateway_ns"
+        warmth[f"local_{who}_work_marginal_us"] = Parameter(
+            marginal_us,
+            f"fit: work per event ({what}) by events per wake-up of {where}, "
+            f"a + b / n least squares (per wake-up part a = {per_batch_us:.1f} us)",
+            fitted=True,
+        )
+        warmth[f"local_{who}_work_wake_us"] = Parameter(
+            wake_us,
+            f"{src} ({who} CPU per message {demand_us:.1f} us, less {events:g} x the marginal "
+            f"{marginal_us:.1f} us, over {events * (1 - rho):.3f} wake-ups per message)",
         )
     return {
         **warmth,
@@ -148,9 +190,9 @@ def measured_parameters(summary: Mapping[str, Any], where: str) -> dict[str, Par
         "local_gateway_work_sigma": Parameter(gw_sigma, f"{src} (gateway_ns p90 over p50)"),
         "local_host_cores": Parameter(cpus, f"{src} (conditions.cpus)"),
         "local_background_threads": Parameter(
-            max(0.0, runnable - own),
-            f"{src} (mean runnable threads {runnable:.2f} less the two processes' "
-            f"per-message demand {own:.3f})",
+            max(0.0, runnable - gateway_busy),
+            f"{src} (mean runnable threads other than the client {runnable:.2f} less the "
+            f"gateway's CPU share {gateway_busy:.3f})",
         ),
         "local_send_lag_floor_us": Parameter(0.0, "definition: lateness above the schedule"),
         "local_send_lag_median_us": Parameter(float(lag["p50"]), f"{src} (send lag p50)"),
@@ -187,8 +229,19 @@ def fit_local(
 
     Four parameters (median and sigma of the path's body, a stall's probability and mean; the
     floor is held at zero) against the log of five percentiles (:data:`FIT_PERCENTILES`,
-    weighted by :data:`FIT_WEIGHTS`) of the run.
+    weighted by :data:`FIT_WEIGHTS`) of the run, for each stall shape
+    (:data:`twin.components.loopback.STALL_SHAPES`); the shape that fits the run better is kept.
     """
+    shapes = range(len(STALL_SHAPES))
+    fits = [_fit_path(scenario, summary, where, shape, duration_s) for shape in shapes]
+    best = min(fits, key=lambda f: f[2])
+    return best[0], best[1]
+
+
+def _fit_path(
+    scenario: Scenario, summary: Mapping[str, Any], where: str, shape: int, duration_s: float
+) -> tuple[Profile, dict[str, float], float]:
+    """:func:`fit_local` for one stall shape: the profile, its residuals and its cost."""
     from scipy.optimize import minimize
 
     measured = measured_parameters(summary, where)
@@ -200,6 +253,11 @@ def fit_local(
         params = {
             k: Parameter(float(v), source, fitted=fitted) for k, v in zip(names, x, strict=True)
         }
+        params["local_path_stall_shape"] = Parameter(
+            float(shape),
+            f"{source} (the stall shape, {STALL_SHAPES[shape]}, that fits better)",
+            fitted=fitted,
+        )
         params["local_veth_us"] = Parameter(
             0.0, "assumption: veth adds nothing over loopback until a veth run is fitted"
         )
@@ -228,7 +286,7 @@ def fit_local(
         np.log([m * p50, sig, q, t * p99])
         for m in (0.03, 0.1, 0.3)
         for sig in (0.5, 1.0, 1.5)
-        for q in (0.003, 0.01, 0.03)
+        for q in (0.003, 0.01, 0.03, 0.1)
         for t in (0.5, 1.5)
     ]
     z0 = min(grid, key=cost)
@@ -237,7 +295,7 @@ def fit_local(
     src = f"fit: log p50/p90/p95/p99/p99.9 of {where} (Nelder-Mead)"
     got = residuals(x) / FIT_WEIGHTS
     errors = dict(zip(FIT_PERCENTILES, (float(v) for v in got), strict=True))
-    return profile_for(x, src, fitted=True), errors
+    return profile_for(x, src, fitted=True), errors, float(fit.fun)
 
 
 def fit_veth(
@@ -322,14 +380,13 @@ def prediction_table(
 
 
 def max_utilization(scenario: Scenario, profile: Profile, rate: float) -> float:
-    """The busiest station's offered utilisation at ``rate`` (the path depends on the rate)."""
-    prepared = prepare(scenario.with_fields({"workload.rate_msgs_per_s": rate}), profile)
-    per_msg_us = prepared.path.station_service_mean_us() / prepared.path.station_servers
-    return float(rate * 1e-6 * per_msg_us.max())
+    """The busiest process's offered utilisation at ``rate`` (operational: measured demand)."""
+    del scenario  # one machine: the utilisation is the profile's alone
+    return max(process_utilisation(profile, rate).values())
 
 
 def predicted_saturation(scenario: Scenario, profile: Profile) -> float:
-    """The rate at which the busiest station's offered utilisation reaches 1 (msg/s).
+    """The rate at which the busiest process's offered utilisation reaches 1 (msg/s).
 
     Found by bisection: the shared cores slow each process as the rate rises, so the
     utilisation is not linear in the rate.
@@ -345,6 +402,19 @@ def predicted_saturation(scenario: Scenario, profile: Profile) -> float:
     return (lo + hi) / 2
 
 
+def calibration_summary(
+    root: Path, rows: list[dict[str, Any]], where: str | None = None
+) -> tuple[dict[str, Any], str]:
+    """The lowest rate's summary (the median over its repeats) and how to name it."""
+    row = min(rows, key=lambda r: float(r["rate_msgs_per_s"]))
+    dirs = run_dirs(root, row)
+    name = f"{where or root}/rate_{int(row['rate_msgs_per_s'])}"
+    if len(dirs) == 1:
+        return read_summary(dirs[0]), f"{name}/summary.json"
+    merged = median_summary([read_summary(d) for d in dirs])
+    return merged, f"{name} (median of {len(dirs)} runs' summaries)"
+
+
 def predict_campaign(
     scenario: Scenario, campaign_dir: str | Path, where: str | None = None
 ) -> dict[str, Any]:
@@ -356,9 +426,9 @@ def predict_campaign(
     root = Path(campaign_dir)
     campaign = json.loads((root / "campaign.json").read_text())
     rows = campaign["rows"]
-    lowest = int(min(r["rate_msgs_per_s"] for r in rows))
-    label = f"{where or root}/rate_{lowest}/summary.json"
-    profile, residuals = fit_local(scenario, read_summary(root / f"rate_{lowest}"), label)
+    summary, label = calibration_summary(root, rows, where)
+    lowest = int(summary["conditions"]["rate_msgs_per_s"])
+    profile, residuals = fit_local(scenario, summary, label)
     return {
         "profile": profile,
         "calibration_rate_msgs_per_s": float(lowest),

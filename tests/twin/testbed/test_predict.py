@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from types import MappingProxyType
@@ -78,13 +79,62 @@ def test_predicted_saturation_is_where_a_station_fills():
     assert predict.max_utilization(scenario, profile, 1.02 * sat) >= 1.0
 
 
+def test_utilisation_pays_wake_ups_only_when_idle():
+    """rho = r (b + c) e / (1 + r c e): wake-ups are shared as the rate rises; 1 / (b e) fills."""
+    p = _profile(
+        local_client_work_wake_us=40.0,
+        local_client_work_marginal_us=5.0,
+        local_client_work_cold_us=0.0,
+        local_background_threads=0.0,
+        local_calibration_rate_msgs_per_s=1000.0,
+    )
+    name = "local_client_work"
+    e = loopback.EVENTS_PER_MSG[name]
+    demand = [loopback.utilisation(p, name, r) / (r * 1e-6) for r in (1e3, 1e4, 1e5)]
+    assert demand[0] > demand[1] > demand[2] > 5.0 * e
+    rho = loopback.utilisation(p, name, 1e3)
+    assert rho == pytest.approx(1e-3 * e * (5.0 + 40.0 * (1 - rho)))
+    assert loopback.utilisation(p, name, 1e6 / (5.0 * e)) == pytest.approx(1.0)
+
+
+def test_fit_batching_splits_per_wake_up_from_marginal_work():
+    n = np.array([1.0, 2.0, 3.0, 4.5, 6.5, 9.5])
+    got = predict.fit_batching(
+        {"batch_mean": list(n), "count": [100.0] * len(n), "mean_us": list(4.0 + 30.0 / n)}
+    )
+    assert got == pytest.approx((30.0, 4.0))
+    # One batch size only: nothing tells the two apart, the work is all per wake-up.
+    assert predict.fit_batching({"batch_mean": [1.0], "count": [50.0], "mean_us": [20.0]}) == (
+        20.0,
+        0.0,
+    )
+
+
+def _calibration_summary() -> tuple[dict, float]:
+    root = ROOT / "calibration" / "data" / "local_campaign"
+    rows = json.loads((root / "campaign.json").read_text())["rows"]
+    summary, _ = predict.calibration_summary(root, rows)
+    return summary, float(summary["conditions"]["rate_msgs_per_s"])
+
+
+def test_measured_demand_is_given_back_at_the_calibration_rate():
+    """The wake-up split keeps each process's utilisation at rate x CPU per message there."""
+    summary, rate = _calibration_summary()
+    measured = predict.measured_parameters(summary, "test")
+    base = dict(load_profile(PROFILE).params)
+    profile = predict.make_profile({**base, **measured})
+    got = loopback.process_utilisation(profile, rate)
+    for who in ("client", "gateway"):
+        assert got[f"local_{who}_work"] == pytest.approx(
+            rate * 1e-6 * summary[f"{who}_cpu_us_per_msg"], rel=1e-6
+        )
+
+
 def test_shipped_profile_reproduces_its_calibration_run():
     """The committed profile, simulated at its calibration rate, lands near that run's p50."""
     scenario = load_scenario(SCENARIO)
     profile = load_profile(PROFILE)
-    rate = profile.value("local_calibration_rate_msgs_per_s")
-    summary = predict.read_summary(
-        ROOT / "calibration" / "data" / "local_campaign" / f"rate_{int(rate)}"
-    )
+    summary, rate = _calibration_summary()
+    assert rate == profile.value("local_calibration_rate_msgs_per_s")
     got = predict.simulate(scenario, profile, rate, 5.0)
     assert got.rtt_us["p50"] == pytest.approx(summary["rtt_us"]["p50"], rel=0.35)
