@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from hdrh.histogram import HdrHistogram
 from numba import njit
+from numba.cpython.unsafe.numbers import leading_zeros
 
 LOWEST_NS = 1
 HIGHEST_NS = 3_600_000_000_000
@@ -43,11 +44,7 @@ def counts_index(value_ns: int | np.integer) -> int:
     """Index of ``value_ns`` in the counts array (HdrHistogram's ``countsArrayIndex``)."""
     v = value_ns if value_ns > LOWEST_NS else LOWEST_NS
     v = v if v < HIGHEST_NS else HIGHEST_NS
-    bits = 0
-    x = v | SUB_BUCKET_MASK
-    while x > 0:
-        x >>= 1
-        bits += 1
+    bits = 64 - leading_zeros(v | SUB_BUCKET_MASK)  # type: ignore[call-arg]  # bit length
     bucket = bits - (SUB_BUCKET_HALF_COUNT_MAGNITUDE + 1)
     sub_bucket = v >> bucket
     return ((bucket + 1) << SUB_BUCKET_HALF_COUNT_MAGNITUDE) + sub_bucket - SUB_BUCKET_HALF_COUNT

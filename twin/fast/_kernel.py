@@ -28,11 +28,13 @@ Semantics are those of :mod:`twin.des`; the structure is chosen for speed:
   distribution and no ``exp``); a hop's fixed time is folded into its delay table. Empirical
   tables are resampled on top, behind a flag that is constant along shipped paths.
 - **Few arrays, packed; unsigned positions.** Hop parameters are one small 2-D array (``hop_i``,
-  rows of a power-of-two length) and station data another (``station_i``): every array argument
-  keeps a data pointer and a shape live in the loop (a few percent; the loop still has more live
-  values than registers), read through flat views so a row start is a shift rather than a
-  multiply by a run-time row length (a few percent). Positions used as indices in the hot paths
-  are ``uint64``, which spares Numba's negative-index fix-up on each access (about 15%).
+  rows of a power-of-two length, holding the hop's station and that station's servers, so a
+  visit needs no second lookup); every array argument keeps a data pointer and a shape live in
+  the loop (a few percent; the loop still has more live values than registers), read through
+  flat views so a row start is a shift rather than a multiply by a run-time row length (a few
+  percent). Positions used as indices in the hot paths are ``uint64``, which spares Numba's
+  negative-index fix-up on each access (about 15%). The rare exact-tie scan at the calendar's
+  root is a separate function, out of the loop's registers.
 - A message is recorded when sent inside ``[warmup, end)``; the run goes on until the calendar is
   empty, so every recorded message completes. The order loop's cancel leaves on the ack; a
   closed-loop account starts its next cycle at ``max(now, previous slot + period)``.
@@ -67,10 +69,8 @@ STATUS_FULL = 2  # a new cycle needs a message slot and none is free: grow the s
 # delay (fixed time included) and service quantile tables start in ``quantiles``, the empirical
 # table row each resamples (-1: none), its station (-1: none) and whether it is in order.
 HI_DELAY_Q, HI_SERVICE_Q, HI_DELAY_ROW, HI_SERVICE_ROW, HI_STATION, HI_IN_ORDER = range(6)
+HI_SERVER, HI_SERVERS = 6, 7  # its station's first server in server_free_us, and their count
 HOP_I_COLS = 8  # a power of two: a row start is a shift
-# Columns of station_i: first server in server_free_us, server count, next server to try.
-ST_OFFSET, ST_COUNT, ST_NEXT = 0, 1, 2
-STATION_COLS = 3
 
 # Columns of the per-slot arrays.
 SF_ENTER, SF_SEND, SF_NEXT_START = 0, 1, 2  # float64 slot_f
@@ -93,9 +93,28 @@ _INF = np.inf
 
 
 @njit(cache=True)
+def _earliest_to_root(heap_t: np.ndarray, heap_k: np.ndarray, heap_n: int) -> None:
+    """On an exact tie at the root, bring the earliest-scheduled event there.
+
+    The heap orders by time only; the events at the root's time all sit in a subtree under the
+    root, and swapping equal times keeps the heap ordered, so the smallest key (earliest
+    scheduled) among them is swapped in. Rare (ties need exactly equal times), so it is kept out
+    of the kernel's loop, whose registers it would otherwise share.
+    """
+    top_t = heap_t[0]
+    best = 0
+    for i in range(1, heap_n):
+        if heap_t[i] == top_t and heap_k[i] < heap_k[best]:
+            best = i
+    root_k = heap_k[0]
+    heap_k[0] = heap_k[best]
+    heap_k[best] = root_k
+
+
+@njit(cache=True)
 def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     hop_i: np.ndarray,
-    station_i: np.ndarray,
+    station_next: np.ndarray,
     server_free_us: np.ndarray,
     quantiles: np.ndarray,
     tables: np.ndarray,
@@ -125,7 +144,6 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     # Flat views of the row-major tables: a row start is a shift, where 2-D indexing multiplies
     # by a run-time row length on every access.
     hop_il = hop_i.reshape(hop_i.size)
-    station_il = station_i.reshape(station_i.size)
     s0, s1, s2, s3 = rng[0], rng[1], rng[2], rng[3]
     heap_n = istate[I_HEAP_N]
     free_n = istate[I_FREE_N]
@@ -201,16 +219,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             # Earliest other pending event: the root's children.
             other_t = min(heap_t[1], heap_t[2])
             if other_t == top_t:
-                # Rare exact tie: the heap orders by time only, so bring the earliest-scheduled
-                # (smallest key) of the events at ``top_t`` to the root. They all sit in a
-                # subtree under the root, and swapping equal times keeps the heap ordered.
-                best = 0
-                for i in range(1, heap_n):
-                    if heap_t[i] == top_t and heap_k[i] < heap_k[best]:
-                        best = i
-                root_k = heap_k[0]
-                heap_k[0] = heap_k[best]
-                heap_k[best] = root_k
+                _earliest_to_root(heap_t, heap_k, heap_n)
             slot = np.uint64(heap_k[0] & SLOT_MASK)
             from_heap = True
             t = top_t
@@ -237,10 +246,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 h = np.uint64(hop)  # unsigned: no negative-index fix-up on each access
                 hi = h * np.uint64(HOP_I_COLS)  # row start in the flat hop array
                 st = np.uint64(hop_il[hi + np.uint64(HI_STATION)])
-                sb = st * np.uint64(STATION_COLS)
-                off = np.uint64(station_il[sb + np.uint64(ST_OFFSET)])
-                nserv = np.uint64(station_il[sb + np.uint64(ST_COUNT)])
-                nxt = np.uint64(station_il[sb + np.uint64(ST_NEXT)])
+                off = np.uint64(hop_il[hi + np.uint64(HI_SERVER)])
+                nserv = np.uint64(hop_il[hi + np.uint64(HI_SERVERS)])
+                nxt = np.uint64(station_next[st])
                 pick = off + nxt
                 free_t = server_free_us[pick]
                 if free_t > t and nserv > np.uint64(1):
@@ -250,7 +258,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                             pick = np.uint64(j)
                 start = t if t > free_t else free_t
                 nxt += np.uint64(1)
-                station_il[sb + np.uint64(ST_NEXT)] = 0 if nxt == nserv else np.int64(nxt)
+                station_next[st] = 0 if nxt == nserv else np.int64(nxt)
                 g, f, s0, s1, s2, s3 = grid_point(s0, s1, s2, s3)
                 q = np.uint64(hop_il[hi + np.uint64(HI_SERVICE_Q)]) + g
                 lo = quantiles[q]

@@ -33,8 +33,8 @@ MESSAGES_PER_CHUNK = 1_000_000
 Progress = Callable[[float], None]
 
 
-def hop_tables(path: CompiledPath, load: Load) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The kernel's packed view of the path: ``hop_i`` and ``station_i`` rows, quantile tables.
+def hop_tables(path: CompiledPath, load: Load) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's packed view of the path: ``hop_i`` rows and the quantile tables.
 
     Each distinct (distribution, fixed time) pair gets one quantile table
     (:mod:`twin.fast._quantile`); a hop's delay table includes its fixed time.
@@ -65,11 +65,12 @@ def hop_tables(path: CompiledPath, load: Load) -> tuple[np.ndarray, np.ndarray, 
                 hop_i[h, row_col] = -1
     hop_i[:, k.HI_STATION] = hops["station"]
     hop_i[:, k.HI_IN_ORDER] = in_order_hops(path, load)
-    counts = np.asarray(path.station_servers, dtype=np.int64)
-    station_i = np.zeros((path.n_stations, k.STATION_COLS), dtype=np.int64)
-    station_i[:, k.ST_COUNT] = counts
-    station_i[1:, k.ST_OFFSET] = np.cumsum(counts)[:-1]
-    return hop_i, station_i, np.concatenate(chunks)
+    servers = np.asarray(path.station_servers, dtype=np.int64)
+    first = np.concatenate([[0], np.cumsum(servers)[:-1]])
+    queued = hops["station"] >= 0
+    hop_i[queued, k.HI_SERVER] = first[hops["station"][queued]]
+    hop_i[queued, k.HI_SERVERS] = servers[hops["station"][queued]]
+    return hop_i, np.concatenate(chunks)
 
 
 def in_order_hops(path: CompiledPath, load: Load) -> np.ndarray:
@@ -105,7 +106,8 @@ class _Run:
     def __init__(self, path: CompiledPath, load: Load):
         self.path = path
         self.load = load
-        self.hop_i, self.station_i, self.quantiles = hop_tables(path, load)
+        self.hop_i, self.quantiles = hop_tables(path, load)
+        self.station_next = np.zeros(path.n_stations, dtype=np.int64)
         self.closed = load.loop == dtypes.LOOP_CLOSED
         slots = load.accounts if self.closed else INITIAL_SLOTS
         if slots > k.MAX_SLOTS:
@@ -151,7 +153,7 @@ class _Run:
         return int(
             k.run_kernel(
                 self.hop_i,
-                self.station_i,
+                self.station_next,
                 self.server_free_us,
                 self.quantiles,
                 self.tables,
