@@ -10,11 +10,15 @@ Public API (see each module for the why):
 * :class:`EngineError`, :class:`WorkloadError` - raised for API misuse; bad messages are rejects.
 """
 
-from engine_ext._book import BookState, process_one
-from engine_ext.engine import Engine, EngineConfig
-from engine_ext.errors import EngineError, WorkloadError
-from engine_ext.reference import ReferenceEngine
-from engine_ext.types import EVENT_DTYPE, MSG_DTYPE
+from engine_ext.jit_cache import configure as _configure_jit_cache
+
+_configure_jit_cache()
+
+from engine_ext._book import BookState, process_one  # noqa: E402
+from engine_ext.engine import Engine, EngineConfig  # noqa: E402
+from engine_ext.errors import EngineError, WorkloadError  # noqa: E402
+from engine_ext.reference import ReferenceEngine  # noqa: E402
+from engine_ext.types import EVENT_DTYPE, MSG_DTYPE  # noqa: E402
 
 __all__ = [
     "BookState",

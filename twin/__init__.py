@@ -7,17 +7,21 @@ The public API: load a scenario, run it on an engine, read the result.
 >>> result.rtt_us["p99"]  # doctest: +SKIP
 """
 
-from twin.errors import (
+from engine_ext.jit_cache import configure as _configure_jit_cache
+
+_configure_jit_cache()
+
+from twin.errors import (  # noqa: E402
     MeasurementError,
     ProfileError,
     ScenarioError,
     SimulationError,
     TwinError,
 )
-from twin.profile import Profile, load_profile
-from twin.results import RunResult
-from twin.scenario import Scenario, load_scenario, parse
-from twin.simulation import (
+from twin.profile import Profile, load_profile  # noqa: E402
+from twin.results import RunResult  # noqa: E402
+from twin.scenario import Scenario, load_scenario, parse  # noqa: E402
+from twin.simulation import (  # noqa: E402
     ENGINES,
     Prepared,
     apply_overrides,

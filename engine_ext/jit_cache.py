@@ -1,0 +1,72 @@
+"""Where Numba keeps the compiled kernels: one directory per version of the project's sources.
+
+Numba's on-disk cache (``cache=True``) checks only the timestamp of the file that defines a
+function. The kernels inline code and freeze constants from other files (the twin's engines call
+its random-number and histogram helpers; the testbed gateway inlines ``engine_ext``'s book), so
+after one of those files changed a cached kernel would keep running stale machine code. Keying
+the cache directory on a digest of every source file of ``twin`` and ``engine_ext`` makes any
+change start from a fresh cache, while an unchanged checkout still loads without compiling.
+
+:func:`configure` runs when either package is imported, before any kernel is decorated. The
+versions live in ``exchange-latency-twin/numba/`` under ``$NUMBA_CACHE_DIR`` when set, else
+under ``$XDG_CACHE_HOME`` (or ``~/.cache``); only the most recently used few are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import numba
+
+_PACKAGES = ("twin", "engine_ext")
+_KEEP_VERSIONS = 4
+_configured: list[Path] = []
+
+
+def sources_digest(root: Path) -> str:
+    """A digest of every Python source file of the packages whose code kernels compile."""
+    h = hashlib.sha256(numba.__version__.encode())
+    for package in _PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _base_dir() -> Path:
+    home = (
+        os.environ.get("NUMBA_CACHE_DIR")
+        or os.environ.get("XDG_CACHE_HOME")
+        or Path.home() / ".cache"
+    )
+    return Path(home) / "exchange-latency-twin" / "numba"
+
+
+def _prune(base: Path, current: Path) -> None:
+    """Remove all but the most recently used versions (a failure to remove is harmless)."""
+    versions = [p for p in base.iterdir() if p.is_dir() and p != current]
+    versions.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in versions[_KEEP_VERSIONS - 1 :]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def configure() -> Path:
+    """Point Numba's cache at this source version's directory (once per process); return it."""
+    if _configured:
+        return _configured[0]
+    root = Path(__file__).resolve().parent.parent
+    base = _base_dir()
+    cache_dir = base / sources_digest(root)
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        os.utime(cache_dir)
+        _prune(base, cache_dir)
+    except OSError:
+        # Not writable: Numba falls back to its own cache locations; results are unaffected.
+        pass
+    numba.config.CACHE_DIR = str(cache_dir)  # type: ignore[attr-defined]
+    _configured.append(cache_dir)
+    return cache_dir

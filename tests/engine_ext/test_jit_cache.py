@@ -1,0 +1,70 @@
+"""Compiled kernels are cached per version of the sources, so no stale machine code survives."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from engine_ext.jit_cache import sources_digest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_any_change_to_either_package_changes_the_digest(tmp_path) -> None:
+    _tree(tmp_path, {"twin/fast/_rng.py": "A = 1\n", "engine_ext/_book.py": "B = 1\n"})
+    first = sources_digest(tmp_path)
+    assert sources_digest(tmp_path) == first
+    (tmp_path / "engine_ext/_book.py").write_text("B = 2\n")
+    second = sources_digest(tmp_path)
+    assert second != first
+    _tree(tmp_path, {"twin/new_helper.py": ""})
+    assert sources_digest(tmp_path) not in {first, second}
+    _tree(tmp_path, {"tests/test_x.py": "irrelevant\n", "twin/notes.txt": "not code\n"})
+    assert sources_digest(tmp_path) not in {first, second}  # new_helper.py still counts
+    third = sources_digest(tmp_path)
+    (tmp_path / "tests/test_x.py").write_text("changed\n")
+    assert sources_digest(tmp_path) == third
+
+
+def _python(code: str, cache_home: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(cache_home)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def test_kernels_land_in_this_versions_directory_and_old_versions_are_pruned(tmp_path) -> None:
+    base = tmp_path / "exchange-latency-twin" / "numba"
+    for i in range(6):
+        old = base / f"old{i}"
+        old.mkdir(parents=True)
+        stamp = time.time() - 3600 * (i + 1)
+        os.utime(old, (stamp, stamp))
+    code = (
+        "import numpy as np, numba, twin.histogram as h;"
+        "h.counts_index(np.int64(12345));"
+        "print(numba.config.CACHE_DIR)"
+    )
+    cache_dir = Path(_python(code, tmp_path))
+    assert cache_dir == base / sources_digest(REPO)
+    assert list(cache_dir.rglob("*.nbi")), "the kernel's cache index was written there"
+    kept = sorted(p.name for p in base.iterdir())
+    assert kept == sorted([cache_dir.name, "old0", "old1", "old2"])
