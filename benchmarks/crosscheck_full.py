@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 
 from twin import des, fast
+from twin.fast.crosscheck import CROSSCHECK_FLOWS as FLOWS
 from twin.fast.crosscheck import ks_distance
 from twin.replicate import statistics_of
-from twin.scenario import load_scenario
+from twin.scenario import Scenario, load_scenario
 from twin.simulation import apply_overrides, prepare
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,24 +31,30 @@ SHIPPED = (
     "netperf_rr_c5n_cpg",
     "netperf_rr_c5n_nopg",
 )
-DEFAULT_CASES = tuple(f"{name}:{rate}" for name in SHIPPED for rate in (10_000, 400_000))
+DEFAULT_CASES = tuple(  # "name:rate" or "name:rate:flows"
+    f"{name}:{rate}" + (f":{FLOWS[name, rate]}" if (name, rate) in FLOWS else "")
+    for name in SHIPPED
+    for rate in (10_000, 400_000)
+)
 DES_MESSAGES = 60_000
 FAST_MESSAGES = 2_000_000
 
 
-def reachable_rate(name: str, rate: float) -> float:
+def reachable_rate(base: Scenario, rate: float) -> float:
     """Messages per second the run will record: a closed loop cannot beat one message per
     unloaded round trip per account, whatever its target."""
-    scenario = apply_overrides(load_scenario(REPO / "scenarios" / f"{name}.toml"), rate)
+    scenario = apply_overrides(base, rate)
     if scenario.workload.loop == "open":
         return rate
     prepared = prepare(scenario)
     return min(rate, scenario.workload.accounts * 1e6 / prepared.path.unloaded_mean_us())
 
 
-def case(name: str, rate: float) -> dict[str, object]:
+def case(name: str, rate: float, flows: int | None = None) -> dict[str, object]:
     base = load_scenario(REPO / "scenarios" / f"{name}.toml")
-    recorded_rate = reachable_rate(name, rate)
+    if flows is not None:
+        base = base.with_fields({"workload.accounts": flows})
+    recorded_rate = reachable_rate(base, rate)
     short = prepare(apply_overrides(base, rate, DES_MESSAGES / recorded_rate))
     long = prepare(apply_overrides(base, rate, FAST_MESSAGES / recorded_rate))
     started = time.process_time()
@@ -59,6 +66,7 @@ def case(name: str, rate: float) -> dict[str, object]:
     return {
         "scenario": name,
         "rate_msgs_per_s": rate,
+        "flows": base.workload.accounts,
         "des_messages": reference.messages,
         "fast_messages": candidate.messages,
         "des_cpu_s": des_cpu,
@@ -72,8 +80,8 @@ def main(argv: list[str]) -> int:
     cases = argv or list(DEFAULT_CASES)
     rows = []
     for spec in cases:
-        name, rate = spec.split(":")
-        row = case(name, float(rate))
+        name, rate, *flows = spec.split(":")
+        row = case(name, float(rate), int(flows[0]) if flows else None)
         rows.append(row)
         d = row["diff_pct"]
         print(

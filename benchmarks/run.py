@@ -21,7 +21,8 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 def main(argv: list[str] | None = None) -> int:
     only = set(argv if argv is not None else sys.argv[1:])
     names = sorted(
-        m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+        m.name
+        for m in pkgutil.iter_modules([str(Path(__file__).parent)])
         if m.name.startswith("bench_") and (not only or m.name in only)
     )
     failed = []
