@@ -67,6 +67,11 @@ def add_parser(subparsers: Any) -> None:
         "--leave-one-out", action="store_true", help="refit without each target, predict it"
     )
     p.add_argument("--loo-nfev", type=int, default=4, metavar="N", help="iterations per refit")
+    p.add_argument(
+        "--loo-from-prior",
+        action="store_true",
+        help="refit each from the prior, as the shipped fit was (slower; default: from the fit)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run_validate)
 
@@ -146,7 +151,9 @@ def run_validate(args: argparse.Namespace) -> int:
         targets = _merge(target_files) if target_files else profile_targets(profile)
         cal = profile.meta.get("calibration", {})
         start = dict(zip(cal.get("groups", []), cal.get("log_factors", []), strict=True))
-        rows = leave_one_out(targets, start=start, max_nfev=args.loo_nfev)
+        rows = leave_one_out(
+            targets, start=None if args.loo_from_prior else start, max_nfev=args.loo_nfev
+        )
         title = "leave-one-out: each target predicted by a fit that did not see it"
     else:
         if target_files or not bench_files:

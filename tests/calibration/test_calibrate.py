@@ -143,6 +143,11 @@ def test_cli_calibrate_and_validate(tmp_path, capsys) -> None:
         assert {"target", "statistic", "measured", "predicted", "error_pct"} <= set(row)
     assert main(["validate", str(out), "--tolerance", "0.0001", "--tolerance-pp", "0.0001"]) == 1
     assert main(["validate", str(out), str(SYNTHETIC), "--json"]) == 0
+    capsys.readouterr()
+    args = ["validate", str(out), "--leave-one-out", "--loo-nfev", "1", "--json"]
+    assert main([*args, "--loo-from-prior"]) == 0
+    loo = json.loads(capsys.readouterr().out)["rows"]
+    assert len(loo) == 3 and all(r["fitted_without"] for r in loo)
 
 
 def test_shipped_profile_is_fitted_with_provenance() -> None:
