@@ -236,9 +236,12 @@ def profile_rows(profile: Profile) -> list[dict[str, Any]]:
 def target_rows(profile: Profile) -> list[dict[str, Any]]:
     """Measured vs predicted points a fit recorded in the profile (empty when there are none).
 
-    Accepts a table of tables (``[targets.name]`` with any keys) or an array of tables.
+    ``twin calibrate`` records them under ``[meta.calibration.fit.<target>]``; a hand-written
+    profile may carry a top-level ``[targets.<name>]`` table of tables, or an array of tables.
     """
-    targets = profile.meta.get("targets")
+    calibration = profile.meta.get("calibration")
+    fit = calibration.get("fit") if isinstance(calibration, Mapping) else None
+    targets = fit or profile.meta.get("targets")
     if not targets:
         return []
     if isinstance(targets, Mapping):

@@ -115,11 +115,13 @@ def test_figures_and_tables_build(small_run) -> None:
     ]
 
 
-def test_profile_tables_degrade_without_targets(tmp_path: Path) -> None:
+def test_profile_tables_show_the_fit_and_degrade_without_it(tmp_path: Path) -> None:
     profile = load_profile(Path(runner.__file__).parents[1] / "calibration/profiles/default.toml")
     rows = charts.profile_rows(profile)
     assert len(rows) == len(profile) and all(r["source"] for r in rows)
-    assert charts.target_rows(profile) == [] or profile.meta.get("targets")
+    fit = charts.target_rows(profile)  # the calibrator's [meta.calibration.fit]
+    assert {r["target"] for r in fit} == set(profile.meta["calibration"]["fit"])
+    assert all({"measured", "predicted", "error"} <= set(r) for r in fit)
     fitted = tmp_path / "fitted.toml"
     fitted.write_text(
         '[params.x]\nvalue = 1.0\nsource = "fit"\n'
