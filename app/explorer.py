@@ -326,6 +326,10 @@ def calibration_tab(scenario: Scenario) -> None:
     targets = charts.target_rows(profile)
     if targets:
         st.markdown("**Measured vs fitted**")
+        st.caption(
+            "Measured vs fitted, per calibration target: error in % for absolute figures, in "
+            "percentage points for relative ones (cuts and gains)."
+        )
         st.dataframe(targets, hide_index=True)
     else:
         st.info(

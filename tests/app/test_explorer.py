@@ -113,7 +113,7 @@ def test_a_saturating_rate_says_unstable_and_names_the_station(app: AppTest) -> 
         ("Four tiers", "The same hosts and workload under each access tier"),
         ("Latency vs throughput", "The busiest station saturates at"),
         ("Where the time goes", "Means are measured per hop"),
-        ("Calibration", "below are its parameters"),
+        ("Calibration", "Measured vs fitted, per calibration target"),
         ("Scenario", None),
     ],
 )
