@@ -354,39 +354,14 @@ class ReferenceEngine:
         self._open(o, -o.leaves)
         self._remove(o)
         remaining, stopped = self._match(sym, o.side, price, qty, oid, acc, o.stp, idx)
-        if remaining > 0 and not stopped:
+        rests = remaining > 0 and not stopped
+        if rests:
             o.price = price
             o.leaves = remaining
             self._rest(o)
-            return self._emit(
-                EV_ACK,
-                OUT_MODIFIED,
-                idx,
-                sym,
-                o.side,
-                oid,
-                acc,
-                -1,
-                -1,
-                price,
-                reduced,
-                remaining,
-                0,
-            )
+        cancelled, leaves = (reduced, remaining) if rests else (reduced + remaining, 0)
         self._emit(
-            EV_ACK,
-            OUT_MODIFIED,
-            idx,
-            sym,
-            o.side,
-            oid,
-            acc,
-            -1,
-            -1,
-            price,
-            reduced + remaining,
-            0,
-            0,
+            EV_ACK, OUT_MODIFIED, idx, sym, o.side, oid, acc, -1, -1, price, cancelled, leaves, 0
         )
 
     # --- inspection ------------------------------------------------------------------------
