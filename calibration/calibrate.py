@@ -155,8 +155,13 @@ def _pooled_stat(results: Sequence[_Outcome], stat: str) -> float:
     return percentile_from_counts_us(counts, _PERCENTILES[stat])
 
 
+def _placement_seed(base_seed: int, k: int) -> int:
+    """The k-th seed of a target's random placements (common to every evaluation)."""
+    return base_seed + 7919 * k
+
+
 def _seeds(target: Target, base_seed: int) -> list[int]:
-    return [base_seed + 7919 * k for k in range(target.placement_seeds)]
+    return [_placement_seed(base_seed, k) for k in range(target.placement_seeds)]
 
 
 @dataclass(frozen=True)
@@ -187,7 +192,7 @@ def _placement_classes(
     seeds: dict[str, list[int]] = {}
     hits: dict[str, int] = {}
     for k in range(_LATENT_SEARCH):
-        seed = base_seed + 7919 * k
+        seed = _placement_seed(base_seed, k)
         placed = list(place(scenario.with_fields({"workload.seed": seed}), profile).values())
         if len(placed) != 2:
             raise ValueError(
@@ -393,15 +398,18 @@ class TwinCalibrator:
         x0 = np.array([float((self.x0 or {}).get(g.name, 0.0)) for g in groups])
         x0 = np.clip(x0, lo + 1e-6, hi - 1e-6)
         cache: dict[bytes, dict[str, float]] = {}
+        latent: dict[bytes, dict[str, str]] = {}
 
         def predictions(x: np.ndarray) -> dict[str, float]:
             key = np.round(x, 12).tobytes()
             if key not in cache:
+                latent[key] = {}
                 cache[key] = evaluate_targets(
                     targets.targets,
                     space.profile(prior, x, "calibration trial"),
                     base_seed=self.base_seed,
                     engine=engine,
+                    latent_classes=latent[key],
                 )
             return cache[key]
 
@@ -448,15 +456,7 @@ class TwinCalibrator:
             g.name: float(math.sqrt(max(cov[i, i], 0.0))) for i, g in enumerate(groups)
         }
         self.predictions_ = dict(predictions(sol.x))
-        self.latent_placements_: dict[str, str] = {}
-        if any(t.latent_placement for t in targets.targets):
-            evaluate_targets(
-                targets.targets,
-                space.profile(prior, sol.x, "calibration trial"),
-                base_seed=self.base_seed,
-                engine=engine,
-                latent_classes=self.latent_placements_,
-            )
+        self.latent_placements_ = dict(latent[np.round(sol.x, 12).tobytes()])
         self.residuals_ = {t.id: float(r) for t, r in zip(targets.targets, fit_res, strict=True)}
         self.chi2_ = chi2
         self.nfev_ = int(sol.nfev)
