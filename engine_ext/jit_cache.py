@@ -14,6 +14,7 @@ under ``$XDG_CACHE_HOME`` (or ``~/.cache``); only the most recently used few are
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -23,7 +24,6 @@ import numba
 
 _PACKAGES = ("twin", "engine_ext")
 _KEEP_VERSIONS = 4
-_configured: list[Path] = []
 
 
 def sources_digest(root: Path) -> str:
@@ -53,10 +53,9 @@ def _prune(base: Path, current: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+@functools.cache
 def configure() -> Path:
     """Point Numba's cache at this source version's directory (once per process); return it."""
-    if _configured:
-        return _configured[0]
     root = Path(__file__).resolve().parent.parent
     base = _base_dir()
     cache_dir = base / sources_digest(root)
@@ -68,5 +67,4 @@ def configure() -> Path:
         # Not writable: Numba falls back to its own cache locations; results are unaffected.
         pass
     numba.config.CACHE_DIR = str(cache_dir)  # type: ignore[attr-defined]
-    _configured.append(cache_dir)
     return cache_dir
