@@ -71,9 +71,7 @@ def place(scenario: Scenario, profile: Profile) -> dict[str, Placement]:
     cells = int(profile.value("az_spine_cells"))
     racks = int(profile.value("cell_racks"))
     span = int(profile.value("cpg_rack_span"))
-    # One machine (the live testbed's tiers) has no campus to spread cells over.
-    local = scenario.connectivity.tier in LOCAL_TIERS
-    datacenters = 1 if local else int(profile.value("az_datacenters"))
+    datacenters = int(profile.value("az_datacenters"))
     group_cell: dict[tuple[str, str, int], tuple[int, int]] = {}
     used_racks: dict[str, set[tuple[str, int, int]]] = {}
     placements = {}

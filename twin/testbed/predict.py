@@ -47,6 +47,7 @@ STRUCTURAL = {
     "az_spine_cells": (1.0, "structural: one machine, placement is trivial"),
     "cell_racks": (1.0, "structural: one machine, placement is trivial"),
     "cpg_rack_span": (1.0, "structural: one machine, placement is trivial"),
+    "az_datacenters": (1.0, "structural: one machine, placement is trivial"),
 }
 ENGINE = "fast"  # the compiled engine: the fit calls the twin a few dozen times
 FITTED = (
