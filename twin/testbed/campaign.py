@@ -76,10 +76,16 @@ def measure(
     loop: str = "open",
     arrivals: str = "poisson",
     seed: int = 1,
+    burst_sizes: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """One measurement with a fresh gateway; returns the client's summary (also on disk)."""
+    """One measurement with a fresh gateway; returns the client's summary (also on disk).
+
+    ``burst_sizes``: start cycles in groups of these sizes (the burst probe; open loop only).
+    """
     if topology not in TOPOLOGIES:
         raise ValueError(f"topology {topology!r}: allowed {', '.join(TOPOLOGIES)}")
+    if burst_sizes and loop != "open":
+        raise ValueError(f"burst sizes {list(burst_sizes)}: groups of cycles need the open loop")
     with contextlib.ExitStack() as stack:
         if topology == "veth":
             pair = stack.enter_context(VethPair())
@@ -115,6 +121,8 @@ def measure(
             "--out",
             str(out_dir),
         ]
+        if burst_sizes:
+            cmd += ["--burst-sizes", ",".join(str(int(n)) for n in burst_sizes)]
         client = subprocess.run(
             cmd, capture_output=True, text=True, timeout=warmup_s + duration_s + 120
         )

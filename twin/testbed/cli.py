@@ -22,6 +22,21 @@ def _rates(text: str) -> list[float]:
     return rates
 
 
+def _sizes(text: str) -> tuple[int, ...]:
+    """Burst sizes: whole numbers 1..:data:`twin.testbed.client.MAX_BURST`, comma-separated."""
+    from twin.testbed.client import MAX_BURST
+
+    parts = [x.strip() for x in text.split(",")]
+    if not all(x.isdigit() for x in parts):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected whole numbers >= 1 separated by commas, like 1,4,16"
+        )
+    sizes = tuple(int(x) for x in parts)
+    if not all(1 <= n <= MAX_BURST for n in sizes):
+        raise argparse.ArgumentTypeError(f"{text!r}: burst sizes must be 1..{MAX_BURST}")
+    return sizes
+
+
 def _endpoint(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit():
@@ -67,8 +82,15 @@ def cmd_load(args: argparse.Namespace) -> int:
     from twin.testbed.campaign import measure
     from twin.testbed.client import LoadConfig, LoadRun
 
+    if args.burst_sizes and args.loop != "open":
+        raise ScenarioError("twin testbed load: --burst-sizes needs the open loop (--loop open)")
     if args.connect is None:
-        summary = measure(Path(args.out), rate_msgs_per_s=args.rate, **_run_options(args))
+        summary = measure(
+            Path(args.out),
+            rate_msgs_per_s=args.rate,
+            burst_sizes=args.burst_sizes,
+            **_run_options(args),
+        )
     else:
         host, port = args.connect
         try:
@@ -83,6 +105,7 @@ def cmd_load(args: argparse.Namespace) -> int:
                 arrivals=args.arrivals,
                 seed=args.seed,
                 gateway_pid=args.gateway_pid,
+                burst_sizes=args.burst_sizes,
             )
         except ValueError as exc:
             raise ScenarioError(f"twin testbed load: {exc}") from None
@@ -180,6 +203,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="an already running gateway (default: start one for this run)",
     )
     p.add_argument("--gateway-pid", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--burst-sizes",
+        type=_sizes,
+        default=(),
+        metavar="N1,N2,...",
+        help="burst probe: start cycles in groups of these sizes, in turn, all of a group at "
+        "once over the connections (same mean rate; open loop; default: one at a time)",
+    )
     _load_options(p)
     p.set_defaults(run=cmd_load)
 

@@ -5,6 +5,19 @@ the cancel at once; the cancel ack ends the cycle (domain brief, "The order loop
 on a schedule (Poisson or evenly spaced, ``rate / 2`` cycles per second over all connections,
 cycle ``k`` on connection ``k % C``).
 
+**Burst probe** (``burst_sizes``, off by default): cycles start in groups instead. Group
+arrivals follow the same process at ``rate / (2 x mean group size)`` groups per second (the
+mean message rate stays ``rate``), group ``g`` has ``burst_sizes[g % len(burst_sizes)]``
+cycles, all due at the same instant and spread over the connections round-robin (cycle ``k``
+still on connection ``k % C``), so each connection's share goes out in one ``send`` and the
+gateway reads several frames per read. What it is for: at a low rate the processes almost never
+batch, and the batches they do see are backlogs after a stall, still cold, so a calibration on
+the lowest rate cannot tell the warm marginal cost per event ``b`` from the per-wake-up cost
+``a`` in "work per event = ``b + a / n``". A short run at that rate with groups of known sizes
+gives warm multi-event wake-ups and reads (``work_by_batch`` of its summary; the gateway's
+reads carry a group's share of one connection, about ``n / C`` frames).
+Open loop only.
+
 **One thread, one wait.** The loop waits on every socket *and* on a timer armed at the next
 scheduled send (:class:`twin.testbed.timer.WakeTimer`, nanosecond expiry) in one ``epoll``;
 each wake-up reads every ready socket, handles the replies (queueing the cancels), sends the
@@ -63,6 +76,7 @@ ORDER_AT_76 = struct.Struct("<iB")  # account, side
 CANCEL_AT_8 = struct.Struct("<Qqq")  # seq, client_ts_ns, order_id
 CANCEL_AT_72 = struct.Struct("<ii")  # symbol, account
 SAMPLE_EVERY_NS = 50_000_000  # runnable-thread sampling period
+MAX_BURST = P.ORDER_IDS_PER_CONNECTION  # largest group of cycles (burst probe)
 MAX_WAIT_S = 0.05  # longest epoll wait: the loop also samples, rotates and checks its deadline
 
 
@@ -82,8 +96,18 @@ class LoadConfig:
     drain_s: float = 5.0
     seed: int = 1
     gateway_pid: int | None = None
+    # Burst probe: cycles start in groups of these sizes, in turn (empty: one at a time).
+    burst_sizes: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        sizes = tuple(self.burst_sizes)
+        object.__setattr__(self, "burst_sizes", sizes)
+        if any(isinstance(n, bool) or not isinstance(n, int) for n in sizes) or not all(
+            1 <= n <= MAX_BURST for n in sizes
+        ):
+            raise ValueError(f"burst sizes {list(sizes)}: allowed whole numbers 1..{MAX_BURST}")
+        if sizes and self.loop != "open":
+            raise ValueError(f"burst sizes {list(sizes)}: groups of cycles need the open loop")
         if not 0 < self.rate_msgs_per_s <= 10_000_000:
             raise ValueError(f"rate {self.rate_msgs_per_s} msg/s: allowed > 0 and <= 1e7")
         if not 1 <= self.connections <= 1000:
@@ -132,9 +156,15 @@ class _Conn:
 
 
 def _schedule(cfg: LoadConfig) -> np.ndarray:
-    """Cycle start offsets (ns from the run's start) covering warm-up + duration."""
+    """Cycle start offsets (ns from the run's start) covering warm-up + duration.
+
+    With ``burst_sizes`` the arrivals are groups' (at ``rate / (2 x mean size)``), each offset
+    repeated for the group's cycles.
+    """
     rng = np.random.default_rng([cfg.seed, 0x4C4F4144])
-    cycles_per_s = cfg.rate_msgs_per_s / 2.0
+    sizes = cfg.burst_sizes
+    # A group start per arrival; one cycle per group without a burst (the default schedule).
+    cycles_per_s = cfg.rate_msgs_per_s / 2.0 / (float(np.mean(sizes)) if sizes else 1.0)
     span_s = cfg.warmup_s + cfg.duration_s
     n = int(cycles_per_s * span_s * 1.2) + 16
     if cfg.arrivals == "poisson":
@@ -143,7 +173,10 @@ def _schedule(cfg: LoadConfig) -> np.ndarray:
         gaps = np.full(n, 1.0 / cycles_per_s)
         gaps[0] = rng.uniform(0, 1.0 / cycles_per_s)
     offsets = np.cumsum(gaps)
-    return (offsets[offsets < span_s] * 1e9).astype(np.int64)
+    starts = (offsets[offsets < span_s] * 1e9).astype(np.int64)
+    if not sizes:
+        return starts
+    return np.repeat(starts, np.resize(np.asarray(sizes, dtype=np.int64), len(starts)))
 
 
 @dataclass
@@ -446,6 +479,7 @@ class LoadRun:
                 "kernel": os.uname().release,
                 "client": "one thread, epoll + timerfd",
                 "coordinated_omission_corrected": cfg.loop == "open",
+                "burst_sizes": list(cfg.burst_sizes),
             },
             "counts": dict(self.counts),
             "recorded": dict(self.recorded),
