@@ -7,6 +7,17 @@ into ``DIR/rate_<R>/`` (each readable by ``calibration.read``) until the system 
 optionally several times interleaved (``repeats``), and writes ``DIR/campaign.json`` with one
 row per rate: the median over repeats of each figure, the spread, and every run with the host's
 conditions during it.
+
+**Burst probe.** After the rates, the campaign runs one more measurement at its lowest rate with
+cycles started in groups of known sizes (``probe_bursts``, default 1, 2, 4, 8, 16, 32; see
+:mod:`twin.testbed.client`) into ``DIR/rate_<lowest>/burst/``, and names it in
+``campaign.json`` under ``burst_probe``. What it is for: the twin is calibrated on the lowest
+rate only, where the processes almost never batch, so that run alone cannot split the work per
+event ``b + a / n`` into the warm marginal cost ``b`` and the per-wake-up cost ``a``; the probe's
+``work_by_batch`` (and ``work_by_batch_warm``) give warm wake-ups and reads of several events at
+the same mean rate. It is kept apart from the rows: it changes no median, spread or saturation.
+``campaign.json`` is written before it runs, so a failed or interrupted probe loses nothing else
+(a failure is recorded as ``burst_probe: {"error": ...}``).
 """
 
 from __future__ import annotations
@@ -31,6 +42,8 @@ TOPOLOGIES = ("loopback", "veth")
 # its p99 passes SATURATED_P99_US: the queue no longer drains within the run.
 ACHIEVED_SHARE = 0.95
 SATURATED_P99_US = 20_000.0
+# Group sizes of the burst probe (``twin testbed campaign --probe-bursts``).
+DEFAULT_PROBE_BURSTS = (1, 2, 4, 8, 16, 32)
 
 
 def _python() -> list[str]:
@@ -235,6 +248,7 @@ def campaign(
     stop_after_saturated: int = 2,
     progress: Any = None,
     seed: int = 1,
+    probe_bursts: Sequence[int] = DEFAULT_PROBE_BURSTS,
     **kwargs: Any,
 ) -> dict[str, Any]:
     """Measure ``rates`` ``repeats`` times, interleaved, up to saturation.
@@ -244,6 +258,10 @@ def campaign(
     1000, 2000, ...), so a drift of the host hits every rate alike rather than one. Repeat ``i``
     uses seed ``seed + i`` (another Poisson schedule). With one repeat a rate's measurement is
     ``DIR/rate_<R>/``; with more, ``DIR/rate_<R>/run_<i>/``.
+
+    Then, unless ``probe_bursts`` is empty, one burst-probe run at the lowest rate (seed
+    ``seed``, always the open loop: the groups are an open-loop schedule) into
+    ``DIR/rate_<lowest>/burst/``, recorded apart from the rows as ``burst_probe``.
     """
     if repeats < 1:
         raise ValueError(f"repeats {repeats}: allowed >= 1")
@@ -275,5 +293,35 @@ def campaign(
         "conditions": {"repeats": repeats, "seed": seed, **kwargs},
         "pid": os.getpid(),
     }
+    probe = [int(n) for n in probe_bursts]
+    if not probe:
+        write_json(out_dir / "campaign.json", result)
+        return result
+    # Written before the probe, so that the rows survive a probe that fails or is interrupted.
+    result["burst_probe"] = {"error": "not finished: the campaign stopped during its burst probe"}
+    write_json(out_dir / "campaign.json", result)
+    result["burst_probe"] = _burst_probe(out_dir, ordered[0], probe, progress, seed, kwargs)
     write_json(out_dir / "campaign.json", result)
     return result
+
+
+def _burst_probe(
+    out_dir: Path,
+    rate: float,
+    sizes: list[int],
+    progress: Any,
+    seed: int,
+    kwargs: dict[str, Any],
+) -> dict[str, Any]:
+    """The campaign's burst-probe run at ``rate``; its ``burst_probe`` entry (or the error)."""
+    name = f"rate_{int(rate)}/burst"
+    options = {**kwargs, "loop": "open"}
+    try:
+        summary = measure(
+            out_dir / name, rate_msgs_per_s=rate, seed=seed, burst_sizes=sizes, **options
+        )
+    except Exception as exc:  # recorded in campaign.json; the rows are kept
+        return {"error": f"{type(exc).__name__}: {exc}".strip()}
+    if progress is not None:
+        progress({"run": name, "burst_sizes": sizes, **campaign_row(summary)})
+    return {"dir": name, "rate_msgs_per_s": rate, "burst_sizes": sizes}

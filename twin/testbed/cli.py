@@ -11,6 +11,10 @@ from typing import Any
 from twin.argtypes import positive_float, positive_int, seed
 from twin.errors import ScenarioError
 
+# The campaign's burst probe (``twin.testbed.campaign.DEFAULT_PROBE_BURSTS``, not imported
+# here so that ``twin --help`` does not load the testbed).
+DEFAULT_PROBE_BURSTS = (1, 2, 4, 8, 16, 32)
+
 
 def _rates(text: str) -> list[float]:
     try:
@@ -35,6 +39,11 @@ def _sizes(text: str) -> tuple[int, ...]:
     if not all(1 <= n <= MAX_BURST for n in sizes):
         raise argparse.ArgumentTypeError(f"{text!r}: burst sizes must be 1..{MAX_BURST}")
     return sizes
+
+
+def _probe_sizes(text: str) -> tuple[int, ...]:
+    """Burst sizes of the campaign's probe, or ``none`` (no probe)."""
+    return () if text.strip().lower() == "none" else _sizes(text)
 
 
 def _endpoint(text: str) -> tuple[str, int]:
@@ -131,7 +140,12 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         print(json.dumps(row), file=sys.stderr, flush=True)
 
     result = campaign(
-        Path(args.out), args.rates, repeats=args.repeats, progress=progress, **_run_options(args)
+        Path(args.out),
+        args.rates,
+        repeats=args.repeats,
+        probe_bursts=args.probe_bursts,
+        progress=progress,
+        **_run_options(args),
     )
     print(json.dumps({"saturation_msgs_per_s": result["saturation_msgs_per_s"]}))
     return 0
@@ -222,6 +236,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default=1,
         metavar="N",
         help="measure every rate N times, interleaved (report medians and spread)",
+    )
+    p.add_argument(
+        "--probe-bursts",
+        type=_probe_sizes,
+        default=DEFAULT_PROBE_BURSTS,
+        metavar="N1,N2,...|none",
+        help="after the rates, one burst-probe run at the lowest rate with these group sizes "
+        "into DIR/rate_<lowest>/burst/ (warm batches of known sizes for the calibration; "
+        f"default {','.join(map(str, DEFAULT_PROBE_BURSTS))}; none: no probe)",
     )
     _load_options(p)
     p.set_defaults(run=cmd_campaign)

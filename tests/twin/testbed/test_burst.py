@@ -1,12 +1,19 @@
-"""The burst probe: cycles started in groups of known sizes (load client, CLI)."""
+"""The burst probe: cycles started in groups of known sizes (load client, CLI, live campaign)."""
 
 from __future__ import annotations
+
+import importlib
+import json
 
 import numpy as np
 import pytest
 
-from twin.cli import main
+from twin.cli import build_parser, main
+from twin.testbed import cli as testbed_cli
 from twin.testbed.client import MAX_BURST, LoadConfig, LoadRun, _schedule
+
+# The module, not the function ``twin.testbed.campaign`` that the package re-exports.
+C = importlib.import_module("twin.testbed.campaign")
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -66,6 +73,17 @@ def test_load_refuses_bad_burst_sizes(text, tmp_path, capsys):
     assert "--burst-sizes" in capsys.readouterr().err
 
 
+def test_campaign_probe_option(tmp_path, capsys):
+    parse = build_parser().parse_args
+    base = ["testbed", "campaign", "--rates", "1000", "--out", str(tmp_path)]
+    assert parse(base).probe_bursts == C.DEFAULT_PROBE_BURSTS == testbed_cli.DEFAULT_PROBE_BURSTS
+    assert parse([*base, "--probe-bursts", "none"]).probe_bursts == ()
+    assert parse([*base, "--probe-bursts", "2, 8"]).probe_bursts == (2, 8)
+    with pytest.raises(SystemExit) as exc:
+        parse([*base, "--probe-bursts", "0,4"])
+    assert exc.value.code == 2 and "--probe-bursts" in capsys.readouterr().err
+
+
 def test_load_bursts_with_the_closed_loop_is_bad_input(tmp_path, capsys):
     argv = ["testbed", "load", "--rate", "1000", "--out", str(tmp_path), "--loop", "closed"]
     assert main([*argv, "--burst-sizes", "4"]) == 2
@@ -116,3 +134,31 @@ def test_burst_run_has_batches_of_eight(burst_run):
     assert gw["batch_mean"][k8] == pytest.approx(8, abs=1) and gw["mean_us"][k8] > 0
     client = s["work_by_batch"]["client"]
     assert sum(client["count"][_class(client, 8) :]) > 0
+
+
+def test_campaign_runs_one_burst_probe_at_the_lowest_rate(tmp_path):
+    """Two low rates, one repeat, short runs; then the probe, groups spread over 2 connections."""
+    result = C.campaign(
+        tmp_path,
+        [1000, 500],
+        duration_s=0.5,
+        warmup_s=0.2,
+        connections=2,
+        probe_bursts=(1, 4),
+    )
+    saved = json.loads((tmp_path / "campaign.json").read_text())
+    probe = {"dir": "rate_500/burst", "rate_msgs_per_s": 500.0, "burst_sizes": [1, 4]}
+    assert result["burst_probe"] == saved["burst_probe"] == probe, saved["burst_probe"]
+    assert [r["run"] for row in saved["rows"] for r in row["runs"]] == ["rate_500", "rate_1000"]
+    s = json.loads((tmp_path / "rate_500/burst/summary.json").read_text())
+    assert s["conditions"]["burst_sizes"] == [1, 4] and s["conditions"]["rate_msgs_per_s"] == 500
+    assert s["conditions"]["connections"] == 2 and s["conditions"]["duration_s"] == 0.5
+    assert s["lost"] == 0 and s["counts"]["acks"] == s["counts"]["cancel_acks"] > 0
+    for name in ("rtt.hlog", "rtt.hgrm"):
+        assert (tmp_path / "rate_500/burst" / name).stat().st_size > 0
+    # Round-robin: a group of 4 puts 2 frames on each connection, so the gateway reads 2 at once.
+    gw = s["work_by_batch"]["gateway"]
+    assert gw["count"][_class(gw, 2)] > 0
+    assert sum(gw["count"][: _class(gw, 3)]) >= 0.9 * sum(gw["count"]), gw
+    client = s["work_by_batch"]["client"]
+    assert sum(client["count"][_class(client, 4) :]) > 0

@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from twin.errors import SimulationError
+
 # The module, not the function ``twin.testbed.campaign`` that the package re-exports.
 C = importlib.import_module("twin.testbed.campaign")
 
@@ -27,12 +29,25 @@ def _summary(rate: float, p50: float, seed: int) -> dict:
     }
 
 
+class Calls(list):
+    """The rate runs' (rate, seed); the burst probes' (directory, rate, seed, sizes, options)."""
+
+    probes: list[tuple]
+    fail_probe: BaseException | None = None
+
+
 @pytest.fixture
 def fake_measure(monkeypatch):
-    calls: list[tuple[float, int]] = []
+    calls = Calls()
+    calls.probes = []
 
-    def measure(out_dir, *, rate_msgs_per_s, seed, **_):
-        calls.append((rate_msgs_per_s, seed))
+    def measure(out_dir, *, rate_msgs_per_s, seed, burst_sizes=(), **options):
+        if burst_sizes:
+            calls.probes.append((out_dir, rate_msgs_per_s, seed, tuple(burst_sizes), options))
+            if calls.fail_probe is not None:
+                raise calls.fail_probe
+        else:
+            calls.append((rate_msgs_per_s, seed))
         return _summary(rate_msgs_per_s, 100.0 + 10 * seed, seed)
 
     monkeypatch.setattr(C, "measure", measure)
@@ -75,3 +90,41 @@ def test_median_summary_is_elementwise():
 def test_repeats_must_be_positive(tmp_path):
     with pytest.raises(ValueError, match="repeats 0"):
         C.campaign(tmp_path, [1000], repeats=0)
+
+
+def test_burst_probe_runs_once_after_the_rates_and_changes_no_row(tmp_path, fake_measure):
+    rates = [4000, 1000, 8000, 16000]
+    plain = C.campaign(tmp_path / "plain", rates, repeats=2, probe_bursts=(), loop="closed")
+    assert "burst_probe" not in plain and fake_measure.probes == []
+    assert "burst_probe" not in json.loads((tmp_path / "plain/campaign.json").read_text())
+    fake_measure.clear()
+    result = C.campaign(tmp_path, rates, repeats=2, loop="closed")
+    assert fake_measure == [(r, s) for s in (1, 2) for r in (1000, 4000, 8000, 16000)]
+    ((out, rate, seed, sizes, options),) = fake_measure.probes
+    assert (out, rate, seed, sizes) == (tmp_path / "rate_1000/burst", 1000, 1, (1, 2, 4, 8, 16, 32))
+    assert options == {"loop": "open"}  # groups are an open-loop schedule
+    probe = {"dir": "rate_1000/burst", "rate_msgs_per_s": 1000, "burst_sizes": [1, 2, 4, 8, 16, 32]}
+    assert result["burst_probe"] == probe
+    saved = json.loads((tmp_path / "campaign.json").read_text())
+    assert saved["burst_probe"] == probe
+    for key in ("rows", "saturation_msgs_per_s", "conditions"):
+        assert saved[key] == json.loads((tmp_path / "plain/campaign.json").read_text())[key]
+
+
+def test_a_failed_probe_keeps_the_campaign(tmp_path, fake_measure):
+    fake_measure.fail_probe = SimulationError("load client failed (1): boom")
+    result = C.campaign(tmp_path, [2000, 1000], probe_bursts=[1, 8])
+    assert result["burst_probe"] == {"error": "SimulationError: load client failed (1): boom"}
+    saved = json.loads((tmp_path / "campaign.json").read_text())
+    assert saved["burst_probe"] == result["burst_probe"]
+    assert [r["rate_msgs_per_s"] for r in saved["rows"]] == [1000, 2000]
+
+
+def test_an_interrupted_probe_keeps_the_campaign(tmp_path, fake_measure):
+    fake_measure.fail_probe = KeyboardInterrupt()
+    with pytest.raises(KeyboardInterrupt):
+        C.campaign(tmp_path, [1000, 2000], probe_bursts=[4])
+    saved = json.loads((tmp_path / "campaign.json").read_text())
+    assert [r["rate_msgs_per_s"] for r in saved["rows"]] == [1000, 2000]
+    assert saved["saturation_msgs_per_s"] == 2000
+    assert "not finished" in saved["burst_probe"]["error"]
