@@ -14,8 +14,8 @@ gateway reads several frames per read. What it is for: at a low rate the process
 batch, and the batches they do see are backlogs after a stall, still cold, so a calibration on
 the lowest rate cannot tell the warm marginal cost per event ``b`` from the per-wake-up cost
 ``a`` in "work per event = ``b + a / n``". A short run at that rate with groups of known sizes
-gives warm multi-event wake-ups and reads (``work_by_batch`` of its summary; the gateway's
-reads carry a group's share of one connection, about ``n / C`` frames).
+gives warm multi-event wake-ups and reads (``work_by_batch`` and ``work_by_batch_warm`` of its
+summary; the gateway's reads carry a group's share of one connection, about ``n / C`` frames).
 Open loop only.
 
 **One thread, one wait.** The loop waits on every socket *and* on a timer armed at the next
@@ -40,6 +40,12 @@ Only cycles scheduled inside ``[warmup, warmup + duration)`` are recorded; the r
 (up to ``drain_s``) for every answer and counts what never came back as lost. The run's
 conditions are recorded with it (:mod:`twin.testbed.hoststat`): both processes' CPU time and
 run-queue wait per message, the host's busy and steal shares, load average and runnable threads.
+Work per event by batch size (``work_by_batch``: the client's thread CPU per wake-up, the
+gateway's ``gateway_ns`` per read) is also given for the warm batches alone
+(``work_by_batch_warm``: the process idle for less than 50 us before it, the gap
+``work_by_idle_gap`` classes by; for the gateway the gap before the first request of the
+client's ``send`` that carried the request, which is the gateway's read when it reads one
+send at a time).
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ from twin.testbed.recorder import (
     IntervalRecorder,
     percentiles_us,
     timing_us,
+    warm_work_by_batch,
     work_by_batch,
     work_by_gap,
     write_results,
@@ -142,11 +149,14 @@ class _Conn:
     sock: socket.socket
     seq: int = 0
     free_ids: list[int] = field(default_factory=lambda: list(range(P.ORDER_IDS_PER_CONNECTION)))
-    # Per order id: the cycle's scheduled start (ns) and the gateway's idle gap before the
-    # order's (then the cancel's) request (ns).
+    # Per order id: the cycle's scheduled start (ns), the gateway's idle gap before the order's
+    # (then the cancel's) request (ns), and before the first request of the same ``send`` (the
+    # read that carries it: the requests after the first in one send see a gap of 0).
     sched_ns: list[int] = field(default_factory=lambda: [0] * P.ORDER_IDS_PER_CONNECTION)
     gw_gap_ns: list[int] = field(default_factory=lambda: [0] * P.ORDER_IDS_PER_CONNECTION)
+    gw_read_gap_ns: list[int] = field(default_factory=lambda: [0] * P.ORDER_IDS_PER_CONNECTION)
     out: bytearray = field(default_factory=bytearray)
+    out_gap: int = 0  # the gap before the first request queued in ``out``
     pending: bytes = b""
     outstanding: int = 0
 
@@ -186,6 +196,7 @@ class _Timings:
     lag: list[int] = field(default_factory=list)  # wake-up lateness of each order
     gateway: list[int] = field(default_factory=list)  # gateway_ns of each reply
     gateway_gap: list[int] = field(default_factory=list)  # gateway idle gap before its request
+    gateway_read_gap: list[int] = field(default_factory=list)  # ... before its request's send
     gateway_batch: list[int] = field(default_factory=list)  # frames in that request's read
     send: list[int] = field(default_factory=list)  # per order: write work (one per wake-up)
     send_n: list[int] = field(default_factory=list)
@@ -197,6 +208,7 @@ class _Timings:
     # Its thread CPU time per event: unlike wall time, not stretched by a preemption, which
     # at a low rate is what makes a batch (replies pile up while the thread is off its core).
     wake_work: list[int] = field(default_factory=list)
+    wake_gap: list[int] = field(default_factory=list)  # its idle gap (as ``recv_gap``)
     wakeups: int = 0
     runnable: list[int] = field(default_factory=list)
 
@@ -274,12 +286,17 @@ class LoadRun:
                     tm.gateway.append(gw)
                     tm.gateway_batch.append(batch)
                     tm.gateway_gap.append(conn.gw_gap_ns[oid])
+                    tm.gateway_read_gap.append(conn.gw_read_gap_ns[oid])
                 conn.seq += 1
                 pos = len(out)
                 out += CANCEL_TEMPLATE
                 CANCEL_AT_8.pack_into(out, pos + 8, conn.seq, now, oid)
                 CANCEL_AT_72.pack_into(out, pos + 72, symbol, account)
-                conn.gw_gap_ns[oid] = now - self.last_request_ns
+                gap = now - self.last_request_ns
+                if pos == 0:
+                    conn.out_gap = gap
+                conn.gw_gap_ns[oid] = gap
+                conn.gw_read_gap_ns[oid] = conn.out_gap
                 self.last_request_ns = now
                 counts["cancels_sent"] += 1
                 continue
@@ -291,6 +308,7 @@ class LoadRun:
                     tm.gateway.append(gw)
                     tm.gateway_batch.append(batch)
                     tm.gateway_gap.append(conn.gw_gap_ns[oid])
+                    tm.gateway_read_gap.append(conn.gw_read_gap_ns[oid])
             elif mtype == P.MSG_REJECT and code < 100:
                 if conn.sched_ns[oid] == ts:
                     counts["order_rejects"] += 1
@@ -316,7 +334,11 @@ class LoadRun:
         price = 99_000 - (k % 50) if k & 1 == 0 else 101_000 + (k % 50)
         ORDER_AT_8.pack_into(out, pos + 8, conn.seq, due, oid, price)
         ORDER_AT_76.pack_into(out, pos + 76, (k % len(self._conns)) % 1024, k & 1)
-        conn.gw_gap_ns[oid] = now - self.last_request_ns
+        gap = now - self.last_request_ns
+        if pos == 0:
+            conn.out_gap = gap
+        conn.gw_gap_ns[oid] = gap
+        conn.gw_read_gap_ns[oid] = conn.out_gap
         self.last_request_ns = now
 
     def _loop(self, due_ns: list[int], rec: IntervalRecorder, t_warm: int, t_end: int) -> None:
@@ -404,6 +426,7 @@ class LoadRun:
                 if (replies or sent_in_window) and t_warm <= woke < t_end:
                     tm.wake_events.append(replies + sent)
                     tm.wake_work.append((cpu_done - cpu_woke) // (replies + sent))
+                    tm.wake_gap.append(woke - last_active)
                 if replies or sent:
                     last_active = t_s
                 while marks and woke >= marks[0]:
@@ -501,6 +524,14 @@ class LoadRun:
             "work_by_batch": {
                 "client": work_by_batch(tm.wake_events, tm.wake_work, tm.wake_events),
                 "gateway": work_by_batch(tm.gateway_batch, tm.gateway, [1] * len(tm.gateway_batch)),
+            },
+            "work_by_batch_warm": {
+                "client": warm_work_by_batch(
+                    tm.wake_events, tm.wake_work, tm.wake_events, tm.wake_gap
+                ),
+                "gateway": warm_work_by_batch(
+                    tm.gateway_batch, tm.gateway, [1] * len(tm.gateway), tm.gateway_read_gap
+                ),
             },
             "client_cpu_us_per_msg": client_cpu,
             "gateway_cpu_us_per_msg": gateway_cpu,

@@ -11,6 +11,7 @@ be recomputed from the log.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,11 +91,19 @@ def work_by_gap(
     return out
 
 
-# Lower edges of the batch-size classes of :func:`work_by_batch` (events handled per wake-up).
+# Lower edges of the batch-size classes of :func:`work_by_batch` (events handled per wake-up;
+# the last class is open: 128 and more).
 BATCH_EDGES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128)
+# A wake-up or read is warm when its process had been idle for less than this before it
+# (:func:`warm_work_by_batch`).
+WARM_GAP_US = 50
 
 
-def work_by_batch(batch: list[int], per_event_ns: list[int], events: list[int]) -> dict[str, Any]:
+def work_by_batch(
+    batch: Sequence[int] | np.ndarray,
+    per_event_ns: Sequence[int] | np.ndarray,
+    events: Sequence[int] | np.ndarray,
+) -> dict[str, Any]:
     """Per batch-size class (:data:`BATCH_EDGES`): events, mean batch size and work per event (us).
 
     A wake-up (the client's) or a read (the gateway's) handles a batch of ``n`` events at a
@@ -117,6 +126,24 @@ def work_by_batch(batch: list[int], per_event_ns: list[int], events: list[int]) 
         out["batch_mean"].append(float(np.average(n[sel], weights=count[sel])) if c else 0.0)
         out["mean_us"].append(float(np.average(work[sel], weights=count[sel])) if c else 0.0)
     return out
+
+
+def warm_work_by_batch(
+    batch: Sequence[int],
+    per_event_ns: Sequence[int],
+    events: Sequence[int],
+    gaps_ns: Sequence[int],
+) -> dict[str, Any]:
+    """:func:`work_by_batch` of the batches whose idle gap before them was below
+    :data:`WARM_GAP_US` (the gap :func:`work_by_gap` classes by): the warm cost, without the
+    cold starts after a long idle that a low rate's batches mostly are.
+    """
+    warm = np.asarray(gaps_ns, dtype=np.int64) < WARM_GAP_US * 1000
+    return work_by_batch(
+        np.asarray(batch, dtype=np.int64)[warm],
+        np.asarray(per_event_ns, dtype=np.int64)[warm],
+        np.asarray(events, dtype=np.int64)[warm],
+    )
 
 
 class IntervalRecorder:

@@ -136,6 +136,14 @@ def test_burst_run_has_batches_of_eight(burst_run):
     assert sum(client["count"][_class(client, 8) :]) > 0
 
 
+def test_warm_batches_are_a_subset_with_the_same_layout(burst_run):
+    s = burst_run
+    for who in ("client", "gateway"):
+        every, warm = s["work_by_batch"][who], s["work_by_batch_warm"][who]
+        assert warm.keys() == every.keys() and warm["batch_from"] == every["batch_from"]
+        assert all(w <= n for w, n in zip(warm["count"], every["count"], strict=True))
+
+
 def test_campaign_runs_one_burst_probe_at_the_lowest_rate(tmp_path):
     """Two low rates, one repeat, short runs; then the probe, groups spread over 2 connections."""
     result = C.campaign(

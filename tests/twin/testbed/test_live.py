@@ -146,3 +146,18 @@ def test_closed_loop_keeps_one_message_in_flight_per_connection(gateway, tmp_pat
     # Little's law with at most one message in flight per connection.
     assert s["achieved_msgs_per_s"] <= 1.05 * connections * 1e6 / s["rtt_us"]["mean"]
     assert s["achieved_msgs_per_s"] < 0.5 * cfg.rate_msgs_per_s
+
+
+def test_warm_batches_and_no_bursts_by_default(run):
+    _, s = run
+    assert s["conditions"]["burst_sizes"] == []
+    assert s["work_by_batch_warm"].keys() == s["work_by_batch"].keys() == {"client", "gateway"}
+    for who in ("client", "gateway"):
+        every, warm = s["work_by_batch"][who], s["work_by_batch_warm"][who]
+        assert warm.keys() == every.keys() and warm["batch_from"] == every["batch_from"]
+        assert all(w <= n for w, n in zip(warm["count"], every["count"], strict=True))
+        for n, w_us, n_all, all_us in zip(
+            warm["count"], warm["mean_us"], every["count"], every["mean_us"], strict=True
+        ):
+            # Every batch of a class warm: the same mean.
+            assert n < n_all or w_us == pytest.approx(all_us)
