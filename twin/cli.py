@@ -51,6 +51,11 @@ def format_result(result: RunResult) -> str:
         "round trip (us): "
         + "  ".join(f"{k.replace('_', '.')} {v:,.1f}" for k, v in result.rtt_us.items())
     )
+    for kind, rtt in result.rtt_by_kind_us.items():
+        lines.append(
+            f"  {kind + ':':7s} "
+            + "  ".join(f"{k.replace('_', '.')} {v:,.1f}" for k, v in rtt.items())
+        )
     lines.append("")
     lines.append(f"{'hop':44s} {'mean us':>9s} {'util':>6s}")
     for hop in result.hops:

@@ -2,7 +2,8 @@
 
 Each message is a SimPy process that walks the path's hops in order: it waits the hop's fixed
 time and its non-queueing delay, then (if the hop has a station) queues FIFO for one of the
-station's servers and holds it for the service time. In the order loop a client sends a limit
+station's servers and holds it for the service time (plus a wake-up when it finds a sleeping
+station idle, see :class:`twin.path.Station`). In the order loop a client sends a limit
 order, and on its ack immediately sends the cancel; each of the two round trips is one recorded
 message. Open loops start cycles on a schedule (so a slow reply never delays the next send and
 coordinated omission cannot hide the tail); closed loops run ``accounts`` paced loops that each
@@ -95,15 +96,44 @@ class _Model:
         ]
         self.station = [int(s) for s in hops["station"]]
         self.resources = [simpy.Resource(self.env, capacity=int(c)) for c in path.station_servers]
-        self.samples: list[float] = []
+        wake = path.station_wake
+        self.wake = [
+            _sampler(
+                int(w["wake_code"]),
+                w["wake_p0"],
+                w["wake_p1"],
+                w["wake_p2"],
+                self.rng,
+                path.tables,
+                path.table_lengths,
+            )
+            for w in wake
+        ]
+        self.cold_us = [float(x) for x in wake["cold_us"]]
+        self.cold_tau_us = [float(x) for x in wake["cold_tau_us"]]
+        self.sleeps = [
+            draw is not None or cold > 0 for draw, cold in zip(self.wake, self.cold_us, strict=True)
+        ]
+        # When each (one-server) station last finished a service: how long it has sat idle.
+        self.last_free = [0.0] * path.n_stations
+        self.samples: list[list[float]] = [[] for _ in range(load.messages_per_cycle)]
         self.hop_sum = np.zeros(self.n_hops)
         self.busy = np.zeros(path.n_stations)
 
     def in_window(self, t: float) -> bool:
         return self.load.warmup_us <= t < self.load.end_us
 
-    def message(self) -> Generator[Any, Any, None]:
-        """One client message's round trip through every hop."""
+    def wake_up_us(self, station: int, idle_us: float) -> float:
+        """What waking ``station`` after ``idle_us`` of idleness adds to a service."""
+        draw = self.wake[station]
+        cold = self.cold_us[station]
+        extra = draw() if draw is not None else 0.0
+        if cold > 0:
+            extra += cold * -np.expm1(-idle_us / self.cold_tau_us[station])
+        return extra
+
+    def message(self, kind: int) -> Generator[Any, Any, None]:
+        """One client message's round trip through every hop (``kind``: its place in the cycle)."""
         env = self.env
         sent = env.now
         record = self.in_window(sent)
@@ -116,23 +146,30 @@ class _Model:
                 yield env.timeout(wait)
             st = self.station[i]
             if st >= 0:
-                with self.resources[st].request() as req:
+                resource = self.resources[st]
+                idle_us = 0.0
+                if self.sleeps[st] and resource.count == 0 and not resource.queue:
+                    idle_us = env.now - self.last_free[st]
+                with resource.request() as req:
                     yield req
                     serve = self.service[i]
                     s = serve() if serve is not None else 0.0
+                    if idle_us > 0:
+                        s += self.wake_up_us(st, idle_us)
                     if self.in_window(env.now):
                         self.busy[st] += s
                     yield env.timeout(s)
+                    self.last_free[st] = env.now
             if hop_times is not None:
                 hop_times[i] = env.now - entered
         if hop_times is not None:
-            self.samples.append(env.now - sent)
+            self.samples[kind].append(env.now - sent)
             self.hop_sum += hop_times
 
     def cycle(self) -> Generator[Any, Any, None]:
         """One loop iteration: order then cancel (or one echo)."""
-        for _ in range(self.load.messages_per_cycle):
-            yield self.env.process(self.message())
+        for kind in range(self.load.messages_per_cycle):
+            yield self.env.process(self.message(kind))
 
     def open_loop(self) -> Generator[Any, Any, None]:
         """Start cycles on a Poisson or evenly spaced schedule until the window closes."""
@@ -165,11 +202,13 @@ class _Model:
             for _ in range(self.load.accounts):
                 self.env.process(self.closed_account(float(self.rng.uniform(0, period))))
         self.env.run()
-        samples = np.asarray(self.samples)
-        counts = empty_counts()
-        record_us(counts, samples)
+        by_kind = np.tile(empty_counts(), (self.load.messages_per_cycle, 1))
+        for kind, values in enumerate(self.samples):
+            record_us(by_kind[kind], np.asarray(values))
+        samples = np.concatenate([np.asarray(v, dtype=float) for v in self.samples])
         return EngineOutput(
-            counts=counts,
+            counts=by_kind.sum(axis=0),
+            counts_by_kind=by_kind,
             messages=len(samples),
             rtt_sum_us=float(samples.sum()),
             rtt_max_us=float(samples.max()) if len(samples) else 0.0,

@@ -24,14 +24,44 @@ from twin.dists import ZERO, Dist, Empirical
 
 @dataclass(frozen=True)
 class Station:
-    """A finite-capacity FIFO resource: ``servers`` messages can be in service at once."""
+    """A finite-capacity FIFO resource: ``servers`` messages can be in service at once.
+
+    A one-server station can **sleep when idle** (a thread blocked in ``epoll_wait``): a message
+    that finds it idle adds a wake-up ``wake`` (drawn) and a cold start
+    ``cold_us * (1 - exp(-gap / cold_tau_us))`` to its service, ``gap`` being how long the server
+    sat idle (caches, clock and a halted vCPU cool down while it sleeps); a message that finds
+    it busy is served warm. This is an M/G/1 queue with exceptional first service: the wake-up
+    is paid once per busy period, so it fades as the load rises and is never paid at
+    saturation, and the station's capacity is that of its ordinary service. Only one-server
+    stations: with several servers, which one wakes would depend on how they are picked.
+    """
 
     name: str
     servers: int
+    wake: Dist = ZERO
+    cold_us: float = 0.0
+    cold_tau_us: float = 0.0
 
     def __post_init__(self) -> None:
         if self.servers < 1:
             raise ValueError(f"Station {self.name!r} needs >= 1 server, got {self.servers}")
+        if not (self.cold_us >= 0 and math.isfinite(self.cold_us)):
+            raise ValueError(f"Station {self.name!r}: cold_us must be >= 0, got {self.cold_us}")
+        if self.cold_us > 0 and not (self.cold_tau_us > 0 and math.isfinite(self.cold_tau_us)):
+            raise ValueError(
+                f"Station {self.name!r}: cold_tau_us must be > 0 with a cold start, "
+                f"got {self.cold_tau_us}"
+            )
+        if self.sleeps and self.servers != 1:
+            raise ValueError(
+                f"Station {self.name!r}: only a one-server station can sleep when idle "
+                f"(wake / cold_us), it has {self.servers} servers"
+            )
+
+    @property
+    def sleeps(self) -> bool:
+        """Whether an arrival to the idle station pays a wake-up or a cold start."""
+        return not self.wake.is_zero or self.cold_us > 0
 
 
 @dataclass(frozen=True)
@@ -59,6 +89,7 @@ class CompiledPath:
 
     hops: np.ndarray  # HOP_DTYPE rows
     station_servers: np.ndarray  # int64, one per station
+    station_wake: np.ndarray  # WAKE_DTYPE, one per station: what waking it from idle adds
     tables: np.ndarray  # float64 (n_tables, max_len): empirical samples, padded
     table_lengths: np.ndarray  # int64, valid length of each table row
     hop_names: tuple[str, ...]
@@ -152,11 +183,18 @@ def compile_path(hops: list[Hop]) -> CompiledPath:
             known = stations.get(hop.station.name)
             if known is not None and known != hop.station:
                 raise ValueError(
-                    f"Station {hop.station.name!r} declared with {known.servers} and "
-                    f"{hop.station.servers} servers"
+                    f"Station {hop.station.name!r} declared twice differently: {known} and "
+                    f"{hop.station}"
                 )
             stations.setdefault(hop.station.name, hop.station)
             row["station"] = list(stations).index(hop.station.name)
+    wake = np.zeros(len(stations), dtype=dtypes.WAKE_DTYPE)
+    for k, st in enumerate(stations.values()):
+        (wake[k]["wake_code"], wake[k]["wake_p0"], wake[k]["wake_p1"], wake[k]["wake_p2"]) = encode(
+            st.wake
+        )
+        wake[k]["cold_us"] = st.cold_us
+        wake[k]["cold_tau_us"] = st.cold_tau_us
     max_len = max((len(t) for t in tables), default=1)
     table_array = np.zeros((max(len(tables), 1), max_len))
     lengths = np.zeros(max(len(tables), 1), dtype=np.int64)
@@ -166,6 +204,7 @@ def compile_path(hops: list[Hop]) -> CompiledPath:
     return CompiledPath(
         hops=rows,
         station_servers=np.array([s.servers for s in stations.values()], dtype=np.int64),
+        station_wake=wake,
         tables=table_array,
         table_lengths=lengths,
         hop_names=tuple(h.name for h in hops),

@@ -18,6 +18,9 @@ from twin.load import Load
 from twin.path import CompiledPath
 
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
+# Names of the messages of a cycle, by messages per cycle: the order loop's two round trips
+# (order -> ack, cancel -> cancel ack) are reported apart as well as pooled.
+MESSAGE_KINDS = {2: ("order", "cancel")}
 
 
 @dataclass
@@ -31,6 +34,8 @@ class EngineOutput:
     hop_time_sum_us: np.ndarray  # per hop, summed over recorded messages
     station_busy_us: np.ndarray  # service time begun inside the window, per station
     duration_us: float
+    # One histogram per message of a cycle (rows sum to ``counts``); None: not kept.
+    counts_by_kind: np.ndarray | None = None
 
     def merge(self, other: EngineOutput) -> EngineOutput:
         """Pool two independent runs of the same path (replications or batches)."""
@@ -42,6 +47,11 @@ class EngineOutput:
             hop_time_sum_us=self.hop_time_sum_us + other.hop_time_sum_us,
             station_busy_us=self.station_busy_us + other.station_busy_us,
             duration_us=self.duration_us + other.duration_us,
+            counts_by_kind=(
+                self.counts_by_kind + other.counts_by_kind
+                if self.counts_by_kind is not None and other.counts_by_kind is not None
+                else None
+            ),
         )
 
 
@@ -77,6 +87,8 @@ class RunResult:
     saturated: tuple[str, ...] = ()
     placements: dict[str, str] = field(default_factory=dict)
     counts: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # The order loop's order and cancel round trips apart (same keys as rtt_us, no max).
+    rtt_by_kind_us: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The public JSON shape of ``twin run --json``."""
@@ -89,6 +101,9 @@ class RunResult:
             "stable": self.stable,
             "saturated_stations": list(self.saturated),
             "rtt_us": dict(self.rtt_us) if self.stable else None,
+            "rtt_by_kind_us": (
+                {k: dict(v) for k, v in self.rtt_by_kind_us.items()} if self.stable else None
+            ),
             "throughput_msgs_per_s": self.throughput_msgs_per_s,
             "hops": [
                 {
@@ -160,6 +175,16 @@ def summarise(
     rtt["max"] = out.rtt_max_us
     rtt["mean"] = out.rtt_sum_us / out.messages
     station_util = out.station_busy_us / (out.duration_us * path.station_servers)
+    kinds = MESSAGE_KINDS.get(load.messages_per_cycle, ())
+    by_kind = {}
+    if kinds and out.counts_by_kind is not None:
+        for name, counts in zip(kinds, out.counts_by_kind, strict=True):
+            if counts.any():
+                h = to_hdr(counts)
+                by_kind[name] = {
+                    k: h.get_value_at_percentile(p) / 1e3 for k, p in PERCENTILES.items()
+                }
+                by_kind[name]["mean"] = h.get_mean_value() / 1e3
     hops = tuple(
         HopStat(
             name=path.hop_names[i],
@@ -189,4 +214,5 @@ def summarise(
         stable=True,
         placements=placements,
         counts=out.counts,
+        rtt_by_kind_us=by_kind,
     )

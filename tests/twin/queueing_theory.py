@@ -37,3 +37,23 @@ def md1_sojourn_quantile_us(p: float, arrival_per_us: float, service_us: float) 
     # utilisations up to about 0.9.
     wait = brentq(lambda t: md1_wait_cdf(t, arrival_per_us, service_us) - p, 0.0, 40 * service_us)
     return wait + service_us
+
+
+def mg1_setup_sojourn_mean_us(
+    arrival_per_us: float,
+    service_mean_us: float,
+    service_second_moment: float,
+    setup_mean_us: float,
+    setup_second_moment: float,
+) -> float:
+    """M/G/1 whose first customer of each busy period adds a setup (exceptional first service).
+
+    ``E[T] = E[S] + lambda E[S^2] / (2 (1 - rho)) + (2 E[D] + lambda E[D^2]) / (2 (1 + lambda
+    E[D]))`` (Welch 1964; Harchol-Balter, *Performance Modeling and Design of Computer Systems*,
+    ch. 27, M/G/1 with setup), ``rho = lambda E[S]``: the setup is paid once per busy period.
+    """
+    lam = arrival_per_us
+    rho = lam * service_mean_us
+    wait = lam * service_second_moment / (2 * (1 - rho))
+    setup = (2 * setup_mean_us + lam * setup_second_moment) / (2 * (1 + lam * setup_mean_us))
+    return service_mean_us + wait + setup

@@ -17,7 +17,10 @@ Semantics are those of :mod:`twin.des`; the structure is chosen for speed:
   events. A multi-server station keeps its servers' free times in a flat array: the server
   after the last one used (round-robin) is tried first, which below saturation is nearly always
   free, and only when it is busy is the array scanned for the earliest free server (replacing a
-  per-station min-heap whose sift-downs cost more than the rest of a visit).
+  per-station min-heap whose sift-downs cost more than the rest of a visit). A one-server
+  station that sleeps when idle (:class:`twin.path.Station`) knows its idle time for free: an
+  arrival at ``a > free`` wakes it after ``a - free`` of idleness (a flag bit of the hop; the
+  wake-up's table and cold start live in per-station arrays read only then).
 - **No push when nothing comes first.** A message whose next arrival is strictly earlier than
   every other pending event is processed straight away instead of going through the heap, and
   so is an arrival at a hop flagged *in order* (its station is fed only by a one-server station
@@ -81,9 +84,17 @@ STATUS_FULL = 2  # a new cycle needs a message slot and none is free: grow the s
 # Columns of hop_i (one row per hop; built by twin.fast.engine from the path): where the hop's
 # delay (fixed time included) and service quantile tables start in ``quantiles``, the empirical
 # table row each resamples (-1: none), its station (-1: none) and whether it is in order.
-HI_DELAY_Q, HI_SERVICE_Q, HI_DELAY_ROW, HI_SERVICE_ROW, HI_STATION, HI_IN_ORDER = range(6)
+HI_DELAY_Q, HI_SERVICE_Q, HI_DELAY_ROW, HI_SERVICE_ROW, HI_STATION, HI_FLAGS = range(6)
 HI_SERVER, HI_SERVERS = 6, 7  # its station's first server in server_free_us, and their count
 HOP_I_COLS = 8  # a power of two: a row start is a shift
+# Bits of hop_i[:, HI_FLAGS].
+FLAG_IN_ORDER = 1  # the hop's arrivals come in time order: no calendar event needed
+FLAG_SLEEPS = 2  # its station sleeps when idle: an arrival finding it idle pays a wake-up
+# Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
+# station_wake_i holds the wake-up's quantile table start and empirical row (-1: none),
+# station_cold the cold start's size (us) and the inverse of its idle time constant (1/us).
+WI_Q, WI_ROW = 0, 1
+WC_COLD, WC_INV_TAU = 0, 1
 
 # Columns of the per-slot arrays.
 SF_ENTER, SF_SEND, SF_NEXT_START = 0, 1, 2  # float64 slot_f
@@ -128,6 +139,8 @@ def _earliest_to_root(heap_t: np.ndarray, heap_k: np.ndarray, heap_n: int) -> No
 def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     hop_i: np.ndarray,
     station_next: np.ndarray,
+    station_wake_i: np.ndarray,
+    station_cold: np.ndarray,
     server_free_us: np.ndarray,
     quantiles: np.ndarray,
     tables: np.ndarray,
@@ -281,6 +294,22 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
                     n_row = table_lengths[row]
                     s += tables[row, min(int(u * n_row), n_row - 1)]
+                flags = hop_il[hi + np.uint64(HI_FLAGS)]
+                if flags & FLAG_SLEEPS and t > free_t:
+                    # The arrival wakes the sleeping (one-server) station: a drawn wake-up plus
+                    # a cold start growing with how long it sat idle.
+                    g, f, s0, s1, s2, s3 = grid_point(s0, s1, s2, s3)
+                    q = np.uint64(station_wake_i[st, WI_Q]) + g
+                    lo = quantiles[q]
+                    s += lo + (quantiles[q + np.uint64(1)] - lo) * f
+                    row = station_wake_i[st, WI_ROW]
+                    if row >= 0:
+                        u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
+                        n_row = table_lengths[row]
+                        s += tables[row, min(int(u * n_row), n_row - 1)]
+                    s += station_cold[st, WC_COLD] * -np.expm1(
+                        -(t - free_t) * station_cold[st, WC_INV_TAU]
+                    )
                 done_t = start + s
                 server_free_us[pick] = done_t
                 if warmup_us <= start < end_us:
@@ -312,7 +341,8 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             if hop < n_hops:
                 if (
                     t < other_t
-                    or hop_il[np.uint64(hop) * np.uint64(HOP_I_COLS) + np.uint64(HI_IN_ORDER)] != 0
+                    or hop_il[np.uint64(hop) * np.uint64(HOP_I_COLS) + np.uint64(HI_FLAGS)]
+                    & FLAG_IN_ORDER
                 ):
                     continue  # this arrival is the next event anyway, or needs no calendar
                 keep = True
@@ -320,7 +350,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             # Round trip complete.
             if record:
                 rtt = t - send
-                counts[counts_index(np.int64(np.rint(rtt * 1e3)))] += 1
+                counts[msg, counts_index(np.int64(np.rint(rtt * 1e3)))] += 1
                 messages += 1
                 rtt_sum += rtt
                 if rtt > rtt_max:

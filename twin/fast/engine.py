@@ -33,44 +33,67 @@ MESSAGES_PER_CHUNK = 1_000_000
 Progress = Callable[[float], None]
 
 
-def hop_tables(path: CompiledPath, load: Load) -> tuple[np.ndarray, np.ndarray]:
-    """The kernel's packed view of the path: ``hop_i`` rows and the quantile tables.
+class _Tables:
+    """Quantile tables of the distributions a path draws from, one per distinct distribution."""
+
+    def __init__(self) -> None:
+        self.starts: dict[tuple[int, float, float, float, float], int] = {}
+        self.chunks: list[np.ndarray] = []
+
+    def encode(self, row: np.void, part: str, fixed_us: float = 0.0) -> tuple[int, int]:
+        """Where the ``part`` distribution's table starts, and its empirical row (-1: none).
+
+        A distribution with a fixed time gets a table of the sum; an empirical one gets a table
+        of the fixed time alone, the kernel adding the resampled value.
+        """
+        code = int(row[f"{part}_code"])
+        p0, p1, p2 = (float(row[f"{part}_p{i}"]) for i in range(3))
+        if code == dtypes.DIST_EMPIRICAL:
+            return self.start((dtypes.DIST_NONE, 0.0, 0.0, 0.0, fixed_us)), int(p0)
+        return self.start((code, p0, p1, p2, fixed_us)), -1
+
+    def start(self, key: tuple[int, float, float, float, float]) -> int:
+        if key not in self.starts:
+            self.starts[key] = len(self.chunks) * _quantile.TABLE_LEN
+            self.chunks.append(_quantile.quantile_table(*key))
+        return self.starts[key]
+
+
+def hop_tables(
+    path: CompiledPath, load: Load
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The kernel's packed view of the path: ``hop_i`` rows, the stations' wake-up arrays
+    (``station_wake_i``, ``station_cold``) and the quantile tables.
 
     Each distinct (distribution, fixed time) pair gets one quantile table
     (:mod:`twin.fast._quantile`); a hop's delay table includes its fixed time.
     """
     hops = path.hops
+    tables = _Tables()
     hop_i = np.zeros((path.n_hops, k.HOP_I_COLS), dtype=np.int64)
-    starts: dict[tuple[int, float, float, float, float], int] = {}
-    chunks: list[np.ndarray] = []
-
-    def table_start(key: tuple[int, float, float, float, float]) -> int:
-        if key not in starts:
-            starts[key] = len(chunks) * _quantile.TABLE_LEN
-            chunks.append(_quantile.quantile_table(*key))
-        return starts[key]
-
     for h, row in enumerate(hops):
-        for part, q_col, row_col, fixed_us in (
-            ("delay", k.HI_DELAY_Q, k.HI_DELAY_ROW, float(row["fixed_us"])),
-            ("service", k.HI_SERVICE_Q, k.HI_SERVICE_ROW, 0.0),
-        ):
-            code = int(row[f"{part}_code"])
-            p0, p1, p2 = (float(row[f"{part}_p{i}"]) for i in range(3))
-            if code == dtypes.DIST_EMPIRICAL:  # the kernel adds the resampled value
-                hop_i[h, q_col] = table_start((dtypes.DIST_NONE, 0.0, 0.0, 0.0, fixed_us))
-                hop_i[h, row_col] = int(p0)
-            else:
-                hop_i[h, q_col] = table_start((code, p0, p1, p2, fixed_us))
-                hop_i[h, row_col] = -1
-    hop_i[:, k.HI_STATION] = hops["station"]
-    hop_i[:, k.HI_IN_ORDER] = in_order_hops(path, load)
+        hop_i[h, k.HI_DELAY_Q], hop_i[h, k.HI_DELAY_ROW] = tables.encode(
+            row, "delay", float(row["fixed_us"])
+        )
+        hop_i[h, k.HI_SERVICE_Q], hop_i[h, k.HI_SERVICE_ROW] = tables.encode(row, "service")
+    wake = path.station_wake
+    station_wake_i = np.array([tables.encode(w, "wake") for w in wake], dtype=np.int64)
+    station_wake_i = station_wake_i.reshape(path.n_stations, 2)
+    tau = wake["cold_tau_us"]
+    station_cold = np.column_stack(
+        [wake["cold_us"], np.divide(1.0, tau, out=np.zeros(len(tau)), where=tau > 0)]
+    )
+    sleeps = (wake["wake_code"] != dtypes.DIST_NONE) | (wake["cold_us"] > 0)
+    station = hops["station"]
+    queued = station >= 0
+    hop_i[:, k.HI_STATION] = station
+    hop_i[:, k.HI_FLAGS] = np.where(in_order_hops(path, load), k.FLAG_IN_ORDER, 0)
+    hop_i[queued, k.HI_FLAGS] |= np.where(sleeps[station[queued]], k.FLAG_SLEEPS, 0)
     servers = np.asarray(path.station_servers, dtype=np.int64)
     first = np.concatenate([[0], np.cumsum(servers)[:-1]])
-    queued = hops["station"] >= 0
-    hop_i[queued, k.HI_SERVER] = first[hops["station"][queued]]
-    hop_i[queued, k.HI_SERVERS] = servers[hops["station"][queued]]
-    return hop_i, np.concatenate(chunks)
+    hop_i[queued, k.HI_SERVER] = first[station[queued]]
+    hop_i[queued, k.HI_SERVERS] = servers[station[queued]]
+    return hop_i, station_wake_i, np.ascontiguousarray(station_cold), np.concatenate(tables.chunks)
 
 
 def in_order_hops(path: CompiledPath, load: Load) -> np.ndarray:
@@ -106,7 +129,7 @@ class _Run:
     def __init__(self, path: CompiledPath, load: Load):
         self.path = path
         self.load = load
-        self.hop_i, self.quantiles = hop_tables(path, load)
+        self.hop_i, self.station_wake_i, self.station_cold, self.quantiles = hop_tables(path, load)
         self.station_next = np.zeros(path.n_stations, dtype=np.int64)
         self.closed = load.loop == dtypes.LOOP_CLOSED
         slots = load.accounts if self.closed else INITIAL_SLOTS
@@ -124,7 +147,8 @@ class _Run:
         self.slot_f = np.zeros((slots, k.SLOT_F_COLS))
         self.slot_i = np.zeros((slots, k.SLOT_I_COLS), dtype=np.int64)
         self.server_free_us = np.zeros(int(path.station_servers.sum()))
-        self.counts = empty_counts()
+        # One histogram per message of a cycle (the order loop's order and cancel).
+        self.counts = np.tile(empty_counts(), (load.messages_per_cycle, 1))
         self.hop_sum_us = np.zeros(path.n_hops)
         self.busy_us = np.zeros(path.n_stations)
         self.tables = np.ascontiguousarray(path.tables, dtype=np.float64)
@@ -154,6 +178,8 @@ class _Run:
             k.run_kernel(
                 self.hop_i,
                 self.station_next,
+                self.station_wake_i,
+                self.station_cold,
                 self.server_free_us,
                 self.quantiles,
                 self.tables,
@@ -182,7 +208,8 @@ class _Run:
 
     def output(self) -> EngineOutput:
         return EngineOutput(
-            counts=self.counts,
+            counts=self.counts.sum(axis=0),
+            counts_by_kind=self.counts,
             messages=int(self.istate[k.I_MESSAGES]),
             rtt_sum_us=float(self.fstate[k.F_RTT_SUM]),
             rtt_max_us=float(self.fstate[k.F_RTT_MAX]),

@@ -1,0 +1,107 @@
+"""A station that sleeps when idle (wake-up and cold start), in both engines, against theory.
+
+The wake-up is an exceptional first service: the M/G/1 setup-time result gives the mean
+sojourn exactly. The cold start depends on the idle time before each wake-up, which has no
+closed form on a path with delays: there the two engines are checked against each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from tests.twin import queueing_theory as qt
+from tests.twin.fast.test_fast_theory import covering_interval, poisson_load
+from twin import des, dtypes
+from twin.dists import Const, Exponential
+from twin.fast import engine as fast
+from twin.histogram import to_hdr
+from twin.path import Hop, Station, compile_path
+from twin.replicate import run_replications
+
+SERVICE_US = 1.0
+WAKES = {"constant": (Const(2.0), 2.0, 4.0), "exponential": (Exponential(2.0), 2.0, 8.0)}
+
+
+def sleeping_queue(wake: Const | Exponential) -> list[Hop]:
+    station = Station("thread", 1, wake=wake)
+    return [Hop("work", "test", service=Exponential(SERVICE_US), station=station)]
+
+
+@pytest.mark.parametrize("rho", [0.5, 0.8])
+@pytest.mark.parametrize("kind", sorted(WAKES))
+def test_fast_wake_up_matches_the_setup_time_queue(kind: str, rho: float) -> None:
+    wake, mean, second = WAKES[kind]
+    expected = qt.mg1_setup_sojourn_mean_us(rho, SERVICE_US, 2 * SERVICE_US**2, mean, second)
+    path = compile_path(sleeping_queue(wake))
+    result = run_replications(path, poisson_load(rho, 400_000, seed=11), 10, engine="fast")
+    got = result.estimates["mean"]
+    assert got == pytest.approx(expected, rel=0.01)
+    lo, hi = covering_interval(got, result.ci95["mean"])
+    assert lo <= expected <= hi, (lo, expected, hi)
+
+
+def test_des_wake_up_matches_the_setup_time_queue() -> None:
+    wake, mean, second = WAKES["exponential"]
+    expected = qt.mg1_setup_sojourn_mean_us(0.5, SERVICE_US, 2 * SERVICE_US**2, mean, second)
+    out = des.simulate(compile_path(sleeping_queue(wake)), poisson_load(0.5, 100_000, seed=3))
+    assert out.rtt_sum_us / out.messages == pytest.approx(expected, rel=0.03)
+
+
+def test_a_long_idle_station_pays_the_whole_cold_start() -> None:
+    """Evenly spaced arrivals idle for 1000 us (1000 time constants) before each: every one pays
+    the wake-up and the whole cold start, on top of its service."""
+    station = Station("thread", 1, wake=Const(3.0), cold_us=20.0, cold_tau_us=1.0)
+    path = compile_path([Hop("work", "test", service=Const(1.0), station=station)])
+    load = replace(poisson_load(0.001, 2_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+    for simulate in (fast.simulate, des.simulate):
+        out = simulate(path, load)
+        assert out.rtt_sum_us / out.messages == pytest.approx(24.0, rel=1e-4)
+
+
+def _percentiles(out: object) -> np.ndarray:
+    hist = to_hdr(out.counts)  # type: ignore[attr-defined]
+    return np.array([hist.get_value_at_percentile(p) / 1e3 for p in (50, 90, 99)])
+
+
+@pytest.mark.parametrize("rate_per_us", [0.02, 0.15])
+def test_engines_agree_on_cold_starts(rate_per_us: float) -> None:
+    """Delays before and between two sleeping stations with idle-dependent cold starts."""
+    client = Station("client", 1, wake=Exponential(3.0), cold_us=20.0, cold_tau_us=5.0)
+    gateway = Station("gateway", 1, cold_us=10.0, cold_tau_us=20.0)
+    path = compile_path(
+        [
+            Hop("client work", "test", service=Exponential(1.0), station=client),
+            Hop("wire", "test", delay=Exponential(2.0)),
+            Hop("gateway work", "test", service=Const(1.5), station=gateway),
+            Hop("wire back", "test", delay=Exponential(2.0)),
+        ]
+    )
+    load = poisson_load(rate_per_us, 150_000, seed=9)
+    got_fast, got_des = fast.simulate(path, load), des.simulate(path, load)
+    mean_fast = got_fast.rtt_sum_us / got_fast.messages
+    mean_des = got_des.rtt_sum_us / got_des.messages
+    assert mean_fast == pytest.approx(mean_des, rel=0.02)
+    assert _percentiles(got_fast) == pytest.approx(_percentiles(got_des), rel=0.03)
+    busy_fast = got_fast.station_busy_us / got_fast.duration_us
+    busy_des = got_des.station_busy_us / got_des.duration_us
+    assert busy_fast == pytest.approx(busy_des, rel=0.03)
+
+
+def test_only_a_one_server_station_can_sleep() -> None:
+    with pytest.raises(ValueError, match="only a one-server station can sleep"):
+        Station("pool", 2, wake=Const(1.0))
+    with pytest.raises(ValueError, match="cold_tau_us must be > 0"):
+        Station("thread", 1, cold_us=5.0)
+    with pytest.raises(ValueError, match="cold_us must be >= 0"):
+        Station("thread", 1, cold_us=-1.0, cold_tau_us=1.0)
+    same_name = Station("thread", 1, wake=Const(1.0))
+    with pytest.raises(ValueError, match="declared twice differently"):
+        compile_path(
+            [
+                Hop("a", "test", service=Const(1.0), station=same_name),
+                Hop("b", "test", service=Const(1.0), station=Station("thread", 1)),
+            ]
+        )
