@@ -111,8 +111,10 @@ class _Model:
         ]
         self.cold_us = [float(x) for x in wake["cold_us"]]
         self.cold_tau_us = [float(x) for x in wake["cold_tau_us"]]
+        self.linger_us = [float(x) for x in wake["linger_us"]]
         self.sleeps = [
-            draw is not None or cold > 0 for draw, cold in zip(self.wake, self.cold_us, strict=True)
+            draw is not None or cold > 0 or linger > 0
+            for draw, cold, linger in zip(self.wake, self.cold_us, self.linger_us, strict=True)
         ]
         # When each (one-server) station last finished a service: how long it has sat idle.
         self.last_free = [0.0] * path.n_stations
@@ -132,6 +134,12 @@ class _Model:
             extra += cold * -np.expm1(-idle_us / self.cold_tau_us[station])
         return extra
 
+    def release_after(self, station: int, req: Any, linger_us: float) -> Generator[Any, Any, None]:
+        """Keep a woken station busy ``linger_us`` after its message left, then free it."""
+        yield self.env.timeout(linger_us)
+        self.resources[station].release(req)
+        self.last_free[station] = self.env.now
+
     def message(self, kind: int) -> Generator[Any, Any, None]:
         """One client message's round trip through every hop (``kind``: its place in the cycle)."""
         env = self.env
@@ -150,15 +158,21 @@ class _Model:
                 idle_us = 0.0
                 if self.sleeps[st] and resource.count == 0 and not resource.queue:
                     idle_us = env.now - self.last_free[st]
-                with resource.request() as req:
-                    yield req
-                    serve = self.service[i]
-                    s = serve() if serve is not None else 0.0
-                    if idle_us > 0:
-                        s += self.wake_up_us(st, idle_us)
-                    if self.in_window(env.now):
-                        self.busy[st] += s
-                    yield env.timeout(s)
+                req = resource.request()
+                yield req
+                serve = self.service[i]
+                s = serve() if serve is not None else 0.0
+                linger = 0.0
+                if idle_us > 0:
+                    s += self.wake_up_us(st, idle_us)
+                    linger = self.linger_us[st]
+                if self.in_window(env.now):
+                    self.busy[st] += s + linger
+                yield env.timeout(s)
+                if linger > 0:
+                    env.process(self.release_after(st, req, linger))
+                else:
+                    resource.release(req)
                     self.last_free[st] = env.now
             if hop_times is not None:
                 hop_times[i] = env.now - entered

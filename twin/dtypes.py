@@ -66,7 +66,9 @@ HOP_DTYPE = np.dtype(
 # What an arrival that finds a one-server station idle adds to its service, one row per station:
 # a wake-up drawn from ``wake_*`` (a distribution as above) plus a cold start
 # ``cold_us * (1 - exp(-gap / cold_tau_us))`` growing with the time ``gap`` the server sat idle
-# (a sleeping thread: scheduler wake-up, cold caches and clock). All zero: no wake-up.
+# (a sleeping thread: scheduler wake-up, cold caches and clock), and ``linger_us`` the woken
+# server stays busy after that message leaves (its work off the message's path before it
+# sleeps again). All zero: no wake-up.
 WAKE_DTYPE = np.dtype(
     [
         ("wake_code", np.int64),
@@ -75,6 +77,7 @@ WAKE_DTYPE = np.dtype(
         ("wake_p2", np.float64),
         ("cold_us", np.float64),
         ("cold_tau_us", np.float64),
+        ("linger_us", np.float64),
     ],
     align=True,
 )

@@ -34,6 +34,10 @@ class Station:
     is paid once per busy period, so it fades as the load rises and is never paid at
     saturation, and the station's capacity is that of its ordinary service. Only one-server
     stations: with several servers, which one wakes would depend on how they are picked.
+
+    ``linger_us``: after serving the message that woke it, the server stays busy that long
+    before it can serve the next (its work off that message's path: bookkeeping, going back to
+    its wait), without delaying the message itself.
     """
 
     name: str
@@ -41,6 +45,7 @@ class Station:
     wake: Dist = ZERO
     cold_us: float = 0.0
     cold_tau_us: float = 0.0
+    linger_us: float = 0.0
 
     def __post_init__(self) -> None:
         if self.servers < 1:
@@ -52,6 +57,8 @@ class Station:
                 f"Station {self.name!r}: cold_tau_us must be > 0 with a cold start, "
                 f"got {self.cold_tau_us}"
             )
+        if not (self.linger_us >= 0 and math.isfinite(self.linger_us)):
+            raise ValueError(f"Station {self.name!r}: linger_us must be >= 0, got {self.linger_us}")
         if self.sleeps and self.servers != 1:
             raise ValueError(
                 f"Station {self.name!r}: only a one-server station can sleep when idle "
@@ -61,7 +68,7 @@ class Station:
     @property
     def sleeps(self) -> bool:
         """Whether an arrival to the idle station pays a wake-up or a cold start."""
-        return not self.wake.is_zero or self.cold_us > 0
+        return not self.wake.is_zero or self.cold_us > 0 or self.linger_us > 0
 
 
 @dataclass(frozen=True)
@@ -195,6 +202,7 @@ def compile_path(hops: list[Hop]) -> CompiledPath:
         )
         wake[k]["cold_us"] = st.cold_us
         wake[k]["cold_tau_us"] = st.cold_tau_us
+        wake[k]["linger_us"] = st.linger_us
     max_len = max((len(t) for t in tables), default=1)
     table_array = np.zeros((max(len(tables), 1), max_len))
     lengths = np.zeros(max(len(tables), 1), dtype=np.int64)

@@ -61,6 +61,20 @@ def test_a_long_idle_station_pays_the_whole_cold_start() -> None:
         assert out.rtt_sum_us / out.messages == pytest.approx(24.0, rel=1e-4)
 
 
+def test_a_woken_station_lingers_busy_after_its_message_leaves() -> None:
+    """Arrivals every 10 us, service 1 us, linger 15 us: the waking message leaves after 1 us,
+    the next one finds the station still busy (5 us of linger left), waits and is served warm
+    (7 us), so the one after finds it idle again: round trips alternate 1 and 7 us."""
+    station = Station("thread", 1, linger_us=15.0)
+    path = compile_path([Hop("work", "test", service=Const(1.0), station=station)])
+    load = replace(poisson_load(0.1, 2_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+    for simulate in (fast.simulate, des.simulate):
+        out = simulate(path, load)
+        assert out.rtt_sum_us / out.messages == pytest.approx(4.0, rel=2e-3)
+        # Busy 1 + 15 then 1 in every 20 us.
+        assert out.station_busy_us[0] / out.duration_us == pytest.approx(17 / 20, rel=2e-3)
+
+
 def _percentiles(out: object) -> np.ndarray:
     hist = to_hdr(out.counts)  # type: ignore[attr-defined]
     return np.array([hist.get_value_at_percentile(p) / 1e3 for p in (50, 90, 99)])
@@ -70,7 +84,7 @@ def _percentiles(out: object) -> np.ndarray:
 def test_engines_agree_on_cold_starts(rate_per_us: float) -> None:
     """Delays before and between two sleeping stations with idle-dependent cold starts."""
     client = Station("client", 1, wake=Exponential(3.0), cold_us=20.0, cold_tau_us=5.0)
-    gateway = Station("gateway", 1, cold_us=10.0, cold_tau_us=20.0)
+    gateway = Station("gateway", 1, cold_us=10.0, cold_tau_us=20.0, linger_us=4.0)
     path = compile_path(
         [
             Hop("client work", "test", service=Exponential(1.0), station=client),
@@ -95,6 +109,8 @@ def test_only_a_one_server_station_can_sleep() -> None:
         Station("pool", 2, wake=Const(1.0))
     with pytest.raises(ValueError, match="cold_tau_us must be > 0"):
         Station("thread", 1, cold_us=5.0)
+    with pytest.raises(ValueError, match="linger_us must be >= 0"):
+        Station("thread", 1, linger_us=-2.0)
     with pytest.raises(ValueError, match="cold_us must be >= 0"):
         Station("thread", 1, cold_us=-1.0, cold_tau_us=1.0)
     same_name = Station("thread", 1, wake=Const(1.0))

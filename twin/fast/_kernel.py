@@ -92,9 +92,10 @@ FLAG_IN_ORDER = 1  # the hop's arrivals come in time order: no calendar event ne
 FLAG_SLEEPS = 2  # its station sleeps when idle: an arrival finding it idle pays a wake-up
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none),
-# station_cold the cold start's size (us) and the inverse of its idle time constant (1/us).
+# station_cold the cold start's size (us), the inverse of its idle time constant (1/us) and
+# how long the woken server lingers busy after the message leaves (us).
 WI_Q, WI_ROW = 0, 1
-WC_COLD, WC_INV_TAU = 0, 1
+WC_COLD, WC_INV_TAU, WC_LINGER = 0, 1, 2
 
 # Columns of the per-slot arrays.
 SF_ENTER, SF_SEND, SF_NEXT_START = 0, 1, 2  # float64 slot_f
@@ -294,6 +295,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
                     n_row = table_lengths[row]
                     s += tables[row, min(int(u * n_row), n_row - 1)]
+                linger = 0.0
                 flags = hop_il[hi + np.uint64(HI_FLAGS)]
                 if flags & FLAG_SLEEPS and t > free_t:
                     # The arrival wakes the sleeping (one-server) station: a drawn wake-up plus
@@ -310,10 +312,11 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     s += station_cold[st, WC_COLD] * -np.expm1(
                         -(t - free_t) * station_cold[st, WC_INV_TAU]
                     )
+                    linger = station_cold[st, WC_LINGER]
                 done_t = start + s
-                server_free_us[pick] = done_t
+                server_free_us[pick] = done_t + linger
                 if warmup_us <= start < end_us:
-                    busy_us[st] += s
+                    busy_us[st] += s + linger
                 if record:
                     hop_sum_us[h] += done_t - enter
                 t = done_t

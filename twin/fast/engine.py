@@ -81,9 +81,15 @@ def hop_tables(
     station_wake_i = station_wake_i.reshape(path.n_stations, 2)
     tau = wake["cold_tau_us"]
     station_cold = np.column_stack(
-        [wake["cold_us"], np.divide(1.0, tau, out=np.zeros(len(tau)), where=tau > 0)]
+        [
+            wake["cold_us"],
+            np.divide(1.0, tau, out=np.zeros(len(tau)), where=tau > 0),
+            wake["linger_us"],
+        ]
     )
-    sleeps = (wake["wake_code"] != dtypes.DIST_NONE) | (wake["cold_us"] > 0)
+    sleeps = (
+        (wake["wake_code"] != dtypes.DIST_NONE) | (wake["cold_us"] > 0) | (wake["linger_us"] > 0)
+    )
     station = hops["station"]
     queued = station >= 0
     hop_i[:, k.HI_STATION] = station
