@@ -264,6 +264,7 @@ class _PathBuilder:
             + loopback.path_hops("client→gateway", tier, self.profile)
             + loopback.gateway_hops(self.profile, rate)
             + loopback.path_hops("gateway→client", tier, self.profile)
+            + loopback.client_receive_hops(self.profile, rate)
         )
 
     def round_trip(self, engine: Dist | None) -> list[Hop]:

@@ -90,6 +90,7 @@ def test_managed_nodes_take_the_average_campus_fibre() -> None:
 
 def test_a_connection_keeps_its_kernel_work_on_one_queue_core() -> None:
     """RSS hashes each flow to one queue: kernel network cores in use are min(flows, queues)."""
+
     def cores(name: str, accounts: int) -> tuple[int, int]:
         scenario = load_scenario(SCENARIOS / f"{name}.toml").with_fields(
             {"workload.accounts": accounts}

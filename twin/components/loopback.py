@@ -1,79 +1,78 @@
 """One machine: client and gateway processes joined by the kernel's loopback or a veth pair.
 
-This is the live testbed (``twin testbed``): no NIC and no fabric. What a message meets:
+This is the live testbed (``twin testbed``): no NIC and no fabric. Each process is one thread
+that sleeps in ``epoll_wait`` when it has nothing to do, so it is a one-server station that
+**sleeps when idle** (:class:`twin.path.Station`): a message that finds it asleep pays a
+wake-up, a message that finds it busy waits and is then served warm. What a message meets:
 
-* the **client process** (station ``client process``, one server: the load client's one
-  thread) works to encode and write each message and to read and
-  handle each reply (its per-message work ``local_client_work``, one hop at the front of the
-  path), including the kernel's send path, which on loopback and veth runs in the sender's
-  context;
-* the **kernel path** between the processes (loopback, or veth between two namespaces): a
-  non-queueing delay per direction covering the wake-up of the receiving thread, the scheduler
-  and softirq, shifted lognormal ``local_path`` plus rare stalls (veth adds ``local_veth_us``);
-* the **client's send lateness**: the open-loop sender sleeps to each scheduled time and wakes
-  late by a random amount (timer, scheduler); the order's round trip counts it, since it is
-  measured from the scheduled time (shifted lognormal ``local_send_lag``); the cancel, sent on
-  the ack, does not;
-* the **gateway process** (station ``gateway process``, one server: one event loop) spends
-  ``local_gateway_work`` per message to decode, run risk + matching in ``engine_ext`` and write
-  the reply.
+* the **client process** (station ``client process``) at the front: its per-message work
+  (``local_client_work``: encode and write the order, or handle the ack and write the cancel;
+  all the client's work for one message, 1.5 events). An order is due at its scheduled time
+  and the round trip is measured from then, so an order that finds the client asleep pays the
+  timer's wake-up; a cancel leaves from the ack's handler, the client awake;
+* the **kernel path** to the gateway (loopback or veth): transit and softirq, a shifted
+  lognormal ``local_path`` plus rare stalls (veth adds ``local_veth_us``);
+* the **gateway process** (station ``gateway process``, one event loop): decode, risk and
+  matching in ``engine_ext``, write the reply (``local_gateway_work``);
+* the kernel path back, and the **client's wake-up for the reply** (a second visit of the
+  client's station with no work of its own): the round trip ends when the client's loop
+  returns from its wait (the reply's timestamp), after a wake-up if it slept, after its
+  current work if it was busy.
 
-The per-message work of each process is its **service demand** (operational analysis): the
-on-CPU time of all its threads over the calibration run per message answered
-(``/proc/PID/task/*/schedstat``), so each process's utilisation (:func:`process_utilisation`:
-what it leaves of the cores to the other, and the saturation rate) comes from a measurement
-rather than from a latency fit. The demand splits into a marginal cost per event and a
-per-wake-up cost (the per-read part of the handlers, epoll wait, context switch) that only a
-message finding its process idle pays: as the rate rises, more messages arrive to a busy
-process and share one wake-up (:func:`utilisation`). The marginal cost is measured at the
-calibration rate too, from the work per event of the wake-ups (reads) that happened to carry
-several events. The stations serve the in-process work (the processes' own timings of their
-handlers: the gateway's ``gateway_ns`` in every reply, the client's timing of its reply
-handling and order writes, which also give the spread), split the same way (:func:`_work`).
-The run-queue wait (ready, no core free) is not service: it is the cores' contention, which
-enters as the fair-share slowdown below and, in its rare long stalls, in the kernel path.
-
-Work also depends on the rate through **cold starts**: after an idle gap caches, clock and a
-halted vCPU are cold, so the same work is slower at a low rate (:func:`cold_start_factor`,
-fitted on the calibration run's work classed by the idle gap before it). Whatever else runs on
-the machine is **background load**: the mean number of other runnable threads
-(``local_background_threads``, sampled from ``/proc/loadavg`` during the calibration run and
-held constant).
+A **wake-up** costs the thread's scheduling latency (``local_wake``: a lognormal whose median
+is fitted and whose spread is the open-loop timer's measured lateness), the per-wake-up part of
+the handlers (``{name}_wake_us``: the ``a`` of ``work per event = b + a / n`` over warm batches
+of ``n`` events) and a **cold start** growing with how long the thread slept,
+``cold * (1 - exp(-idle / {name}_idle_us))`` (caches, clock, a halted vCPU): the handlers'
+part ``{name}_cold_us`` fitted on the calibration run's work classed by the idle gap before it,
+and a scheduling part ``local_wake_cold_us`` fitted with the kernel path. The station's ordinary
+service is the **marginal** work per event (``{name}_marginal_us``, the ``b``). So the wake-up
+is paid once per busy period: at a low rate by nearly every message, as the rate rises by fewer
+(latency falls with rate, as measured), and never at saturation, whose rate the marginal work
+alone sets. The CPU a wake-up costs beyond the work on the message's path (system calls,
+bookkeeping, going back to its wait: the process's measured CPU per message less what the path
+holds, ``{name}_linger_us``) is taken as work after the message has left (system calls,
+bookkeeping, going back to its wait): it keeps the woken thread busy, so a message arriving
+then waits, and the stations' utilisation is the measured CPU's. (Fitting the share of it
+that is off the path instead, with the kernel path, fitted the calibration run worse: its
+Nelder-Mead search in seven dimensions stopped at +13% on p50.)
 
 **Shared cores.** Both processes and the background share ``local_host_cores`` cores. A step
 really needs its process's thread *and* a core at once; a path hop holds one station at a time,
 so this cannot be a second station in tandem (it would add the work twice to the round trip),
 and one 2-server "host cores" station alone would let one process run two messages at once.
 The per-process stations are kept (exact serialisation), and the cores enter as a slowdown of
-each process's work under fair sharing (Linux CFS): with ``k`` other runnable threads on ``n``
-cores a thread runs at speed ``min(1, n / (1 + k))``, ``k`` being the background plus the other
-process's utilisation at the scenario's rate (:func:`core_speed`). On a quiet 2-core host with
-two single-threaded processes the cores never bind and the stations alone decide; the
-slowdown uses mean demands, so it captures the loss of capacity, not the burst of one
-preemption (that is in the fitted kernel path and the measured sender lateness).
+each process's CPU work under fair sharing (Linux CFS): with ``k`` other runnable threads on
+``n`` cores a thread runs at speed ``min(1, n / (1 + k))``, ``k`` being the background
+(``local_background_threads``, sampled during the calibration run) plus the other process's
+CPU utilisation at the scenario's rate (:func:`core_speed`). On a quiet 2-core host with two
+single-threaded processes the cores never bind and the stations alone decide.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from twin.components.stages import sources, stage
-from twin.dists import Empirical, ShiftedLognormal
+from twin.dists import ZERO, Dist, Empirical, ShiftedLognormal
 from twin.path import Hop, Station
 from twin.profile import Profile
 
-CLIENT = Station("client process", 1)
-GATEWAY = Station("gateway process", 1)
-
-
+CLIENT, GATEWAY = "client process", "gateway process"
 MIN_SPEED = 1e-3  # floor of core_speed (a guard: fair sharing never starves a thread)
+
+# Events each process handles per message, and wake-ups when it sleeps between them: the client
+# writes an order every other message and handles every reply; the gateway handles every request.
+EVENTS_PER_MSG = {"local_client_work": 1.5, "local_gateway_work": 1.0}
 
 
 def core_speed(profile: Profile, rate_msgs_per_s: float, other_work: str) -> float:
     """Share of a core a process's thread gets under fair sharing: ``min(1, n / (1 + k))``.
 
-    ``other_work`` names the *other* process's per-message work stage: its utilisation at this
-    rate (:func:`utilisation`, capped at 1) plus the background threads make ``k``.
+    ``other_work`` names the *other* process's per-message work stage: its CPU utilisation at
+    this rate (:func:`utilisation`, capped at 1) plus the background threads make ``k``.
     """
     cores = profile.value("local_host_cores")
     other = profile.value("local_background_threads") + min(
@@ -82,52 +81,21 @@ def core_speed(profile: Profile, rate_msgs_per_s: float, other_work: str) -> flo
     return max(MIN_SPEED, min(1.0, cores / (1.0 + other)))
 
 
-# Wake-ups of each process per message when it is idle: the client writes an order every other
-# message and handles every reply; the gateway handles every request.
-EVENTS_PER_MSG = {"local_client_work": 1.5, "local_gateway_work": 1.0}
-
-
-def cold_start_factor(
-    profile: Profile, name: str, events_per_msg: float, rate_msgs_per_s: float
-) -> float:
-    """How much faster (< 1) or slower a process's work is at this rate than when measured.
-
-    Work after an idle gap ``g`` takes ``warm + cold * (1 - exp(-g / idle))`` (``{name}_warm_us``,
-    ``_cold_us``, ``_idle_us``, fitted on the calibration run's work classed by its idle gap):
-    caches, clock and a halted vCPU all cool down while the process sleeps. With wake-ups at
-    Poisson rate ``mu``, ``E[1 - exp(-g / idle)] = 1 / (1 + mu * idle)``; the factor is the mean
-    at this rate over the mean at the calibration rate, so the measured work is kept there.
-    """
-    warm = profile.value(f"{name}_warm_us")
-    cold = profile.value(f"{name}_cold_us")
-    idle_s = profile.value(f"{name}_idle_us") * 1e-6
-    calibrated = profile.value("local_calibration_rate_msgs_per_s")
-
-    def mean_work(rate: float) -> float:
-        return warm + cold / (1.0 + events_per_msg * rate * idle_s)
-
-    return mean_work(rate_msgs_per_s) / mean_work(calibrated)
-
-
 def utilisation(profile: Profile, name: str, rate_msgs_per_s: float, speed: float = 1.0) -> float:
-    """Offered utilisation ``rho`` of a process's thread at this rate.
+    """Mean CPU utilisation ``rho`` of a process's thread at this rate (mean-value estimate).
 
     Per message a process handles ``e`` events (:data:`EVENTS_PER_MSG`) at a marginal cost ``b``
-    each (``{name}_marginal_us``) and, when the message finds it idle, pays a wake-up of cost
-    ``c`` per event (``{name}_wake_us``: the per-wake-up part of its handlers, the epoll wait,
-    the context switch). With Poisson arrivals a message finds a single server idle with
-    probability ``1 - rho`` (M/G/1), so ``rho = r k s (b e + c e (1 - rho))``, i.e.
-    ``rho = r k s (b + c) e / (1 + r k s c e)``, ``k`` being the :func:`cold_start_factor` and
-    ``s`` the core-sharing ``speed`` ratio. At a low rate every event pays a wake-up; near
-    saturation the process never sleeps and batches (measured at the calibration rate as work
-    per event falling with the events per wake-up): the saturation rate is ``1 / (k s b e)``.
+    each, and the events that find it asleep (a share ``1 - rho``, M/G/1) add the wake-up's CPU
+    ``c`` (``{name}_wake_cpu_us``: measured at the calibration rate, so it holds that rate's
+    cold starts and everything off the round trip's path): ``rho = x s e (b + c (1 - rho))``,
+    i.e. ``rho = x s e (b + c) / (1 + x s e c)``, ``s`` the core-sharing slowdown relative to
+    the calibration rate. At saturation it never sleeps: the rate is ``1 / (s b e)``.
     """
     e = EVENTS_PER_MSG[name]
-    ks = cold_start_factor(profile, name, e, rate_msgs_per_s) * speed
     b = profile.value(f"{name}_marginal_us")
-    c = profile.value(f"{name}_wake_us")
-    x = rate_msgs_per_s * 1e-6
-    return x * ks * (b + c) * e / (1.0 + x * ks * c * e)
+    c = profile.value(f"{name}_wake_cpu_us")
+    x = rate_msgs_per_s * 1e-6 * speed
+    return x * (b + c) * e / (1.0 + x * c * e)
 
 
 def _speed_ratio(profile: Profile, name: str, rate: float) -> float:
@@ -138,7 +106,7 @@ def _speed_ratio(profile: Profile, name: str, rate: float) -> float:
 
 
 def process_utilisation(profile: Profile, rate_msgs_per_s: float) -> dict[str, float]:
-    """Each process's offered utilisation at this rate (:func:`utilisation`, shared cores)."""
+    """Each process's CPU utilisation at this rate (:func:`utilisation`, shared cores)."""
     rate = rate_msgs_per_s
     return {
         name: utilisation(profile, name, rate, _speed_ratio(profile, name, rate))
@@ -146,72 +114,86 @@ def process_utilisation(profile: Profile, rate_msgs_per_s: float) -> dict[str, f
     }
 
 
-def _work(profile: Profile, name: str, rate: float) -> ShiftedLognormal:
-    """A process's in-process work per message at ``rate``, as a station's service time.
+def _station(profile: Profile, name: str, label: str, rate: float) -> Station:
+    """A process's thread: one server that sleeps when idle (wake-up and cold start).
 
-    The measured shape (a lognormal from the timing's p50 and p90) with the mean
-    ``k s (b e + (w0 - b e) (1 - rho) / (1 - rho0))``: the marginal work ``b e`` and the rest of
-    the work ``w0`` measured at the calibration rate (where the utilisation was ``rho0``), which
-    is paid per wake-up and so shrinks as messages share wake-ups (:func:`utilisation`), with
-    the cold starts ``k`` and the core sharing ``s`` at this rate relative to the calibration
-    rate (the timing is wall clock, so it already holds the sharing there). The wake-up's
-    latency beyond the handlers is the receiving thread's wake-up, part of the kernel path.
+    The wake-up is the thread's scheduling latency (``local_wake``) shifted by the per-wake-up
+    handler work; the handler work and its cold start run at the cores' speed at this rate
+    relative to the calibration rate.
     """
-    e = EVENTS_PER_MSG[name]
-    calibrated = profile.value("local_calibration_rate_msgs_per_s")
     speed = _speed_ratio(profile, name, rate)
-    rho = min(1.0, utilisation(profile, name, rate, speed))
-    rho0 = utilisation(profile, name, calibrated)
-    w = stage(profile, name)
-    marginal = min(profile.value(f"{name}_marginal_us") * e, w.mean)
-    ks = cold_start_factor(profile, name, e, rate) * speed
-    mean = ks * (marginal + (w.mean - marginal) * (1.0 - rho) / (1.0 - rho0))
-    scale = mean / w.mean
-    return ShiftedLognormal(w.shift_us * scale, w.median_us * scale, w.sigma)
+    latency = stage(profile, "local_wake")
+    wake = ShiftedLognormal(
+        latency.shift_us + speed * profile.value(f"{name}_wake_us"),
+        latency.median_us,
+        latency.sigma,
+    )
+    return Station(
+        label,
+        1,
+        wake=wake,
+        cold_us=speed * profile.value(f"{name}_cold_us") + profile.value("local_wake_cold_us"),
+        cold_tau_us=profile.value(f"{name}_idle_us"),
+        linger_us=speed * profile.value(f"{name}_linger_us"),
+    )
 
 
-# Draws of the sender's lateness kept in the compiled path (a fixed seed: same profile, same path).
-LAG_TABLE_SIZE = 4096
+def _work(profile: Profile, name: str, rate: float) -> Dist:
+    """A process's marginal (warm) work per message: ``e`` events at ``b`` each.
 
-
-def _order_lateness(profile: Profile) -> Empirical:
-    """Lateness of the order half of the loop: the cancel goes at once on the ack, on time.
-
-    The path has one round trip per message, so the mixture (half the messages late by the
-    lognormal lateness, half not at all) is carried as an empirical table.
+    A lognormal with the mean ``s e b`` (``s`` the cores' slowdown at this rate relative to the
+    calibration rate) and the spread of the process's in-process timings (``{name}_sigma``).
     """
-    draws = stage(profile, "local_send_lag").sample(np.random.default_rng(0), LAG_TABLE_SIZE)
-    draws[1::2] = 0.0
-    return Empirical(tuple(float(x) for x in draws), label="order send lateness")
+    sigma = profile.value(f"{name}_sigma")
+    mean = (
+        _speed_ratio(profile, name, rate)
+        * EVENTS_PER_MSG[name]
+        * profile.value(f"{name}_marginal_us")
+    )
+    if mean <= 0:
+        return ZERO
+    return ShiftedLognormal(0.0, mean / math.exp(sigma**2 / 2), sigma)
+
+
+def _provenance(profile: Profile, name: str) -> str:
+    return sources(
+        profile,
+        f"{name}_marginal_us",
+        f"{name}_wake_us",
+        f"{name}_cold_us",
+        "local_wake_median_us",
+        "local_background_threads",
+    )
 
 
 def client_send_hops(profile: Profile, rate_msgs_per_s: float) -> list[Hop]:
-    """The client's lateness against its schedule (orders only), then its per-message work.
-
-    The work hop carries all the client's work for one message: encoding and writing it, and
-    reading and handling its reply. Only the first part is inside the measured round trip (the
-    round trip ends when the receiver wakes), but the station must carry it all; putting it at
-    the front is also what the cancel sees, since it is written from the ack's handler.
-    """
+    """The client's work for one message, on its thread (woken by the timer for an order)."""
+    name = "local_client_work"
     return [
         Hop(
-            "client send lateness",
+            "client work (write; handle reply)",
             "host",
-            delay=_order_lateness(profile),
-            source=sources(profile, "local_send_lag_median_us"),
-        ),
+            service=_work(profile, name, rate_msgs_per_s),
+            station=_station(profile, name, CLIENT, rate_msgs_per_s),
+            source=_provenance(profile, name),
+        )
+    ]
+
+
+def client_receive_hops(profile: Profile, rate_msgs_per_s: float) -> list[Hop]:
+    """The client's thread returning from its wait for the reply (the round trip's end).
+
+    No work of its own (the reply's handling is in the next message's work, or the cycle's),
+    but a wake-up if the client slept, or a wait for its current work if it was busy.
+    """
+    name = "local_client_work"
+    return [
         Hop(
-            "client work (write + handle reply)",
+            "client wakes for the reply",
             "host",
-            service=_work(profile, "local_client_work", rate_msgs_per_s),
-            station=CLIENT,
-            source=sources(
-                profile,
-                "local_client_work_median_us",
-                "local_client_work_wake_us",
-                "local_background_threads",
-            ),
-        ),
+            station=_station(profile, name, CLIENT, rate_msgs_per_s),
+            source=_provenance(profile, name),
+        )
     ]
 
 
@@ -264,17 +246,13 @@ def path_hops(label: str, tier: str, profile: Profile) -> list[Hop]:
 
 def gateway_hops(profile: Profile, rate_msgs_per_s: float) -> list[Hop]:
     """The gateway's read, decode, risk check + matching and reply write (one event loop)."""
+    name = "local_gateway_work"
     return [
         Hop(
             "gateway read + engine + write",
             "gateway",
-            service=_work(profile, "local_gateway_work", rate_msgs_per_s),
-            station=GATEWAY,
-            source=sources(
-                profile,
-                "local_gateway_work_median_us",
-                "local_gateway_work_wake_us",
-                "local_background_threads",
-            ),
+            service=_work(profile, name, rate_msgs_per_s),
+            station=_station(profile, name, GATEWAY, rate_msgs_per_s),
+            source=_provenance(profile, name),
         )
     ]

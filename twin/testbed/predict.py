@@ -1,21 +1,22 @@
 """Calibrate the local scenario on one (low-rate) testbed run and predict the others.
 
-What comes from where (written into the profile's ``source`` of each parameter):
+What comes from where (written into the profile's ``source`` of each parameter; the model is
+:mod:`twin.components.loopback`):
 
-* **measured** in the calibration run: the client's and the gateway's service demand per
-  message (on-CPU time, from schedstat), split into in-process work (the
-  processes' own timings) and a per-wake-up cost (the rest, over the wake-ups per message; see
-  :func:`twin.components.loopback.utilisation`), the spread of that work (in-process timings:
-  the gateway's ``gateway_ns`` in each reply, the client's order writes and reply handling; a
-  lognormal's sigma from their p50 and p90), the background (mean runnable threads on the host
-  other than the client, less the gateway's CPU share) and the sender's lateness
-  (``send_lag_us`` percentiles -> a lognormal with the same p50 and p99);
-* **fitted** on the calibration run alone: each process's cold-start curve (its work classed by
-  the idle gap before it, ``work_by_idle_gap``; see
-  :func:`twin.components.loopback.cold_start_factor`), and the kernel path's body (median,
-  sigma) and stalls (probability, mean) to the run's round-trip percentiles, simulated with the
-  twin itself (engine :data:`ENGINE`) at the run's rate; for veth, ``local_veth_us`` to the
-  lowest-rate veth run (:func:`fit_veth`).
+* **measured** in the calibration run: each process's CPU per message (schedstat), whose part
+  beyond the work on the message's path is what a wake-up costs after the message has left
+  (``linger``); the spread of the work (in-process timings: the gateway's ``gateway_ns``, the
+  client's order writes and reply handling; a lognormal's sigma from their p50 and p90); the
+  background (mean runnable threads other than the client, less the gateway's CPU share); the
+  spread of a thread's wake-up latency (the timer's lateness, ``send_lag_us`` p50 and p99);
+* **fitted** on the calibration run alone: each process's marginal work per event and
+  per-wake-up work (``b + a / n`` over the warm batches of the rate's **burst probe**, the same
+  rate with orders sent in groups, ``twin testbed campaign --probe-bursts``; over the run's own
+  batches when no probe was measured); each process's cold start (its work classed by the idle
+  gap before it, ``work_by_idle_gap``); and, with the twin itself in the loop (engine
+  :data:`ENGINE`), the kernel path's body and stalls and the wake-up latency's median and cold
+  part, to the run's order and cancel round-trip percentiles (:data:`FIT_TARGETS`); for veth,
+  ``local_veth_us`` to the lowest-rate veth run (:func:`fit_veth`).
 
 When the lowest rate was measured several times (``twin testbed campaign --repeats N``), the
 calibration reads the elementwise median of its runs' summaries
@@ -56,6 +57,8 @@ FITTED = (
     "local_path_sigma",
     "local_path_stall_prob",
     "local_path_stall_mean_us",
+    "local_wake_median_us",
+    "local_wake_cold_us",
 )
 
 
@@ -117,23 +120,27 @@ def fit_batching(by_batch: Mapping[str, list[float]]) -> tuple[float, float]:
     return float(per_batch), float(marginal)
 
 
-def measured_parameters(summary: Mapping[str, Any], where: str) -> dict[str, Parameter]:
-    """Per-message work, background and sender lateness taken directly from a run's summary."""
+def measured_parameters(
+    summary: Mapping[str, Any], where: str, probe: Mapping[str, Any] | None = None
+) -> dict[str, Parameter]:
+    """Per-message work, wake-ups, background and the threads' wake-up latency of a run.
+
+    ``probe`` is the calibration rate's burst probe (``twin testbed campaign``: the same rate
+    in groups of orders), whose warm multi-event batches give the marginal cost per event; the
+    calibration run's own batches (few, mostly backlogs after a stall) are used without it.
+    """
     src = f"measurement: {where}"
     send, recv, gw = (
         summary["client_send_us"],
         summary["client_recv_us"],
         summary["gateway_service_us"],
     )
-    # Per round trip the client writes one order (half the messages) and handles one reply (an
-    # ack's handling includes writing its cancel).
-    client_p50 = send["p50"] / 2 + recv["p50"]
-    client_p90 = send["p90"] / 2 + recv["p90"]
-    client_sigma = _sigma_from(client_p50, client_p90)
+    # The spread of each process's work: its in-process timings (per round trip the client
+    # writes one order for two messages and handles one reply).
+    client_sigma = _sigma_from(send["p50"] / 2 + recv["p50"], send["p90"] / 2 + recv["p90"])
     gw_sigma = _sigma_from(gw["p50"], gw["p90"])
     rate = float(summary["conditions"]["rate_msgs_per_s"])
-    # Service demand per message answered: on-CPU time (schedstat; CPU ticks for runs of the
-    # earlier two-thread client).
+    # Service demand per message answered: on-CPU time (schedstat).
     demand = {who: float(summary[f"{who}_cpu_us_per_msg"]) for who in ("client", "gateway")}
     # The client samples the runnable threads itself, excluding itself: the gateway's own
     # utilisation is in the sample, the rest is background.
@@ -142,52 +149,54 @@ def measured_parameters(summary: Mapping[str, Any], where: str) -> dict[str, Par
     lag = summary["send_lag_us"]
     lag_sigma = max(0.05, math.log(max(lag["p99"], lag["p50"] * 1.01) / lag["p50"]) / Z99)
     cpus = float(summary["conditions"]["cpus"])
-    gaps = summary["work_by_idle_gap"]
-    cold = {
-        who: fit_cold_start(gaps[key])
-        for who, key in (("client", "client"), ("gateway", "gateway"))
-    }
     gap_src = f"fit: work by idle gap of {where} (least squares on class medians)"
-    warmth = {}
-    for who, (warm, penalty, idle) in cold.items():
-        warmth[f"local_{who}_work_warm_us"] = Parameter(warm, gap_src, fitted=True)
-        warmth[f"local_{who}_work_cold_us"] = Parameter(penalty, gap_src, fitted=True)
-        warmth[f"local_{who}_work_idle_us"] = Parameter(idle, gap_src, fitted=True)
-    # The demand splits into a marginal cost b per event (regressed on the calibration run's
-    # batches) and a wake-up cost c per event paid by e (1 - rho) events per message
-    # (loopback.utilisation), rho being rate x demand: c = (demand - b e) / (e (1 - rho)), so
-    # the model gives back the demand at the calibration rate.
-    batches = summary["work_by_batch"]
-    for who, demand_us in demand.items():
-        events = EVENTS_PER_MSG[f"local_{who}_work"]
+    # Warm batches only (after an idle gap < 50 us) where the summary has them: a batch after
+    # a long sleep is slower per event for its cold start, which is counted apart.
+    source = probe if probe is not None else summary
+    warm = "work_by_batch_warm" in source
+    batches = source["work_by_batch_warm" if warm else "work_by_batch"]
+    batch_where = (
+        f"{'the warm batches of ' if warm else ''}"
+        f"{'the burst probe at ' if probe is not None else ''}{where}"
+    )
+    params: dict[str, Parameter] = {}
+    for who in ("client", "gateway"):
+        name = f"local_{who}_work"
+        events = EVENTS_PER_MSG[name]
+        _, cold, idle = fit_cold_start(summary["work_by_idle_gap"][who])
+        params[f"{name}_cold_us"] = Parameter(cold, gap_src, fitted=True)
+        params[f"{name}_idle_us"] = Parameter(idle, gap_src, fitted=True)
         per_batch_us, marginal_us = fit_batching(batches[who])
-        marginal_us = min(marginal_us, demand_us / events)
-        rho = min(0.99, rate * 1e-6 * demand_us)
-        wake_us = (demand_us - marginal_us * events) / (events * (1.0 - rho))
-        what = "thread CPU" if who == "client" else "gateway_ns"
-        warmth[f"local_{who}_work_marginal_us"] = Parameter(
-            marginal_us,
-            f"fit: work per event ({what}) by events per wake-up of {where}, "
-            f"a + b / n least squares (per wake-up part a = {per_batch_us:.1f} us)",
-            fitted=True,
+        marginal_us = min(marginal_us, demand[who] / events)
+        batch_src = (
+            f"fit: work per event ({'thread CPU' if who == 'client' else 'gateway_ns'}) by "
+            f"events per wake-up of {batch_where}, b + a / n least squares"
         )
-        warmth[f"local_{who}_work_wake_us"] = Parameter(
-            wake_us,
-            f"{src} ({who} CPU per message {demand_us:.1f} us, less {events:g} x the marginal "
+        params[f"{name}_marginal_us"] = Parameter(marginal_us, f"{batch_src} (b)", fitted=True)
+        params[f"{name}_wake_us"] = Parameter(per_batch_us, f"{batch_src} (a)", fitted=True)
+        # The CPU demand at the calibration rate is e (b + (1 - rho) c) per message
+        # (loopback.utilisation): a wake-up's whole CPU c (system calls, epoll and work off
+        # the round trip's path included) is what is left of it.
+        rho = min(0.99, rate * 1e-6 * demand[who])
+        wake_cpu_us = max(0.0, (demand[who] - marginal_us * events) / (events * (1 - rho)))
+        params[f"{name}_wake_cpu_us"] = Parameter(
+            wake_cpu_us,
+            f"{src} ({who} CPU per message {demand[who]:.1f} us, less {events:g} x the marginal "
             f"{marginal_us:.1f} us, over {events * (1 - rho):.3f} wake-ups per message)",
         )
+        # What a wake-up costs the thread beyond the work on the message's path (its handlers'
+        # per-wake-up part and cold start, at the calibration rate's mean idle gap): system
+        # calls, bookkeeping and the return to its wait, after the message has left.
+        cold_mean = cold / (1.0 + events * rate * 1e-6 * idle)
+        params[f"{name}_linger_us"] = Parameter(
+            max(0.0, wake_cpu_us - per_batch_us - cold_mean),
+            f"{src} (CPU per wake-up {wake_cpu_us:.1f} us less the handlers' part on the path "
+            f"{per_batch_us:.1f} us and their mean cold start {cold_mean:.1f} us)",
+        )
     return {
-        **warmth,
+        **params,
         "local_calibration_rate_msgs_per_s": Parameter(rate, f"{src} (conditions)"),
-        "local_client_work_floor_us": Parameter(0.0, "definition: lognormal from zero"),
-        "local_client_work_median_us": Parameter(
-            client_p50, f"{src} (client send p50 / 2 + receive p50, in-process)"
-        ),
         "local_client_work_sigma": Parameter(client_sigma, f"{src} (client p90 over p50)"),
-        "local_gateway_work_floor_us": Parameter(0.0, "definition: lognormal from zero"),
-        "local_gateway_work_median_us": Parameter(
-            float(gw["p50"]), f"{src} (gateway_ns p50, in-process)"
-        ),
         "local_gateway_work_sigma": Parameter(gw_sigma, f"{src} (gateway_ns p90 over p50)"),
         "local_host_cores": Parameter(cpus, f"{src} (conditions.cpus)"),
         "local_background_threads": Parameter(
@@ -195,9 +204,10 @@ def measured_parameters(summary: Mapping[str, Any], where: str) -> dict[str, Par
             f"{src} (mean runnable threads other than the client {runnable:.2f} less the "
             f"gateway's CPU share {gateway_busy:.3f})",
         ),
-        "local_send_lag_floor_us": Parameter(0.0, "definition: lateness above the schedule"),
-        "local_send_lag_median_us": Parameter(float(lag["p50"]), f"{src} (send lag p50)"),
-        "local_send_lag_sigma": Parameter(lag_sigma, f"{src} (send lag p99 over p50)"),
+        "local_wake_floor_us": Parameter(0.0, "definition: latency above the event"),
+        "local_wake_sigma": Parameter(
+            lag_sigma, f"{src} (the timer's wake-up lateness, send lag p99 over p50)"
+        ),
     }
 
 
@@ -214,9 +224,25 @@ def simulate(scenario: Scenario, profile: Profile, rate: float, duration_s: floa
     return run_prepared(prepare(s, profile), ENGINE)
 
 
-FIT_PERCENTILES = ("p50", "p90", "p95", "p99", "p99_9")
+# What the fit matches, as (kind, percentile): the order and cancel round trips apart (an order
+# wakes sleeping threads, its cancel mostly finds them awake; that difference is what tells the
+# wake-up from the path) and the pooled far tail.
+FIT_TARGETS = (
+    ("order", "p50"),
+    ("order", "p90"),
+    ("order", "p99"),
+    ("cancel", "p50"),
+    ("cancel", "p90"),
+    ("cancel", "p99"),
+    ("all", "p99_9"),
+)
 # Weights of their log residuals: p50 and p99 are what the prediction is judged on.
-FIT_WEIGHTS = np.array([2.0, 1.0, 0.5, 2.0, 0.5])
+FIT_WEIGHTS = np.array([2.0, 1.0, 2.0, 2.0, 1.0, 2.0, 0.5])
+_SUMMARY_KEY = {"order": "order_rtt_us", "cancel": "cancel_rtt_us", "all": "rtt_us"}
+
+
+def _target_name(kind: str, pct: str) -> str:
+    return pct if kind == "all" else f"{kind}_{pct}"
 
 
 def fit_local(
@@ -224,35 +250,43 @@ def fit_local(
     summary: Mapping[str, Any],
     where: str,
     *,
+    probe: Mapping[str, Any] | None = None,
     duration_s: float = 10.0,
 ) -> tuple[Profile, dict[str, float]]:
-    """Fit the kernel path to one run; return the profile and the fit's residuals (log).
+    """Fit the kernel path and the threads' wake-up latency to one run.
 
-    Four parameters (median and sigma of the path's body, a stall's probability and mean; the
-    floor is held at zero) against the log of five percentiles (:data:`FIT_PERCENTILES`,
-    weighted by :data:`FIT_WEIGHTS`) of the run, for each stall shape
-    (:data:`twin.components.loopback.STALL_SHAPES`); the shape that fits the run better is kept.
+    Returns the profile and the fit's log residuals. ``probe`` is the run's burst probe, if
+    measured (see :func:`measured_parameters`). Six parameters (the path body's median and
+    sigma, its floor held at zero; a stall's probability and mean; the wake-up latency's median
+    when warm and its cold part, which grows with the idle time like the work's cold start)
+    against the log of the run's percentiles :data:`FIT_TARGETS`, weighted by
+    :data:`FIT_WEIGHTS`, for each stall shape (:data:`twin.components.loopback.STALL_SHAPES`);
+    the shape that fits the run better is kept.
     """
     shapes = range(len(STALL_SHAPES))
-    fits = [_fit_path(scenario, summary, where, shape, duration_s) for shape in shapes]
+    fits = [_fit_path(scenario, summary, where, shape, duration_s, probe) for shape in shapes]
     best = min(fits, key=lambda f: f[2])
     return best[0], best[1]
 
 
 def _fit_path(
-    scenario: Scenario, summary: Mapping[str, Any], where: str, shape: int, duration_s: float
+    scenario: Scenario,
+    summary: Mapping[str, Any],
+    where: str,
+    shape: int,
+    duration_s: float,
+    probe: Mapping[str, Any] | None,
 ) -> tuple[Profile, dict[str, float], float]:
     """:func:`fit_local` for one stall shape: the profile, its residuals and its cost."""
     from scipy.optimize import minimize
 
-    measured = measured_parameters(summary, where)
-    target = np.log([summary["rtt_us"][k] for k in FIT_PERCENTILES])
+    measured = measured_parameters(summary, where, probe)
+    target = np.log([summary[_SUMMARY_KEY[kind]][p] for kind, p in FIT_TARGETS])
     rate = float(summary["conditions"]["rate_msgs_per_s"])
-    names = FITTED
 
     def profile_for(x: np.ndarray, source: str = "fit", fitted: bool = False) -> Profile:
         params = {
-            k: Parameter(float(v), source, fitted=fitted) for k, v in zip(names, x, strict=True)
+            k: Parameter(float(v), source, fitted=fitted) for k, v in zip(FITTED, x, strict=True)
         }
         params["local_path_stall_shape"] = Parameter(
             float(shape),
@@ -267,14 +301,15 @@ def _fit_path(
     def residuals(x: np.ndarray) -> np.ndarray:
         r = simulate(scenario, profile_for(x), rate, duration_s)
         if not r.stable:
-            return np.full(len(FIT_PERCENTILES), 10.0)
-        got = np.log([r.rtt_us[k] for k in FIT_PERCENTILES])
+            return np.full(len(FIT_TARGETS), 10.0)
+        kinds = {"all": r.rtt_us, **r.rtt_by_kind_us}
+        got = np.log([kinds[kind][p] for kind, p in FIT_TARGETS])
         return np.asarray(FIT_WEIGHTS * (got - target))
 
     p50 = float(summary["rtt_us"]["p50"])
     p99 = float(summary["rtt_us"]["p99"])
-    lo = np.array([0.1, 0.05, 1e-4, 1.0])
-    hi = np.array([10 * p50, 3.0, 0.2, 20 * p99])
+    lo = np.array([0.1, 0.05, 1e-4, 1.0, 0.1, 0.01])
+    hi = np.array([10 * p50, 3.0, 0.2, 20 * p99, 10 * p50, 10 * p50])
 
     def cost(z: np.ndarray) -> float:
         # Searched in log space, the floor held at zero (the body's median carries the floor).
@@ -284,18 +319,20 @@ def _fit_path(
     # The simulated percentiles move in steps, so the search is derivative-free (Nelder-Mead),
     # started from the best point of a coarse grid spanning the plausible range.
     grid = [
-        np.log([m * p50, sig, q, t * p99])
-        for m in (0.03, 0.1, 0.3)
-        for sig in (0.5, 1.0, 1.5)
-        for q in (0.003, 0.01, 0.03, 0.1)
+        np.log([m * p50, sig, q, t * p99, w * p50, c * p50])
+        for m in (0.05, 0.2)
+        for sig in (0.5, 1.0)
+        for q in (0.003, 0.03)
         for t in (0.5, 1.5)
+        for w in (0.05, 0.2)
+        for c in (0.05, 0.5)
     ]
     z0 = min(grid, key=cost)
-    fit = minimize(cost, z0, method="Nelder-Mead", options={"maxfev": 150, "xatol": 0.01})
+    fit = minimize(cost, z0, method="Nelder-Mead", options={"maxfev": 400, "xatol": 0.01})
     x = np.concatenate([[0.0], np.clip(np.exp(fit.x), lo, hi)])
-    src = f"fit: log p50/p90/p95/p99/p99.9 of {where} (Nelder-Mead)"
+    src = f"fit: log order/cancel p50/p90/p99 and p99.9 of {where} (Nelder-Mead)"
     got = residuals(x) / FIT_WEIGHTS
-    errors = dict(zip(FIT_PERCENTILES, (float(v) for v in got), strict=True))
+    errors = {_target_name(*t): float(v) for t, v in zip(FIT_TARGETS, got, strict=True)}
     return profile_for(x, src, fitted=True), errors, float(fit.fun)
 
 
@@ -416,6 +453,14 @@ def calibration_summary(
     return merged, f"{name} (median of {len(dirs)} runs' summaries)"
 
 
+def burst_probe(root: Path, campaign: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The summary of the campaign's burst probe at its lowest rate (None if not measured)."""
+    entry = campaign.get("burst_probe") or {}
+    if "dir" not in entry:
+        return None
+    return read_summary(root / entry["dir"])
+
+
 def predict_campaign(
     scenario: Scenario, campaign_dir: str | Path, where: str | None = None
 ) -> dict[str, Any]:
@@ -429,7 +474,8 @@ def predict_campaign(
     rows = campaign["rows"]
     summary, label = calibration_summary(root, rows, where)
     lowest = int(summary["conditions"]["rate_msgs_per_s"])
-    profile, residuals = fit_local(scenario, summary, label)
+    probe = burst_probe(root, campaign)
+    profile, residuals = fit_local(scenario, summary, label, probe=probe)
     return {
         "profile": profile,
         "calibration_rate_msgs_per_s": float(lowest),

@@ -28,20 +28,6 @@ def _profile(**overrides: float) -> Profile:
     return Profile(name="local", params=MappingProxyType(params), meta=base.meta)
 
 
-def test_cold_start_factor_is_one_at_the_calibration_rate_and_falls_with_rate():
-    p = _profile(
-        local_gateway_work_warm_us=10.0,
-        local_gateway_work_cold_us=50.0,
-        local_gateway_work_idle_us=1000.0,
-        local_calibration_rate_msgs_per_s=1000.0,
-    )
-    f = [loopback.cold_start_factor(p, "local_gateway_work", 1.0, r) for r in (1e3, 4e3, 1e5)]
-    assert f[0] == pytest.approx(1.0)
-    assert f[0] > f[1] > f[2]
-    # warm + cold / (1 + rate * idle), over its value at the calibration rate (1 + 1).
-    assert f[2] == pytest.approx((10.0 + 50.0 / 101.0) / 35.0)
-
-
 def test_core_speed_is_fair_share():
     p = _profile(local_host_cores=2.0, local_background_threads=0.0)
     assert loopback.core_speed(p, 1.0, "local_client_work") == 1.0
@@ -82,9 +68,8 @@ def test_predicted_saturation_is_where_a_station_fills():
 def test_utilisation_pays_wake_ups_only_when_idle():
     """rho = r (b + c) e / (1 + r c e): wake-ups are shared as the rate rises; 1 / (b e) fills."""
     p = _profile(
-        local_client_work_wake_us=40.0,
+        local_client_work_wake_cpu_us=40.0,
         local_client_work_marginal_us=5.0,
-        local_client_work_cold_us=0.0,
         local_background_threads=0.0,
         local_calibration_rate_msgs_per_s=1000.0,
     )
@@ -138,3 +123,30 @@ def test_shipped_profile_reproduces_its_calibration_run():
     assert rate == profile.value("local_calibration_rate_msgs_per_s")
     got = predict.simulate(scenario, profile, rate, 5.0)
     assert got.rtt_us["p50"] == pytest.approx(summary["rtt_us"]["p50"], rel=0.35)
+
+
+def test_the_local_path_has_two_sleeping_threads():
+    """Client and gateway are one-server stations that sleep when idle; the client's station is
+    visited at the front (its work) and at the end (its wake-up for the reply)."""
+    from twin.simulation import prepare
+
+    path = prepare(load_scenario(SCENARIO), load_profile(PROFILE)).path
+    names = list(path.station_names)
+    assert sorted(names) == ["client process", "gateway process"]
+    wake = path.station_wake
+    assert all(wake["wake_code"] != 0) and all(wake["cold_us"] > 0)
+    client = names.index("client process")
+    visits = [i for i, st in enumerate(path.hops["station"]) if st == client]
+    assert visits == [0, path.n_hops - 1]
+
+
+def test_orders_pay_the_wake_ups_and_they_fade_with_rate():
+    """At the calibration rate an order (which wakes both threads) is slower than its cancel;
+    at eight times the rate the threads sleep less and the order's median falls."""
+    scenario = load_scenario(SCENARIO)
+    profile = load_profile(PROFILE)
+    rate = profile.value("local_calibration_rate_msgs_per_s")
+    low = predict.simulate(scenario, profile, rate, 5.0).rtt_by_kind_us
+    high = predict.simulate(scenario, profile, 8 * rate, 2.0).rtt_by_kind_us
+    assert low["order"]["p50"] > low["cancel"]["p50"]
+    assert high["order"]["p50"] < low["order"]["p50"]
