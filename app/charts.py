@@ -101,22 +101,25 @@ def cdf_figure(runs: Mapping[str, Summary], marks: Sequence[str], tail: bool = F
 
 
 def percentile_rows(summary: Summary, keys: Sequence[str]) -> list[dict[str, Any]]:
-    """The percentile table: value and its 95% interval, plus mean and max."""
+    """The percentile table: value and its 95% interval, plus mean and max.
+
+    For the order loop, the order's and the cancel's round trips get a column each (an order
+    and its cancel can differ a lot: the order wakes sleeping threads, its cancel follows at
+    once).
+    """
+    kinds: dict[str, dict[str, float]] = summary.result.get("rtt_by_kind_us") or {}
     rows = []
-    for key in keys:
-        lo, hi = summary.bands_us[key]
-        rows.append(
-            {"statistic": key, "round trip (µs)": summary.p(key), "95% low": lo, "95% high": hi}
-        )
-    for key in ("mean", "max"):
-        rows.append(
-            {
-                "statistic": key,
-                "round trip (µs)": summary.rtt_us[key],
-                "95% low": None,
-                "95% high": None,
-            }
-        )
+    for key in (*keys, "mean", "max"):
+        lo, hi = summary.bands_us.get(key, (None, None))
+        row = {
+            "statistic": key,
+            "round trip (µs)": summary.p(key) if key in summary.bands_us else summary.rtt_us[key],
+            "95% low": lo,
+            "95% high": hi,
+        }
+        for kind, rtt in kinds.items():
+            row[f"{kind} (µs)"] = rtt.get(key)
+        rows.append(row)
     return rows
 
 

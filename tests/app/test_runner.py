@@ -108,11 +108,13 @@ def test_figures_and_tables_build(small_run) -> None:
     assert charts.waterfall_figure(rows, "at p99 (µs)", "p99").data
     fig = charts.curve_figure([1e4, 2e4], [small_run, small_run], 100.0, 1.5e4)
     assert len(fig.data) == 3
-    assert [r["statistic"] for r in charts.percentile_rows(small_run, ["p99"])] == [
-        "p99",
-        "mean",
-        "max",
-    ]
+    rows = charts.percentile_rows(small_run, ["p99"])
+    assert [r["statistic"] for r in rows] == ["p99", "mean", "max"]
+    # The order loop's order and cancel apart, from the same run.
+    kinds = small_run.result["rtt_by_kind_us"]
+    assert rows[0]["order (µs)"] == kinds["order"]["p99"]
+    assert rows[1]["cancel (µs)"] == kinds["cancel"]["mean"]
+    assert rows[2]["order (µs)"] is None
 
 
 def test_profile_tables_show_the_fit_and_degrade_without_it(tmp_path: Path) -> None:
