@@ -150,3 +150,26 @@ def test_orders_pay_the_wake_ups_and_they_fade_with_rate():
     high = predict.simulate(scenario, profile, 8 * rate, 2.0).rtt_by_kind_us
     assert low["order"]["p50"] > low["cancel"]["p50"]
     assert high["order"]["p50"] < low["order"]["p50"]
+
+
+def test_the_calibration_reads_the_burst_probe_when_the_campaign_has_one():
+    """The committed campaign has a probe: its warm batches give the marginal work (named in the
+    parameter's source); without one, the calibration run's own batches are used."""
+    root = ROOT / "calibration" / "data" / "local_campaign"
+    campaign = json.loads((root / "campaign.json").read_text())
+    probe = predict.burst_probe(root, campaign)
+    assert probe is not None and probe["conditions"]["burst_sizes"]
+    assert (
+        predict.burst_probe(root, {k: v for k, v in campaign.items() if k != "burst_probe"}) is None
+    )
+    assert predict.burst_probe(root, {**campaign, "burst_probe": {"error": "interrupted"}}) is None
+    summary, _ = _calibration_summary()
+    with_probe = predict.measured_parameters(summary, "test", probe)
+    without = predict.measured_parameters(summary, "test")
+    src = with_probe["local_gateway_work_marginal_us"].source
+    assert "warm batches of the burst probe" in src
+    assert "burst probe" not in without["local_gateway_work_marginal_us"].source
+    # Warm bursts: the marginal cost per event is below the cost of a lone event.
+    for who in ("client", "gateway"):
+        name = f"local_{who}_work"
+        assert 0 < with_probe[f"{name}_marginal_us"].value < with_probe[f"{name}_wake_us"].value
