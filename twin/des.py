@@ -70,45 +70,12 @@ class _Model:
         hops = path.hops
         self.n_hops = path.n_hops
         self.fixed = [float(x) for x in hops["fixed_us"]]
-        self.delay = [
-            _sampler(
-                int(h["delay_code"]),
-                h["delay_p0"],
-                h["delay_p1"],
-                h["delay_p2"],
-                self.rng,
-                path.tables,
-                path.table_lengths,
-            )
-            for h in hops
-        ]
-        self.service = [
-            _sampler(
-                int(h["service_code"]),
-                h["service_p0"],
-                h["service_p1"],
-                h["service_p2"],
-                self.rng,
-                path.tables,
-                path.table_lengths,
-            )
-            for h in hops
-        ]
+        self.delay = [self._sampler(h, "delay", path) for h in hops]
+        self.service = [self._sampler(h, "service", path) for h in hops]
         self.station = [int(s) for s in hops["station"]]
         self.resources = [simpy.Resource(self.env, capacity=int(c)) for c in path.station_servers]
         wake = path.station_wake
-        self.wake = [
-            _sampler(
-                int(w["wake_code"]),
-                w["wake_p0"],
-                w["wake_p1"],
-                w["wake_p2"],
-                self.rng,
-                path.tables,
-                path.table_lengths,
-            )
-            for w in wake
-        ]
+        self.wake = [self._sampler(w, "wake", path) for w in wake]
         self.cold_us = [float(x) for x in wake["cold_us"]]
         self.cold_tau_us = [float(x) for x in wake["cold_tau_us"]]
         self.linger_us = [float(x) for x in wake["linger_us"]]
@@ -121,6 +88,18 @@ class _Model:
         self.samples: list[list[float]] = [[] for _ in range(load.messages_per_cycle)]
         self.hop_sum = np.zeros(self.n_hops)
         self.busy = np.zeros(path.n_stations)
+
+    def _sampler(self, row: np.void, part: str, path: CompiledPath) -> Sampler | None:
+        """The draw of the ``part`` distribution encoded in a hop or station row."""
+        return _sampler(
+            int(row[f"{part}_code"]),
+            row[f"{part}_p0"],
+            row[f"{part}_p1"],
+            row[f"{part}_p2"],
+            self.rng,
+            path.tables,
+            path.table_lengths,
+        )
 
     def in_window(self, t: float) -> bool:
         return self.load.warmup_us <= t < self.load.end_us
