@@ -177,14 +177,17 @@ def cmd_predict(args: argparse.Namespace) -> int:
         Path(args.profile_out).write_text(
             predict.profile_toml(
                 profile,
-                "The live testbed on a 2-vCPU host (twin testbed): CPU demand per message, "
-                "in-process work, background and sender lateness measured; marginal cost per "
-                "event, cold starts and kernel path fitted; on the lowest rate only (the "
-                "median of its repeats).",
+                "The live testbed on a 2-vCPU host (twin testbed): client and gateway threads "
+                "that sleep when idle. CPU per message, work spread, background and wake-up "
+                "spread measured; marginal and per-wake-up work (burst probe), cold starts, "
+                "kernel path and wake-up latency fitted; on the lowest rate only (the median "
+                "of its repeats).",
             )
         )
     print(f"calibrated on {result['calibration_rate_msgs_per_s']:.0f} msg/s")
     print(predict.format_table(result["table"]))
+    print("orders and cancels apart (measured / predicted, us):")
+    print(predict.format_kind_table(result["table"]))
     if "veth_table" in result:
         print("veth:")
         print(predict.format_table(result["veth_table"]))

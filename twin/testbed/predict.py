@@ -391,18 +391,45 @@ def profile_toml(profile: Profile, description: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+KINDS = ("order", "cancel")
+
+
+def kind_medians(root: Path, row: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """The order's and the cancel's p50 and p99 at one campaign rate: medians over its runs."""
+    summaries = [read_summary(d) for d in run_dirs(root, dict(row))]
+    return {
+        kind: {
+            k: float(np.median([s[f"{kind}_rtt_us"][k] for s in summaries])) for k in ("p50", "p99")
+        }
+        for kind in KINDS
+    }
+
+
 def prediction_table(
     scenario: Scenario,
     profile: Profile,
     rows: list[Mapping[str, Any]],
     duration_s: float = 10.0,
+    root: Path | None = None,
 ) -> list[dict[str, Any]]:
-    """Predicted vs measured p50/p90/p99 for every campaign row (errors relative, %)."""
+    """Predicted vs measured p50/p90/p99 for every campaign row (errors relative, %).
+
+    With the campaign's directory ``root``, each entry also has the order's and the cancel's
+    p50 and p99, measured (medians over the rate's runs) and predicted.
+    """
     out = []
     for row in rows:
         rate = float(row["rate_msgs_per_s"])
         r = simulate(scenario, profile, rate, duration_s)
         entry: dict[str, Any] = {"rate_msgs_per_s": rate, "stable": r.stable}
+        if root is not None:
+            measured_kinds = kind_medians(root, row)
+            for kind in KINDS:
+                for k in ("p50", "p99"):
+                    entry[f"measured_{kind}_{k}_us"] = measured_kinds[kind][k]
+                    entry[f"predicted_{kind}_{k}_us"] = (
+                        r.rtt_by_kind_us[kind][k] if r.stable else None
+                    )
         for k in ("p50", "p90", "p99"):
             measured = row.get(f"{k}_us")
             predicted = r.rtt_us.get(k) if r.stable else None
@@ -480,10 +507,27 @@ def predict_campaign(
         "profile": profile,
         "calibration_rate_msgs_per_s": float(lowest),
         "fit_residuals_log": residuals,
-        "table": prediction_table(scenario, profile, rows),
+        "table": prediction_table(scenario, profile, rows, root=root),
         "measured_saturation_msgs_per_s": campaign["saturation_msgs_per_s"],
         "predicted_saturation_msgs_per_s": predicted_saturation(scenario, profile),
     }
+
+
+def format_kind_table(table: list[Mapping[str, Any]]) -> str:
+    """The order's and the cancel's p50 and p99, measured / predicted, per rate (us)."""
+
+    def pair(t: Mapping[str, Any], key: str) -> str:
+        predicted = t[f"predicted_{key}_us"]
+        got = "-" if predicted is None else f"{predicted:.0f}"
+        return f"{t[f'measured_{key}_us']:.0f} / {got}".rjust(13)
+
+    keys = [f"{kind}_{k}" for kind in KINDS for k in ("p50", "p99")]
+    head = f"{'rate':>7s}" + "".join(f" {k.replace('_', ' ') + ' m/p':>13s}" for k in keys)
+    lines = [head]
+    for t in table:
+        if "measured_order_p50_us" in t:
+            lines.append(f"{t['rate_msgs_per_s']:7.0f}" + "".join(f" {pair(t, k)}" for k in keys))
+    return "\n".join(lines)
 
 
 def format_table(table: list[Mapping[str, Any]]) -> str:

@@ -173,3 +173,17 @@ def test_the_calibration_reads_the_burst_probe_when_the_campaign_has_one():
     for who in ("client", "gateway"):
         name = f"local_{who}_work"
         assert 0 < with_probe[f"{name}_marginal_us"].value < with_probe[f"{name}_wake_us"].value
+
+
+def test_the_prediction_table_has_orders_and_cancels_apart():
+    root = ROOT / "calibration" / "data" / "local_campaign"
+    rows = json.loads((root / "campaign.json").read_text())["rows"][:2]
+    table = predict.prediction_table(
+        load_scenario(SCENARIO), load_profile(PROFILE), rows, duration_s=2.0, root=root
+    )
+    for entry, row in zip(table, rows, strict=True):
+        measured = predict.kind_medians(root, row)
+        assert entry["measured_cancel_p99_us"] == measured["cancel"]["p99"]
+        assert entry["predicted_order_p50_us"] > entry["predicted_cancel_p50_us"]
+    text = predict.format_kind_table(table).splitlines()
+    assert len(text) == 1 + len(rows) and "order p50" in text[0]
