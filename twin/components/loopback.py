@@ -115,11 +115,11 @@ def process_utilisation(profile: Profile, rate_msgs_per_s: float) -> dict[str, f
 
 
 def _station(profile: Profile, name: str, label: str, rate: float) -> Station:
-    """A process's thread: one server that sleeps when idle (wake-up and cold start).
+    """A process's thread: one server that sleeps when idle (wake-up, cold start, linger).
 
     The wake-up is the thread's scheduling latency (``local_wake``) shifted by the per-wake-up
-    handler work; the handler work and its cold start run at the cores' speed at this rate
-    relative to the calibration rate.
+    handler work; the handler work, its cold start and the linger after it run at the cores'
+    speed at this rate relative to the calibration rate.
     """
     speed = _speed_ratio(profile, name, rate)
     latency = stage(profile, "local_wake")
@@ -156,11 +156,13 @@ def _work(profile: Profile, name: str, rate: float) -> Dist:
 
 
 def _provenance(profile: Profile, name: str) -> str:
+    """Where a process's station and work come from (the hop's ``source``)."""
     return sources(
         profile,
         f"{name}_marginal_us",
         f"{name}_wake_us",
         f"{name}_cold_us",
+        f"{name}_linger_us",
         "local_wake_median_us",
         "local_background_threads",
     )
