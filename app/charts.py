@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from app.runner import PERCENTILES, Summary
+from app.runner import PERCENTILES, RESULT_KEYS, Summary
 from twin import Profile
 
 PERCENTILE_VALUES = dict(PERCENTILES)
@@ -111,14 +111,9 @@ def percentile_rows(summary: Summary, keys: Sequence[str]) -> list[dict[str, Any
     rows = []
     for key in (*keys, "mean", "max"):
         lo, hi = summary.bands_us.get(key, (None, None))
-        row = {
-            "statistic": key,
-            "round trip (µs)": summary.p(key) if key in summary.bands_us else summary.rtt_us[key],
-            "95% low": lo,
-            "95% high": hi,
-        }
+        row = {"statistic": key, "round trip (µs)": summary.p(key), "95% low": lo, "95% high": hi}
         for kind, rtt in kinds.items():
-            row[f"{kind} (µs)"] = rtt.get(key)
+            row[f"{kind} (µs)"] = rtt.get(RESULT_KEYS.get(key, key))
         rows.append(row)
     return rows
 

@@ -115,6 +115,9 @@ def test_figures_and_tables_build(small_run) -> None:
     assert rows[0]["order (µs)"] == kinds["order"]["p99"]
     assert rows[1]["cancel (µs)"] == kinds["cancel"]["mean"]
     assert rows[2]["order (µs)"] is None
+    # The explorer's own percentile names ("p99.9") map to the result's keys ("p99_9").
+    tail = charts.percentile_rows(small_run, ["p99.9"])[0]
+    assert tail["cancel (µs)"] == kinds["cancel"]["p99_9"]
 
 
 def test_profile_tables_show_the_fit_and_degrade_without_it(tmp_path: Path) -> None:
