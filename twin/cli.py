@@ -32,6 +32,11 @@ def shipped_scenarios() -> list[Path]:
     return sorted(scenarios_dir().glob("*.toml"))
 
 
+def _statistics(rtt: dict[str, float]) -> str:
+    """Round-trip statistics on one line: ``p50 69.5  p90 84.3 ...``."""
+    return "  ".join(f"{k.replace('_', '.')} {v:,.1f}" for k, v in rtt.items())
+
+
 def format_result(result: RunResult) -> str:
     """A human-readable report of one run."""
     lines = [
@@ -47,15 +52,9 @@ def format_result(result: RunResult) -> str:
     lines.append(
         f"messages {result.messages:,}  throughput {result.throughput_msgs_per_s:,.0f} msg/s"
     )
-    lines.append(
-        "round trip (us): "
-        + "  ".join(f"{k.replace('_', '.')} {v:,.1f}" for k, v in result.rtt_us.items())
-    )
+    lines.append("round trip (us): " + _statistics(result.rtt_us))
     for kind, rtt in result.rtt_by_kind_us.items():
-        lines.append(
-            f"  {kind + ':':7s} "
-            + "  ".join(f"{k.replace('_', '.')} {v:,.1f}" for k, v in rtt.items())
-        )
+        lines.append(f"  {kind + ':':7s} " + _statistics(rtt))
     lines.append("")
     lines.append(f"{'hop':44s} {'mean us':>9s} {'util':>6s}")
     for hop in result.hops:

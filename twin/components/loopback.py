@@ -29,11 +29,11 @@ and a scheduling part ``local_wake_cold_us`` fitted with the kernel path. The st
 service is the **marginal** work per event (``{name}_marginal_us``, the ``b``). So the wake-up
 is paid once per busy period: at a low rate by nearly every message, as the rate rises by fewer
 (latency falls with rate, as measured), and never at saturation, whose rate the marginal work
-alone sets. The CPU a wake-up costs beyond the work on the message's path (system calls,
-bookkeeping, going back to its wait: the process's measured CPU per message less what the path
-holds, ``{name}_linger_us``) is taken as work after the message has left (system calls,
-bookkeeping, going back to its wait): it keeps the woken thread busy, so a message arriving
-then waits, and the stations' utilisation is the measured CPU's. (Fitting the share of it
+alone sets. The CPU a wake-up costs beyond the work on the message's path (the process's
+measured CPU per message less what the path holds, ``{name}_linger_us``) is taken as work after
+the message has left (system calls, bookkeeping, going back to its wait): it keeps the woken
+thread busy, so a message arriving then waits, and the stations' utilisation is the measured
+CPU's. (Fitting the share of it
 that is off the path instead, with the kernel path, fitted the calibration run worse: its
 Nelder-Mead search in seven dimensions stopped at +13% on p50.)
 
