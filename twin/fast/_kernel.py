@@ -61,10 +61,10 @@ each station): it lets only 1.7% more arrivals skip the calendar.
 All state lives in arrays owned by the caller (see :mod:`twin.fast.engine`), so a run can stop at
 a time horizon (progress bar, batches) or when it runs out of message slots, and resume exactly
 where it stopped. Helpers called on the hot path take and return scalars only, and are inlined
-(the rare tie scan is an out-of-line call over the heap arrays). That is why a delay draw and a
-service draw are written out in full: one ``inline="always"`` helper taking the table arrays made
-the kernel 2.3-2.7x slower (0.43-0.44M against 0.98-1.15M messages per CPU-second, alternating
-runs of ``benchmarks.bench_engines``).
+(the rare tie scan is an out-of-line call over the heap arrays). That is why a delay draw, a
+service draw and a sleeping station's wake-up draw are written out in full: one
+``inline="always"`` helper taking the table arrays made the kernel 2.3-2.7x slower (0.43-0.44M
+against 0.98-1.15M messages per CPU-second, alternating runs of ``benchmarks.bench_engines``).
 """
 
 from __future__ import annotations
