@@ -53,6 +53,8 @@ def _sampler(
         return lambda: p0 + p1 * np.exp(p2 * rng.standard_normal())
     if code == dtypes.DIST_GAMMA:
         return lambda: p0 + rng.gamma(p1, p2)
+    if code == dtypes.DIST_OCCASIONAL:
+        return lambda: p0 if rng.random() < p1 else 0.0
     if code == dtypes.DIST_EMPIRICAL:
         row = tables[int(p0)]
         n = int(lengths[int(p0)])

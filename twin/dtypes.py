@@ -18,6 +18,8 @@ DIST_LOGNORMAL     shift + lognormal                               p0 = shift, p
 DIST_GAMMA         shift + gamma                                   p0 = shift, p1 = shape,
                                                                    p2 = scale (us)
 DIST_EMPIRICAL     resample a measured table                       p0 = table row
+DIST_OCCASIONAL    a cost paid with some probability, else zero    p0 = cost (us),
+                                                                   p1 = probability
 =================  ==============================================  ======================
 """
 
@@ -29,6 +31,7 @@ DIST_EXP = 2
 DIST_LOGNORMAL = 3
 DIST_GAMMA = 4
 DIST_EMPIRICAL = 5
+DIST_OCCASIONAL = 6
 
 DIST_NAMES = {
     DIST_NONE: "none",
@@ -37,6 +40,7 @@ DIST_NAMES = {
     DIST_LOGNORMAL: "lognormal",
     DIST_GAMMA: "gamma",
     DIST_EMPIRICAL: "empirical",
+    DIST_OCCASIONAL: "occasional",
 }
 
 # Workload codes.

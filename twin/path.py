@@ -153,6 +153,8 @@ def _moments_of(
         return p0 + p1 * math.exp(s2 / 2), p1 * p1 * math.exp(s2) * (math.exp(s2) - 1)
     if code == dtypes.DIST_GAMMA:
         return p0 + p1 * p2, p1 * p2 * p2
+    if code == dtypes.DIST_OCCASIONAL:
+        return p0 * p1, p0 * p0 * p1 * (1.0 - p1)
     if code == dtypes.DIST_EMPIRICAL:
         table = tables[int(p0), : lengths[int(p0)]]
         return float(table.mean()), float(table.var())

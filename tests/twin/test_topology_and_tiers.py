@@ -156,7 +156,7 @@ def test_host_knobs_change_the_path() -> None:
         "tier1_peering_cpg",
         **{"hosts.exchange.busy_poll": True, "hosts.exchange.irq_pinning": True},
     )
-    assert "gateway busy poll" in tuned and "gateway IRQ migration" not in tuned
+    assert "gateway busy poll" in tuned and "gateway IRQ on another core" not in tuned
     assert "client JVM thread hand-off (send)" in plain
     assert not any("JVM" in n for n in names_of("aeron_echo_cpg"))
     bypass = names_of("tier1_peering_cpg", **{"hosts.client.stack": "bypass"})

@@ -14,14 +14,18 @@ program such as the published order-loop client with Netty), each with its own p
 program also hands each message between its application and I/O threads (a delay, not CPU).
 
 Tuning knobs follow the domain brief: ``busy_poll`` replaces the interrupt wake-up with a spin;
-deep C-states add the exit latency of a sleeping core; unpinned IRQs add migration jitter.
+deep C-states add the exit latency of a core that had gone to sleep; unpinned IRQs add the cost
+of an interrupt taken on the wrong core. Both of the last two are occasional costs (paid by
+some messages, not others, see :class:`twin.dists.Occasional`), and the wrong core costs
+differently by how the thread waits: a sleeping thread is woken across cores (an
+inter-processor interrupt), a busy-polling thread loses its core to the softirq for a while.
 """
 
 from __future__ import annotations
 
 from twin.catalogue import InstanceType
 from twin.components.stages import sources, stage
-from twin.dists import Const, Exponential
+from twin.dists import Const, Occasional
 from twin.path import Hop, Station
 from twin.profile import Profile
 from twin.scenario import HostStack
@@ -29,6 +33,12 @@ from twin.scenario import HostStack
 
 def _cores(role: str, instance: InstanceType, flows: int) -> Station:
     return Station(f"{role} network cores", min(instance.ena_queues, flows))
+
+
+def _occasional(profile: Profile, mean: str, probability: str) -> Occasional:
+    """An occasional cost given by its mean per message and how often it is paid."""
+    p = profile.value(probability)
+    return Occasional(profile.value(mean) / p, p)
 
 
 def _io_threads(role: str, host: HostStack) -> Station:
@@ -127,17 +137,18 @@ def receive_hops(
                 Hop(
                     f"{role} C-state exit",
                     "host",
-                    delay=Exponential(profile.value("cstate_exit_mean_us")),
-                    source=sources(profile, "cstate_exit_mean_us"),
+                    delay=_occasional(profile, "cstate_exit_mean_us", "cstate_exit_probability"),
+                    source=sources(profile, "cstate_exit_mean_us", "cstate_exit_probability"),
                 )
             )
     if not host.irq_pinning and host.stack == "kernel":
+        mean = "irq_unpinned_polling_mean_us" if host.busy_poll else "irq_unpinned_mean_us"
         hops.append(
             Hop(
-                f"{role} IRQ migration",
+                f"{role} IRQ on another core",
                 "host",
-                delay=Exponential(profile.value("irq_unpinned_mean_us")),
-                source=sources(profile, "irq_unpinned_mean_us"),
+                delay=_occasional(profile, mean, "irq_unpinned_probability"),
+                source=sources(profile, mean, "irq_unpinned_probability"),
             )
         )
     if host.tls:

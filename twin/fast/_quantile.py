@@ -25,6 +25,12 @@ exponential and 5.2e-5 for a gamma of shape 2: far below the 0.1% resolution of 
 A gamma of shape below 1 is less exact near 0 (9.4e-4 of the value at shape 0.3), where the
 values themselves are negligible.
 
+An occasional cost (a cost paid with probability ``p``, else zero) has a step in ``Q`` at
+``u = 1 - p``. At ``p = 1/2`` (the shipped paths) the step falls between the halves, which each
+have a point there, so the table is exact. At any other ``p`` the draws in the one grid step
+that holds it (at most 1/128 of them, fewer towards the tails) are spread linearly between zero
+and the cost.
+
 Draws that are always the same value (``none``, ``const``) use a table of that value (a lerp
 between equal numbers is exact), and a hop's fixed time is added into its delay table, so a hop
 costs the same whatever its distribution. Empirical tables are resampled as :mod:`twin.des`
@@ -78,6 +84,11 @@ def quantile_table(
         return np.full(2 * len(d), fixed_us)
     if code == dtypes.DIST_CONST:
         return np.full(2 * len(d), fixed_us + p0)
+    if code == dtypes.DIST_OCCASIONAL:
+        # Q(u) = cost for u > 1 - probability; the lower half (u = d) takes the left limit at
+        # the step and the upper half (u = 1 - d) the right limit, so a step at u = 1/2 is exact.
+        lower, upper = np.where(d > 1.0 - p1, p0, 0.0), np.where(d <= p1, p0, 0.0)
+        return np.concatenate([fixed_us + lower, fixed_us + upper])
     lower, upper = _unit_quantiles(code, p1, p2, d)
     if code == dtypes.DIST_EXP:
         shift, scale = 0.0, p0
