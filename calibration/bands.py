@@ -1,9 +1,15 @@
 """Prediction bands: parameter uncertainty propagated to a scenario's percentiles.
 
 A fitted profile records the covariance of its free groups' log-factors
-(``[meta.calibration]``, from the curvature of the fit). :func:`parameter_draws` samples profiles
-from it (multivariate normal in log-factor space: correlated groups stay correlated); a profile
-without that record falls back to independent lognormal draws from each parameter's ``sd``.
+(``[meta.calibration]``, from the curvature of the fit). To first order that is the covariance
+of the factors' relative changes, and :func:`parameter_draws` samples it that way: each group's
+factor is multiplied by ``1 + e`` with ``e`` multivariate normal (correlated groups stay
+correlated), and draws outside the fit's bounds are drawn again. Normal in the factors rather
+than in their logarithms because the twin's round trips are sums of stage times, close to
+linear in the factors: on the shipped fit, draws made this way missed the targets by what the
+normal approximation expects (median chi2 increase 11 against 9), while log-normal draws missed
+by far more (41 against 15) and gave bands that could leave the fitted prediction outside. A
+profile without that record falls back to independent lognormal draws from each parameter's ``sd``.
 :func:`prediction_bands` runs the scenario once per draw, each with its own seed (so a random
 placement and the finite run length are part of the band, as they are for a real measurement)
 and reports, per statistic, the central prediction and the central ``level`` interval of draws.
@@ -25,6 +31,7 @@ from twin.simulation import prepare
 
 __all__ = ["Band", "format_bands", "parameter_draws", "prediction_bands"]
 
+_MAX_BATCHES = 50  # of 4 n draws each, before giving up on a profile's bounds
 STATISTICS = ("p50", "p90", "p95", "p99", "p99_9", "mean")
 _PCT = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
 
@@ -54,19 +61,16 @@ def parameter_draws(profile: Profile, n: int, seed: int = 0) -> list[Profile]:
         groups = list(cal["groups"])
         members: Mapping[str, Any] = cal["group_params"]
         cov = np.asarray(cal["covariance"], dtype=np.float64)
-        deltas = rng.multivariate_normal(np.zeros(len(groups)), cov, size=n, method="eigh")
+        lo, hi = np.zeros(len(groups)), np.full(len(groups), np.inf)
         bounds = cal.get("group_bounds")
         if isinstance(bounds, Mapping) and "log_factors" in cal:
-            # Keep every draw inside the factor bounds the fit itself was allowed.
-            fitted = np.asarray(cal["log_factors"], dtype=np.float64)
-            lo = np.log([bounds[g][0] for g in groups]) - fitted
-            hi = np.log([bounds[g][1] for g in groups]) - fitted
-            deltas = np.clip(deltas, lo, hi)
-        for d in deltas:
+            # The factor bounds the fit itself was allowed, relative to the fitted factors.
+            fitted = np.exp(np.asarray(cal["log_factors"], dtype=np.float64))
+            lo = np.array([bounds[g][0] for g in groups]) / fitted
+            hi = np.array([bounds[g][1] for g in groups]) / fitted
+        for m in _multipliers(rng, cov, lo, hi, n):
             values = {
-                p: profile.value(p) * math.exp(float(d[i]))
-                for i, g in enumerate(groups)
-                for p in members[g]
+                p: profile.value(p) * float(m[i]) for i, g in enumerate(groups) for p in members[g]
             }
             draws.append(profile.with_values(values, source="band draw"))
         return draws
@@ -78,6 +82,22 @@ def parameter_draws(profile: Profile, n: int, seed: int = 0) -> list[Profile]:
         }
         draws.append(profile.with_values(values, source="band draw") if values else profile)
     return draws
+
+
+def _multipliers(
+    rng: np.random.Generator, cov: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int
+) -> np.ndarray:
+    """``n`` rows of ``1 + e``, ``e ~ N(0, cov)``, each strictly inside ``(lo, hi)``."""
+    kept: list[np.ndarray] = []
+    for _ in range(_MAX_BATCHES):
+        rows = 1.0 + rng.multivariate_normal(np.zeros(len(cov)), cov, size=4 * n, method="eigh")
+        kept.extend(rows[np.all((rows > lo) & (rows < hi), axis=1)])
+        if len(kept) >= n:
+            return np.array(kept[:n])
+    raise ValueError(
+        f"the profile's covariance puts almost every draw outside its bounds "
+        f"({len(kept)} of {4 * n * _MAX_BATCHES} inside): refit it"
+    )
 
 
 def _stats(

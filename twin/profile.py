@@ -46,7 +46,8 @@ class Profile(Mapping[str, Parameter]):
             return self.params[key]
         except KeyError:
             raise ProfileError(
-                f"{self.path}: parameter {key!r} is missing from profile {self.name!r}"
+                f"{self.path}: parameter {key!r} is missing from profile {self.name!r} "
+                "(calibration/profiles/prior.toml lists every parameter with its source)"
             ) from None
 
     def __iter__(self) -> Iterator[str]:

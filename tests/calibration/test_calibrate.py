@@ -112,6 +112,37 @@ def test_bands_widen_with_uncertainty(fitted) -> None:
     assert bands["p50"].low_us < bands["p50"].predicted_us * 1.05
 
 
+def test_shipped_bands_hold_the_fitted_prediction_inside_the_bounds() -> None:
+    """Draws stay inside the bounds the fit was allowed, and the Tier 1 band holds the fitted
+    p50 (draws normal in the log-factors put the whole band above it: 71.5-110.9 around 69.6).
+    """
+    profile = load_profile(profiles_dir() / "default.toml")
+    cal = profile.meta["calibration"]
+    draws = parameter_draws(profile, 200, seed=3)
+    for i, group in enumerate(cal["groups"]):
+        name = cal["group_params"][group][0]
+        factors = np.array([d.value(name) for d in draws]) / profile.value(name)
+        factors *= math.exp(cal["log_factors"][i])
+        lo, hi = cal["group_bounds"][group]
+        assert np.all((factors > lo) & (factors < hi)), group
+    scenario = load_scenario(REPO / "scenarios" / "tier1_peering_cpg.toml").with_fields(
+        {"workload.duration_s": 0.1}
+    )
+    band = prediction_bands(scenario, profile, draws=40)["p50"]
+    assert band.low_us < band.predicted_us < band.high_us, band
+
+
+def test_draws_that_never_fit_the_bounds_are_refused(fitted) -> None:
+    cal = dict(fitted.profile_.meta["calibration"])
+    cal["covariance"] = [[1e6, 0.0], [0.0, 1e6]]
+    meta = dict(fitted.profile_.meta, calibration=cal)
+    profile = type(fitted.profile_)(
+        name="wide", params=fitted.profile_.params, meta=meta, path="<test>"
+    )
+    with pytest.raises(ValueError, match="outside its bounds"):
+        parameter_draws(profile, 5)
+
+
 @pytest.mark.slow
 def test_bands_cover_the_truth_on_synthetic_data(synthetic) -> None:
     targets, prior = synthetic
