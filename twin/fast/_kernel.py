@@ -56,7 +56,13 @@ fewer instructions but about 30% slower, from dependent loads, a bucket-empties 
 half the time and losing the shortcut), and vector batches of draws (Numba does not vectorise
 the refill, which then costs more than drawing in line). Not worth building: lookahead by the
 smallest time from any other pending position to a station (with a count of events pending at
-each station): it lets only 1.7% more arrivals skip the calendar.
+each station): it lets only 1.7% more arrivals skip the calendar. Built and measured, not kept:
+serving an arrival at a many-server station ahead of the calendar when it provably changes no
+wait (every other slot can reach the station at most once before it, no new cycle can, and
+more of its servers are idle than there are such slots). On the tier-1 path it took a message
+from 15.6 to 12.4 calendar events, but four interleaved pairs of 8-second runs could not tell
+it from the kernel without it (0.85, 0.97, 1.13, 0.74 against 0.82, 1.03, 0.99, 0.77M messages
+per CPU-second): the heap operations it saves cost about what its scan of the servers costs.
 
 All state lives in arrays owned by the caller (see :mod:`twin.fast.engine`), so a run can stop at
 a time horizon (progress bar, batches) or when it runs out of message slots, and resume exactly
