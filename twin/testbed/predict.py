@@ -489,20 +489,27 @@ def burst_probe(root: Path, campaign: Mapping[str, Any]) -> dict[str, Any] | Non
 
 
 def predict_campaign(
-    scenario: Scenario, campaign_dir: str | Path, where: str | None = None
+    scenario: Scenario,
+    campaign_dir: str | Path,
+    where: str | None = None,
+    profile: Profile | None = None,
 ) -> dict[str, Any]:
     """Calibrate on a campaign's lowest rate, predict every rate and the saturation rate.
 
-    ``where`` names the campaign in the profile's provenance (default: the directory). Returns
-    the profile, the fit's residuals, the prediction table and the saturation rates.
+    ``where`` names the campaign in the profile's provenance (default: the directory). With a
+    ``profile`` (one this function fitted before, such as ``calibration/profiles/local.toml``)
+    nothing is fitted: it predicts with that profile, and the residuals are None. Returns the
+    profile, the fit's residuals, the prediction table and the saturation rates.
     """
     root = Path(campaign_dir)
     campaign = json.loads((root / "campaign.json").read_text())
     rows = campaign["rows"]
     summary, label = calibration_summary(root, rows, where)
     lowest = int(summary["conditions"]["rate_msgs_per_s"])
-    probe = burst_probe(root, campaign)
-    profile, residuals = fit_local(scenario, summary, label, probe=probe)
+    residuals: dict[str, float] | None = None
+    if profile is None:
+        probe = burst_probe(root, campaign)
+        profile, residuals = fit_local(scenario, summary, label, probe=probe)
     return {
         "profile": profile,
         "calibration_rate_msgs_per_s": float(lowest),
