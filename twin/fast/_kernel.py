@@ -63,6 +63,10 @@ more of its servers are idle than there are such slots). On the tier-1 path it t
 from 15.6 to 12.4 calendar events, but four interleaved pairs of 8-second runs could not tell
 it from the kernel without it (0.85, 0.97, 1.13, 0.74 against 0.82, 1.03, 0.99, 0.77M messages
 per CPU-second): the heap operations it saves cost about what its scan of the servers costs.
+Where the time goes (``perf record -e cpu-clock`` on that path, samples mapped to the kernel's
+disassembly): about 27% in the calendar's sift-down and sift-up, about a quarter in the table
+draws' loads and lerps, 9% in station visits. Tables of 16 steps per level instead of 32 (half
+the hot set) made no measurable difference in six interleaved pairs.
 
 All state lives in arrays owned by the caller (see :mod:`twin.fast.engine`), so a run can stop at
 a time horizon (progress bar, batches) or when it runs out of message slots, and resume exactly
