@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -20,6 +20,35 @@ from typing import Any
 from twin.errors import ProfileError
 
 _PARAM_KEYS = {"value", "sd", "source", "fitted", "unit"}
+
+# What a parameter's value may be, by how its name ends (the profile's naming convention):
+# checked when a profile is read and when values are replaced, so an impossible number is
+# reported by its parameter's name before any component turns it into a distribution.
+_DOMAINS: tuple[tuple[str, Callable[[float], bool], str], ...] = (
+    ("_median_us", lambda v: v > 0, "a median must be > 0 us"),
+    ("_us", lambda v: v >= 0, "a time must be >= 0 us"),
+    ("_sigma", lambda v: v >= 0, "a log-space spread must be >= 0"),
+    ("_km", lambda v: v >= 0, "a distance must be >= 0 km"),
+    ("_probability", lambda v: 0 < v <= 1, "a probability in (0, 1]"),
+    ("_prob", lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
+    ("_msgs_per_s", lambda v: v > 0, "a rate must be > 0"),
+    ("_threads", lambda v: v >= 0, "a thread count must be >= 0"),
+    ("_cores", lambda v: v >= 1, "a core count must be >= 1"),
+    ("_cells", lambda v: v >= 1, "a count must be >= 1"),
+    ("_racks", lambda v: v >= 1, "a count must be >= 1"),
+    ("_datacenters", lambda v: v >= 1, "a count must be >= 1"),
+    ("_span", lambda v: v >= 1, "a count must be >= 1"),
+    ("_stall_shape", lambda v: v in (0, 1), "a stall shape: 0 (exponential) or 1 (uniform)"),
+)
+
+
+def check_domain(where: str, key: str, value: float) -> None:
+    """Refuse a value its parameter cannot take, naming it (``where`` says which file)."""
+    for suffix, allowed, meaning in _DOMAINS:
+        if key.endswith(suffix):
+            if not allowed(value):
+                raise ProfileError(f"{where}: {key} = {value}: {meaning}")
+            return
 
 
 @dataclass(frozen=True)
@@ -65,6 +94,7 @@ class Profile(Mapping[str, Parameter]):
         params = dict(self.params)
         for key, val in values.items():
             old = self[key]
+            check_domain(self.path, key, float(val))
             params[key] = replace(old, value=float(val), source=source)
         return replace(self, params=MappingProxyType(params))
 
@@ -96,6 +126,7 @@ def _parse_param(path: Path, key: str, raw: Any) -> Parameter:
     value = raw.get("value")
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ProfileError(f"{where}.value = {value!r}: must be a finite number")
+    check_domain(str(path), key, float(value))
     source = raw.get("source")
     if not isinstance(source, str) or not source.strip():
         raise ProfileError(f"{where}.source: every parameter must cite its source")

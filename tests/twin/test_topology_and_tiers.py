@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from tests.twin.conftest import REPO, SCENARIOS, scenario_dict
-from twin.errors import ProfileError
 from twin.profile import load_profile, profiles_dir
 from twin.scenario import load_scenario, parse
 from twin.simulation import apply_overrides, prepare, run, scenario_profile
@@ -165,23 +164,6 @@ def test_host_knobs_change_the_path() -> None:
     fresh = names_of("tier4_cloudfront", **{"hosts.client.connection_reuse": False})
     assert any(n.startswith("TCP handshake: ") for n in fresh)
     assert any(n.startswith("TLS handshake: ") for n in fresh)
-
-
-@pytest.mark.parametrize(
-    ("name", "value", "message"),
-    [
-        ("cstate_exit_probability", 0.0, "cstate_exit_probability = 0.0: a probability in"),
-        ("irq_unpinned_probability", 1.5, "irq_unpinned_probability = 1.5: a probability in"),
-        ("irq_unpinned_mean_us", -1.0, "irq_unpinned_mean_us = -1.0: a time must be"),
-    ],
-)
-def test_an_impossible_occasional_cost_names_its_parameter(
-    name: str, value: float, message: str
-) -> None:
-    scenario = load_scenario(SCENARIOS / "tier1_peering_cpg.toml")
-    profile = scenario_profile(scenario).with_values({name: value})
-    with pytest.raises(ProfileError, match=message):
-        build_path(scenario, profile)
 
 
 def test_separate_engine_host_adds_a_network_leg() -> None:

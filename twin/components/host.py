@@ -26,7 +26,6 @@ from __future__ import annotations
 from twin.catalogue import InstanceType
 from twin.components.stages import sources, stage
 from twin.dists import Const, Occasional
-from twin.errors import ProfileError
 from twin.path import Hop, Station
 from twin.profile import Profile
 from twin.scenario import HostStack
@@ -38,12 +37,8 @@ def _cores(role: str, instance: InstanceType, flows: int) -> Station:
 
 def _occasional(profile: Profile, mean: str, probability: str) -> Occasional:
     """An occasional cost given by its mean per message and how often it is paid."""
-    p, m = profile.value(probability), profile.value(mean)
-    if not 0.0 < p <= 1.0:
-        raise ProfileError(f"{profile.path}: {probability} = {p}: a probability in (0, 1]")
-    if m < 0.0:
-        raise ProfileError(f"{profile.path}: {mean} = {m}: a time must be >= 0 us")
-    return Occasional(m / p, p)
+    p = profile.value(probability)
+    return Occasional(profile.value(mean) / p, p)
 
 
 def _io_threads(role: str, host: HostStack) -> Station:

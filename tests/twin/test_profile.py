@@ -1,0 +1,69 @@
+"""Profiles refuse what no parameter can be, naming the parameter, wherever the value comes from."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.twin.conftest import SCENARIOS
+from twin.cli import main
+from twin.errors import ProfileError
+from twin.profile import load_profile, profiles_dir
+
+IMPOSSIBLE = [
+    ("cstate_exit_probability", 0.0, "a probability in (0, 1]"),
+    ("irq_unpinned_probability", 1.5, "a probability in (0, 1]"),
+    ("irq_unpinned_mean_us", -1.0, "a time must be >= 0 us"),
+    ("jvm_handoff_sigma", -0.5, "a log-space spread must be >= 0"),
+    ("gateway_service_median_us", 0.0, "a median must be > 0 us"),
+    ("cell_fibre_km", -2.0, "a distance must be >= 0 km"),
+    ("cell_racks", 0.0, "a count must be >= 1"),
+]
+
+
+def _with_value(text: str, name: str, value: float) -> str:
+    """The profile's TOML with one parameter's value replaced."""
+    pattern = rf"(\[params\.{name}\]\nvalue = )[^\n]+"
+    assert re.search(pattern, text), name
+    return re.sub(pattern, rf"\g<1>{value}", text)
+
+
+@pytest.mark.parametrize(("name", "value", "meaning"), IMPOSSIBLE)
+def test_an_impossible_replacement_value_names_its_parameter(
+    name: str, value: float, meaning: str
+) -> None:
+    profile = load_profile(profiles_dir() / "default.toml")
+    with pytest.raises(ProfileError) as caught:
+        profile.with_values({name: value})
+    assert f"default.toml: {name} = {value}: {meaning}" in str(caught.value)
+
+
+@pytest.mark.parametrize(("name", "value", "meaning"), IMPOSSIBLE)
+def test_an_impossible_value_in_a_file_names_its_parameter(
+    name: str, value: float, meaning: str, tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(_with_value((profiles_dir() / "default.toml").read_text(), name, value))
+    with pytest.raises(ProfileError) as caught:
+        load_profile(bad)
+    assert f"bad.toml: {name} = {value}: {meaning}" in str(caught.value)
+
+
+def test_every_shipped_profile_is_within_its_domains() -> None:
+    for path in sorted(profiles_dir().glob("*.toml")):
+        assert len(load_profile(path)) > 0
+
+
+def test_the_cli_reports_a_bad_profile_in_one_line(capsys, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    text = (profiles_dir() / "default.toml").read_text()
+    bad.write_text(_with_value(text, "jvm_handoff_sigma", -0.5))
+    scenario = (SCENARIOS / "tier1_peering_cpg.toml").read_text()
+    assert 'profile = "default"' in scenario
+    scenario_path = tmp_path / "s.toml"
+    scenario_path.write_text(scenario.replace('profile = "default"', f'profile = "{bad}"'))
+    assert main(["run", str(scenario_path), "--duration", "0.01"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"twin run: {bad}: jvm_handoff_sigma = -0.5: a log-space spread must be >= 0"
