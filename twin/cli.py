@@ -63,11 +63,21 @@ def format_result(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-def _progress_bar(total: float, unit: str) -> Any:
+def _progress_bar(total: float, unit: str, decimals: int = 0) -> Any:
     """A tqdm bar on stderr that only appears once a run has taken a few seconds."""
     from tqdm import tqdm
 
-    return tqdm(total=total, unit=unit, file=sys.stderr, delay=3.0, leave=False)
+    return tqdm(
+        total=total,
+        unit=unit,
+        file=sys.stderr,
+        delay=3.0,
+        leave=False,
+        bar_format=(
+            f"{{l_bar}}{{bar}}| {{n:,.{decimals}f}}/{{total:,.{decimals}f}} {{unit}} "
+            "[{elapsed}<{remaining}]"
+        ),
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -79,12 +89,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     ci95: dict[str, tuple[float, float]] = {}
     replications = None
     if args.replications is None and args.target_ci is None:
-        with _progress_bar(100.0, "%") as bar:
+        simulated_s = prepared.load.end_us / 1e6
+        with _progress_bar(simulated_s, "simulated s", decimals=1) as bar:
             progress = None
             if args.engine == "fast":
 
                 def progress(fraction: float) -> None:
-                    bar.update(100.0 * fraction - bar.n)
+                    bar.update(simulated_s * fraction - bar.n)
 
             result = run_prepared(prepared, engine=args.engine, progress=progress)
     else:
