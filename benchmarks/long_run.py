@@ -1,4 +1,4 @@
-"""What a long fast run costs: one simulated hour on the tier-1 path at 400k msg/s, and is it linear?
+"""What a long fast run costs: one simulated hour on the tier-1 path at 400k msg/s, linearly?
 
 Issue 3 asks what the published 24-hour, 400k msg/s test costs to simulate. This runs the fast
 engine for a short and a long simulated time (default 20 s and 3,600 s, about 1.4 billion
