@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -90,12 +91,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     replications = None
     if args.replications is None and args.target_ci is None:
         simulated_s = prepared.load.end_us / 1e6
-        with _progress_bar(simulated_s, "simulated s", decimals=1) as bar:
-            progress = None
-            if args.engine == "fast":
+        decimals = max(1, 1 - math.floor(math.log10(simulated_s)))  # 0.12, 8.1, 3,600.1
+        with _progress_bar(simulated_s, "simulated s", decimals) as bar:
 
-                def progress(fraction: float) -> None:
-                    bar.update(simulated_s * fraction - bar.n)
+            def progress(fraction: float) -> None:
+                bar.update(simulated_s * fraction - bar.n)
 
             result = run_prepared(prepared, engine=args.engine, progress=progress)
     else:

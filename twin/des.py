@@ -29,6 +29,10 @@ from twin.results import EngineOutput
 
 # Stream id separating the engine's draws from placement's (same seed, different streams).
 DES_STREAM = 0x444553
+# Simulated messages between two progress reports (a few seconds of wall time).
+MESSAGES_PER_CHUNK = 10_000
+
+Progress = Callable[[float], None]
 
 Sampler = Callable[[], float]
 
@@ -189,14 +193,32 @@ class _Model:
             yield self.env.process(self.cycle())
             next_start += period
 
-    def run(self) -> EngineOutput:
+    def _run_reporting(self, progress: Progress) -> None:
+        """Run to the end one event at a time, reporting each time a slice of time has passed.
+
+        The same steps ``env.run()`` takes, in the same order: reporting adds no event.
+        """
+        env = self.env
+        chunk_us = max(MESSAGES_PER_CHUNK / (self.load.rate_msgs_per_s / 1e6), 1.0)
+        horizon = chunk_us
+        while (next_t := env.peek()) != simpy.core.Infinity:
+            if next_t >= horizon:
+                progress(min(next_t / self.load.end_us, 1.0))
+                horizon = next_t + chunk_us
+            env.step()
+        progress(1.0)
+
+    def run(self, progress: Progress | None = None) -> EngineOutput:
         if self.load.loop == dtypes.LOOP_OPEN:
             self.env.process(self.open_loop())
         else:
             period = self.load.accounts / self.load.cycle_rate_per_us
             for _ in range(self.load.accounts):
                 self.env.process(self.closed_account(float(self.rng.uniform(0, period))))
-        self.env.run()
+        if progress is None:
+            self.env.run()
+        else:
+            self._run_reporting(progress)
         by_kind = np.tile(empty_counts(), (self.load.messages_per_cycle, 1))
         for kind, values in enumerate(self.samples):
             record_us(by_kind[kind], np.asarray(values))
@@ -213,6 +235,9 @@ class _Model:
         )
 
 
-def simulate(path: CompiledPath, load: Load) -> EngineOutput:
-    """Run the SimPy model of ``load`` over ``path`` and return the window's totals."""
-    return _Model(path, load).run()
+def simulate(path: CompiledPath, load: Load, progress: Progress | None = None) -> EngineOutput:
+    """Run the SimPy model of ``load`` over ``path`` and return the window's totals.
+
+    ``progress(fraction of the simulated time)`` is called every few thousand messages.
+    """
+    return _Model(path, load).run(progress)

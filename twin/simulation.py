@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -23,7 +23,17 @@ from twin.results import EngineOutput, RunResult, offered_utilization, summarise
 from twin.scenario import Scenario
 from twin.topology import build_path, place
 
-Engine = Callable[[CompiledPath, Load], EngineOutput]
+Progress = Callable[[float], None]
+
+
+class Engine(Protocol):
+    """An engine: simulate ``load`` over ``path``, calling ``progress(fraction)`` as it goes."""
+
+    def __call__(
+        self, path: CompiledPath, load: Load, progress: Progress | None = None
+    ) -> EngineOutput: ...
+
+
 ENGINES: dict[str, Engine] = {}
 
 
@@ -102,17 +112,14 @@ def run_prepared(
 ) -> RunResult:
     """Run an already prepared scenario on the named engine.
 
-    ``progress(fraction)`` is passed to engines that report progress (``fast``).
+    ``progress(fraction of the simulated time)`` is called as the run goes.
     """
     if engine not in ENGINES:
         raise ScenarioError(f"engine = {engine!r}: allowed: {', '.join(sorted(ENGINES))}")
     name = prepared.scenario.name
     if prepared.is_saturated():
         return unstable_result(name, engine, prepared.path, prepared.load, prepared.placements)
-    if progress is None:
-        out = ENGINES[engine](prepared.path, prepared.load)
-    else:
-        out = ENGINES[engine](prepared.path, prepared.load, progress=progress)  # type: ignore[call-arg]
+    out = ENGINES[engine](prepared.path, prepared.load, progress)
     return summarise(name, engine, prepared.path, prepared.load, out, prepared.placements)
 
 
