@@ -42,13 +42,25 @@ _DOMAINS: tuple[tuple[str, Callable[[float], bool], str], ...] = (
 )
 
 
-def check_domain(where: str, key: str, value: float) -> None:
-    """Refuse a value its parameter cannot take, naming it (``where`` says which file)."""
+def _domain(key: str) -> tuple[Callable[[float], bool], str] | None:
+    """The rule for parameter ``key``'s values and what it means, if its name has one."""
     for suffix, allowed, meaning in _DOMAINS:
         if key.endswith(suffix):
-            if not allowed(value):
-                raise ProfileError(f"{where}: {key} = {value}: {meaning}")
-            return
+            return allowed, meaning
+    return None
+
+
+def domain(key: str) -> str | None:
+    """What parameter ``key``'s values may be (``None``: its name follows no known rule)."""
+    rule = _domain(key)
+    return None if rule is None else rule[1]
+
+
+def check_domain(where: str, key: str, value: float) -> None:
+    """Refuse a value its parameter cannot take, naming it (``where`` says which file)."""
+    rule = _domain(key)
+    if rule is not None and not rule[0](value):
+        raise ProfileError(f"{where}: {key} = {value}: {rule[1]}")
 
 
 @dataclass(frozen=True)
