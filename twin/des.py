@@ -25,14 +25,12 @@ from twin import dtypes
 from twin.histogram import empty_counts, record_us
 from twin.load import Load
 from twin.path import CompiledPath
-from twin.results import EngineOutput
+from twin.results import EngineOutput, Progress
 
 # Stream id separating the engine's draws from placement's (same seed, different streams).
 DES_STREAM = 0x444553
 # Simulated messages between two progress reports (a few seconds of wall time).
 MESSAGES_PER_CHUNK = 10_000
-
-Progress = Callable[[float], None]
 
 Sampler = Callable[[], float]
 
@@ -199,7 +197,7 @@ class _Model:
         The same steps ``env.run()`` takes, in the same order: reporting adds no event.
         """
         env = self.env
-        chunk_us = max(MESSAGES_PER_CHUNK / (self.load.rate_msgs_per_s / 1e6), 1.0)
+        chunk_us = self.load.span_us(MESSAGES_PER_CHUNK)
         horizon = chunk_us
         while (next_t := env.peek()) != simpy.core.Infinity:
             if next_t >= horizon:

@@ -50,6 +50,10 @@ class Load:
         """Cycles started per microsecond across all accounts."""
         return self.rate_msgs_per_s / self.messages_per_cycle / 1e6
 
+    def span_us(self, messages: int) -> float:
+        """Simulated time in which ``messages`` client messages are sent (at least 1 us)."""
+        return max(messages / (self.rate_msgs_per_s / 1e6), 1.0)
+
     @property
     def end_us(self) -> float:
         """Time after which no recorded message is sent."""

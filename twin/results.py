@@ -8,6 +8,7 @@ with the saturated stations named, never as a latency.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,9 @@ import numpy as np
 from twin.histogram import to_hdr
 from twin.load import Load
 from twin.path import CompiledPath
+
+# How an engine reports how far a run got: called with the fraction of simulated time done.
+Progress = Callable[[float], None]
 
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
 # Names of the messages of a cycle, by messages per cycle: the order loop's two round trips

@@ -7,7 +7,6 @@ of them give the same number for the same scenario and seed. Engines register th
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,11 +18,16 @@ from twin.errors import ScenarioError
 from twin.load import Load
 from twin.path import CompiledPath, compile_path
 from twin.profile import Profile, load_profile, resolve_profile_path
-from twin.results import EngineOutput, RunResult, offered_utilization, summarise, unstable_result
+from twin.results import (
+    EngineOutput,
+    Progress,
+    RunResult,
+    offered_utilization,
+    summarise,
+    unstable_result,
+)
 from twin.scenario import Scenario
 from twin.topology import build_path, place
-
-Progress = Callable[[float], None]
 
 
 class Engine(Protocol):
@@ -108,7 +112,7 @@ def prepare(
 
 
 def run_prepared(
-    prepared: Prepared, engine: str = "des", progress: Callable[[float], None] | None = None
+    prepared: Prepared, engine: str = "des", progress: Progress | None = None
 ) -> RunResult:
     """Run an already prepared scenario on the named engine.
 

@@ -10,8 +10,6 @@ whatever the chunking.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from twin import dtypes
@@ -22,15 +20,13 @@ from twin.fast._rng import seed_state
 from twin.histogram import empty_counts
 from twin.load import Load
 from twin.path import CompiledPath
-from twin.results import EngineOutput
+from twin.results import EngineOutput, Progress
 
 # Stream id separating the fast engine's draws from the other users of the scenario seed.
 FAST_STREAM = 0x46415354
 INITIAL_SLOTS = 1024
 # Simulated messages between two progress reports (a few tenths of a second of wall time).
 MESSAGES_PER_CHUNK = 1_000_000
-
-Progress = Callable[[float], None]
 
 
 class _Tables:
@@ -228,7 +224,7 @@ class _Run:
 def simulate(path: CompiledPath, load: Load, progress: Progress | None = None) -> EngineOutput:
     """Run ``load`` over ``path`` compiled; ``progress(fraction)`` is called between chunks."""
     run = _Run(path, load)
-    chunk_us = max(MESSAGES_PER_CHUNK / (load.rate_msgs_per_s / 1e6), 1.0)
+    chunk_us = load.span_us(MESSAGES_PER_CHUNK)
     horizon = chunk_us if progress is not None else np.inf
     while True:
         status = run.advance(horizon)
