@@ -165,8 +165,10 @@ def test_campaign_runs_one_burst_probe_at_the_lowest_rate(tmp_path):
     for name in ("rtt.hlog", "rtt.hgrm"):
         assert (tmp_path / "rate_500/burst" / name).stat().st_size > 0
     # Round-robin: a group of 4 puts 2 frames on each connection, so the gateway reads 2 at once.
+    # On one connection it would read all 4 together. A read of 3 is a late frame of the last
+    # group (or a cancel) coalescing with the next on a busy host: allowed; reads of 4 are not.
     gw = s["work_by_batch"]["gateway"]
     assert gw["count"][_class(gw, 2)] > 0
-    assert sum(gw["count"][: _class(gw, 3)]) >= 0.9 * sum(gw["count"]), gw
+    assert sum(gw["count"][_class(gw, 4) :]) <= 0.05 * sum(gw["count"]), gw
     client = s["work_by_batch"]["client"]
     assert sum(client["count"][_class(client, 4) :]) > 0
