@@ -57,10 +57,11 @@ def format_result(result: RunResult) -> str:
     for kind, rtt in result.rtt_by_kind_us.items():
         lines.append(f"  {kind + ':':7s} " + _statistics(rtt))
     lines.append("")
-    lines.append(f"{'hop':44s} {'mean us':>9s} {'util':>6s}")
+    width = max([44, *(len(hop.name) for hop in result.hops)])
+    lines.append(f"{'hop':{width}s} {'mean us':>9s} {'util':>6s}")
     for hop in result.hops:
         util = "" if hop.utilization is None else f"{hop.utilization:6.2f}"
-        lines.append(f"{hop.name:44s} {hop.mean_us:9.2f} {util:>6s}")
+        lines.append(f"{hop.name:{width}s} {hop.mean_us:9.2f} {util:>6s}")
     return "\n".join(lines)
 
 

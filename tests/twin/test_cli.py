@@ -69,6 +69,18 @@ def test_rate_override_and_human_output(capsys) -> None:
     assert "target 50,000 msg/s" in text and "risk check + matching" in text
 
 
+def test_hop_table_columns_line_up_with_long_hop_names(capsys) -> None:
+    """Tier 3's PrivateLink hops have names longer than the table's usual name column."""
+    tier3 = str(SCENARIOS / "tier3_privatelink.toml")
+    assert main(["run", tier3, "--rate", "10000", "--duration", "0.05"]) == 0
+    text = capsys.readouterr().out
+    table = text[text.index("\nhop ") + 1 :].splitlines()
+    assert len(table) > 25 and any(len(row.split("  ")[0]) > 44 for row in table)
+    # Every row's mean ends in the same column as the header's "mean us".
+    mean_end = table[0].index("mean us") + len("mean us")
+    assert all(row[mean_end - 3 : mean_end - 2] == "." for row in table[1:]), table
+
+
 def test_check_and_scenarios(capsys) -> None:
     assert main(["check", TIER1]) == 0
     assert "ok" in capsys.readouterr().out
