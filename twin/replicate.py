@@ -25,10 +25,16 @@ import numpy as np
 from scipy import stats
 
 from twin.errors import ScenarioError
-from twin.histogram import to_hdr
 from twin.load import Load
 from twin.path import CompiledPath
-from twin.results import PERCENTILES, EngineOutput, RunResult, summarise, unstable_result
+from twin.results import (
+    PERCENTILES,
+    EngineOutput,
+    RunResult,
+    percentiles_us,
+    summarise,
+    unstable_result,
+)
 from twin.simulation import Prepared
 
 # Stream id keeping replication seeds apart from every other use of the scenario seed.
@@ -48,11 +54,10 @@ def replication_seed(seed: int, k: int) -> int:
 
 
 def statistics_of(out: EngineOutput) -> dict[str, float]:
-    """Percentiles (us, HDR bucket values) and mean of one output."""
+    """Percentiles (us, HDR bucket values capped at the maximum) and mean of one output."""
     if out.messages == 0:
         return {name: math.nan for name in STATISTICS}
-    hist = to_hdr(out.counts)
-    values = {name: hist.get_value_at_percentile(p) / 1e3 for name, p in PERCENTILES.items()}
+    values = percentiles_us(out.counts, out.rtt_max_us)
     values["mean"] = out.rtt_sum_us / out.messages
     return values
 
