@@ -117,7 +117,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from twin.sweep.report import write_report
 
     path = write_report(Path(args.results_dir), Path(args.output), args.p99_ceiling_us)
-    print(f"twin report: wrote {path}", file=sys.stderr)
+    print(f"twin report: wrote {path.resolve()}", file=sys.stderr)
     return EXIT_OK
 
 
