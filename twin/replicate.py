@@ -17,12 +17,11 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import stats
 
 from twin.errors import ScenarioError
 from twin.load import Load
@@ -76,25 +75,44 @@ class Replicated:
         """Half-width of the 95% interval over the estimate (inf when there is no interval)."""
         if name not in self.ci95:
             return math.inf
-        lo, hi = self.ci95[name]
         value = self.estimates[name]
-        return (hi - lo) / 2 / value if value > 0 else math.inf
+        return (self.ci95[name][1] - value) / value if value > 0 else math.inf
+
+
+def t_quantile(n: int) -> float | None:
+    """Two-sided 95% Student-t quantile for ``n`` samples (None below two)."""
+    if n < 2:
+        return None
+    from scipy import stats  # imported here: scipy.stats costs seconds at CLI start-up
+
+    return float(stats.t.ppf(0.975, n - 1))
+
+
+def t_interval(center: float, sample: Sequence[float]) -> tuple[float, float] | None:
+    """The 95% Student-t interval ``center +- t * sd / sqrt(n)`` of ``sample``, cut at zero.
+
+    Every statistic here is a latency, so a lower bound below zero (a spread wider than the
+    value, as near saturation) is cut at zero; the upper bound keeps the t half-width. None
+    below two samples.
+    """
+    t = t_quantile(len(sample))
+    if t is None:
+        return None
+    half = t * float(np.std(sample, ddof=1)) / math.sqrt(len(sample))
+    return (max(center - half, 0.0), center + half)
 
 
 def confidence_intervals(
     estimates: dict[str, float], per_replication: Iterable[dict[str, float]]
 ) -> dict[str, tuple[float, float]]:
-    """Student-t 95% intervals around the pooled estimates from the spread across replications."""
+    """Student-t 95% intervals (:func:`t_interval`) around the pooled estimates, from the spread
+    across replications; empty below two replications."""
     rows = list(per_replication)
-    k = len(rows)
-    if k < 2:
-        return {}
-    t = float(stats.t.ppf(0.975, k - 1))
     out = {}
     for name, value in estimates.items():
-        sample = np.array([row[name] for row in rows])
-        half = t * float(sample.std(ddof=1)) / math.sqrt(k)
-        out[name] = (value - half, value + half)
+        interval = t_interval(value, [row[name] for row in rows])
+        if interval is not None:
+            out[name] = interval
     return out
 
 

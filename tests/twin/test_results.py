@@ -1,13 +1,18 @@
-"""Percentiles read from the HDR histogram never exceed the exact largest round trip."""
+"""Reported statistics stay possible: percentiles at most the maximum, intervals at least zero."""
 
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 
 from twin.histogram import empty_counts, record_us, to_hdr
+from twin.replicate import confidence_intervals
 from twin.results import PERCENTILES, percentiles_us
+from twin.sweep.summary import SUMMARY_STATS, summarise_rows
 
 
 def test_a_bucket_above_the_maximum_is_capped_at_it():
@@ -34,3 +39,32 @@ def test_percentiles_are_ordered_within_resolution_and_at_most_the_maximum(sampl
         # rank for the percentile (nearest rank, rounded half up).
         exact = float(ranked[max(int(pct / 100 * len(values) + 0.5), 1) - 1])
         assert abs(got[key] - exact) <= 1e-3 * exact + 1e-3, (key, got[key], exact)
+
+
+def test_a_wide_interval_is_cut_at_zero_and_keeps_its_upper_half_width():
+    # Near saturation three replications of p99 can spread wider than their mean.
+    per = [{"p99": 150.0}, {"p99": 160.0}, {"p99": 1200.0}]
+    ci = confidence_intervals({"p99": 503.3}, per)["p99"]
+    half = stats.t.ppf(0.975, 2) * np.std([150.0, 160.0, 1200.0], ddof=1) / np.sqrt(3)
+    assert ci == (0.0, pytest.approx(503.3 + half))
+    narrow = confidence_intervals({"p99": 155.0}, [{"p99": 150.0}, {"p99": 160.0}])["p99"]
+    assert narrow[0] == pytest.approx(155.0 - (narrow[1] - 155.0)) and narrow[0] > 0
+
+
+def test_the_sweep_summary_cuts_the_same_interval_at_zero():
+    values = [150.0, 160.0, 1200.0]
+    rows = pl.DataFrame(
+        {
+            "point": [0, 0, 0],
+            "scenario_name": ["s"] * 3,
+            "tier": ["t"] * 3,
+            "rate_msgs_per_s": [1.0] * 3,
+            "engine": ["fast"] * 3,
+            "stable": [True] * 3,
+            **{s: values for s in SUMMARY_STATS},
+        }
+    )
+    row = summarise_rows(rows).row(0, named=True)
+    half = stats.t.ppf(0.975, 2) * np.std(values, ddof=1) / np.sqrt(3)
+    assert row["p99_ci95_lo"] == 0.0
+    assert row["p99_ci95_hi"] == pytest.approx(np.mean(values) + half)

@@ -22,12 +22,12 @@ import numpy as np
 from tqdm import tqdm
 
 from twin.errors import ScenarioError
+from twin.replicate import t_interval
 from twin.results import offered_utilization
 from twin.scenario import Scenario
 from twin.simulation import prepare
 from twin.sweep.executors import run_tasks
 from twin.sweep.spec import Point, Sweep, replication_seeds
-from twin.sweep.summary import t_quantile
 from twin.sweep.task import PointTask, TaskOutcome
 
 RATE_FIELD = "workload.rate_msgs_per_s"
@@ -107,11 +107,7 @@ def _curve_point(rate: float, p99s: list[float]) -> CurvePoint:
     if not all(math.isfinite(p) for p in runs):
         return CurvePoint(rate, math.inf, None, runs)
     mean = float(np.mean(runs))
-    t = t_quantile(len(runs))
-    if t is None:
-        return CurvePoint(rate, mean, None, runs)
-    half = t * float(np.std(runs, ddof=1)) / math.sqrt(len(runs))
-    return CurvePoint(rate, mean, (mean - half, mean + half), runs)
+    return CurvePoint(rate, mean, t_interval(mean, runs), runs)
 
 
 def crossing(rates: Sequence[float], values: Sequence[float], ceiling: float, side: str) -> float:

@@ -1,29 +1,22 @@
 """Across replications: each statistic's mean and 95% confidence interval per point.
 
 Replications of a point are independent runs (their own seeds), so a statistic's mean over ``n``
-replications has a Student-t interval ``mean +- t(0.975, n-1) * sd / sqrt(n)``. Only stable
-replications count; a point with fewer than two has no interval (null bounds), and a point with
-none has no statistics at all (``stable`` says how many of its replications were stable).
+replications has a Student-t interval ``mean +- t(0.975, n-1) * sd / sqrt(n)``, its lower bound
+cut at zero (no statistic here can be negative; near saturation the spread can be that wide).
+Only stable replications count; a point with fewer than two has no interval (null bounds), and
+a point with none has no statistics at all (``stable`` says how many of its replications were
+stable).
 """
 
 from __future__ import annotations
 
 import polars as pl
 
+from twin.replicate import t_quantile
 from twin.sweep.task import STATS
 
 SUMMARY_STATS = (*STATS, "throughput_msgs_per_s")
-CONFIDENCE = 0.95
 ROW_INFO = ("scenario_name", "tier", "rate_msgs_per_s", "engine")
-
-
-def t_quantile(n: int) -> float | None:
-    """Two-sided 95% Student-t quantile for ``n`` samples (None below two)."""
-    if n < 2:
-        return None
-    from scipy import stats  # imported here: scipy.stats costs seconds at CLI start-up
-
-    return float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1))
 
 
 def summarise_rows(rows: pl.DataFrame, axes: list[str] | tuple[str, ...] = ()) -> pl.DataFrame:
@@ -50,7 +43,10 @@ def summarise_rows(rows: pl.DataFrame, axes: list[str] | tuple[str, ...] = ()) -
         for s in SUMMARY_STATS
     }
     agg = agg.with_columns(
-        [(pl.col(f"{s}_mean") - half[s]).alias(f"{s}_ci95_lo") for s in SUMMARY_STATS]
+        [
+            (pl.col(f"{s}_mean") - half[s]).clip(lower_bound=0.0).alias(f"{s}_ci95_lo")
+            for s in SUMMARY_STATS
+        ]
         + [(pl.col(f"{s}_mean") + half[s]).alias(f"{s}_ci95_hi") for s in SUMMARY_STATS]
     )
     ordered = [c for s in SUMMARY_STATS for c in (f"{s}_mean", f"{s}_ci95_lo", f"{s}_ci95_hi")]
@@ -65,7 +61,7 @@ def _cell(mean: float | None, lo: float | None, hi: float | None) -> str:
         return "unstable"
     if lo is None or hi is None:
         return f"{mean:,.1f}"
-    return f"{mean:,.1f} ± {(hi - lo) / 2:,.1f}"
+    return f"{mean:,.1f} ± {hi - mean:,.1f}"  # the t half-width: only the lower bound is cut
 
 
 def format_summary(summary: pl.DataFrame, labels: dict[int, str]) -> str:
