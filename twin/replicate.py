@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from twin.errors import ScenarioError
+from twin.histogram import to_hdr
 from twin.load import Load
 from twin.path import CompiledPath
 from twin.results import (
@@ -56,7 +57,7 @@ def statistics_of(out: EngineOutput) -> dict[str, float]:
     """Percentiles (us, HDR bucket values capped at the maximum) and mean of one output."""
     if out.messages == 0:
         return {name: math.nan for name in STATISTICS}
-    values = percentiles_us(out.counts, out.rtt_max_us)
+    values = percentiles_us(to_hdr(out.counts), out.rtt_max_us)
     values["mean"] = out.rtt_sum_us / out.messages
     return values
 
@@ -72,7 +73,9 @@ class Replicated:
     per_replication: tuple[dict[str, float], ...]
 
     def relative_half_width(self, name: str = "p99") -> float:
-        """Half-width of the 95% interval over the estimate (inf when there is no interval)."""
+        """Upper half-width of the 95% interval over the estimate (inf when there is none).
+
+        The upper side is the t half-width; the lower one may be cut at zero."""
         if name not in self.ci95:
             return math.inf
         value = self.estimates[name]

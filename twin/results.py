@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from hdrh.histogram import HdrHistogram
 
 from twin.histogram import to_hdr
 from twin.load import Load
@@ -24,14 +25,13 @@ Progress = Callable[[float], None]
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
 
 
-def percentiles_us(counts: np.ndarray, max_us: float) -> dict[str, float]:
+def percentiles_us(hist: HdrHistogram, max_us: float) -> dict[str, float]:
     """HdrHistogram's value at each of :data:`PERCENTILES` (us), capped at the exact maximum.
 
     A bucket reports its highest equivalent value, up to 0.1% above the samples in it, so the
     top percentiles of a short run could exceed the largest round trip, which no percentile of
     the sample can.
     """
-    hist = to_hdr(counts)
     return {k: min(hist.get_value_at_percentile(p) / 1e3, max_us) for k, p in PERCENTILES.items()}
 
 
@@ -187,7 +187,7 @@ def summarise(
             "No message was recorded: the measurement window is too short for the rate "
             f"({load.rate_msgs_per_s} msg/s over {load.duration_us} us)"
         )
-    rtt = percentiles_us(out.counts, out.rtt_max_us)
+    rtt = percentiles_us(to_hdr(out.counts), out.rtt_max_us)
     rtt["max"] = out.rtt_max_us
     rtt["mean"] = out.rtt_sum_us / out.messages
     station_util = out.station_busy_us / (out.duration_us * path.station_servers)
@@ -196,8 +196,9 @@ def summarise(
     if kinds and out.counts_by_kind is not None:
         for name, counts in zip(kinds, out.counts_by_kind, strict=True):
             if counts.any():
-                by_kind[name] = percentiles_us(counts, out.rtt_max_us)
-                by_kind[name]["mean"] = to_hdr(counts).get_mean_value() / 1e3
+                hist = to_hdr(counts)
+                by_kind[name] = percentiles_us(hist, out.rtt_max_us)
+                by_kind[name]["mean"] = hist.get_mean_value() / 1e3
     hops = tuple(
         HopStat(
             name=path.hop_names[i],

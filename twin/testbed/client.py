@@ -65,7 +65,7 @@ from twin.testbed import hoststat
 from twin.testbed import protocol as P
 from twin.testbed.recorder import (
     IntervalRecorder,
-    percentiles_us,
+    summary_us,
     timing_us,
     warm_work_by_batch,
     work_by_batch,
@@ -508,9 +508,9 @@ class LoadRun:
             "recorded": dict(self.recorded),
             "lost": lost,
             "achieved_msgs_per_s": answered / cfg.duration_s,
-            "rtt_us": percentiles_us(totals["all"]),
-            "order_rtt_us": percentiles_us(totals["order"]),
-            "cancel_rtt_us": percentiles_us(totals["cancel"]),
+            "rtt_us": summary_us(totals["all"]),
+            "order_rtt_us": summary_us(totals["order"]),
+            "cancel_rtt_us": summary_us(totals["cancel"]),
             "send_lag_us": timing_us(tm.lag),
             "gateway_service_us": timing_us(tm.gateway),
             "client_send_us": timing_us(tm.send, tm.send_n),

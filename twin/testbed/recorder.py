@@ -21,9 +21,9 @@ from hdrh.log import HistogramLogWriter
 
 from twin.histogram import empty_counts, record_us, to_hdr
 from twin.output import hgrm_text, write_json, write_text
+from twin.results import percentiles_us
 
 KINDS = ("order", "cancel")
-SUMMARY_PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
 # Edges (us) of the idle-gap classes of :func:`work_by_gap`: how long the process had been
 # idle before a piece of work (a cold start after a long idle is slower: caches, frequency,
 # vCPU wake).
@@ -38,12 +38,13 @@ def counts_of_ns(values_ns: list[int] | np.ndarray) -> np.ndarray:
     return counts
 
 
-def percentiles_us(hist: HdrHistogram) -> dict[str, float]:
-    """The summary percentiles of an ns histogram, in us (``{"count": 0}`` when empty)."""
+def summary_us(hist: HdrHistogram) -> dict[str, float]:
+    """The twin's percentiles, max, mean and count of an ns histogram, in us (``{"count": 0}``
+    when empty), keyed as the twin's results are, so measured and predicted compare by name."""
     n = hist.get_total_count()
     if n == 0:
         return {"count": 0}
-    out = {k: hist.get_value_at_percentile(p) / 1e3 for k, p in SUMMARY_PERCENTILES.items()}
+    out = percentiles_us(hist, hist.get_max_value() / 1e3)
     out["max"] = hist.get_max_value() / 1e3
     out["mean"] = hist.get_mean_value() / 1e3
     out["count"] = n
@@ -55,7 +56,7 @@ def timing_us(values_ns: list[int], weights: list[int] | None = None) -> dict[st
     values = np.maximum(np.asarray(values_ns, dtype=np.int64), 1)
     if weights is not None:
         values = np.repeat(values, np.asarray(weights, dtype=np.int64))
-    return percentiles_us(to_hdr(counts_of_ns(values)))
+    return summary_us(to_hdr(counts_of_ns(values)))
 
 
 def work_by_gap(
