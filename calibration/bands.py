@@ -29,7 +29,7 @@ from twin.results import EngineOutput
 from twin.scenario import Scenario
 from twin.simulation import prepare
 
-__all__ = ["Band", "format_bands", "parameter_draws", "prediction_bands"]
+__all__ = ["Band", "parameter_draws", "prediction_bands"]
 
 _MAX_BATCHES = 50  # of 4 n draws each, before giving up on a profile's bounds
 STATISTICS = ("p50", "p90", "p95", "p99", "p99_9", "mean")
@@ -149,39 +149,3 @@ def prediction_bands(
         )
         bands[stat] = Band(stat, central[stat], lo, hi, level)
     return bands
-
-
-def format_bands(bands: Mapping[str, Band]) -> str:
-    """A small table: statistic, prediction, band."""
-    level = next(iter(bands.values())).level
-    lines = [f"round trip (us) with {100 * level:.0f}% bands (parameter uncertainty):"]
-    for b in bands.values():
-        lines.append(
-            f"  {b.statistic.replace('_', '.'):6s} {b.predicted_us:10.1f}   "
-            f"[{b.low_us:,.1f} .. {b.high_us:,.1f}]"
-        )
-    return "\n".join(lines)
-
-
-def run_bands(args: Any, scenario: Scenario, result: Any) -> int:
-    """``twin run SCENARIO --bands``: the run's report plus a 90% band per percentile."""
-    import json
-
-    from twin.simulation import scenario_profile
-
-    profile = scenario_profile(scenario)
-    bands = prediction_bands(scenario, profile, draws=getattr(args, "band_draws", 40))
-    if getattr(args, "json", False):
-        payload = result.to_dict()
-        payload["bands_90"] = {
-            k: {"predicted": b.predicted_us, "low": b.low_us, "high": b.high_us}
-            for k, b in bands.items()
-        }
-        print(json.dumps(payload))
-    else:
-        from twin.cli import format_result
-
-        print(format_result(result))
-        print()
-        print(format_bands(bands))
-    return 0

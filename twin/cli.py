@@ -16,53 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from twin.argtypes import positive_float, positive_int, seed
+from twin.console import format_bands, format_intervals, format_result
 from twin.errors import TwinError
-from twin.results import RunResult
-from twin.scenario import load_scenario
+from twin.scenario import load_scenario, shipped_scenarios
 from twin.simulation import ENGINES, apply_overrides, prepare, run_prepared
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
-
-
-def scenarios_dir() -> Path:
-    """The folder of shipped scenarios (beside the ``twin`` package in the checkout)."""
-    return Path(__file__).resolve().parent.parent / "scenarios"
-
-
-def shipped_scenarios() -> list[Path]:
-    return sorted(scenarios_dir().glob("*.toml"))
-
-
-def _statistics(rtt: dict[str, float]) -> str:
-    """Round-trip statistics on one line: ``p50 69.5  p90 84.3 ...``."""
-    return "  ".join(f"{k.replace('_', '.')} {v:,.1f}" for k, v in rtt.items())
-
-
-def format_result(result: RunResult) -> str:
-    """A human-readable report of one run."""
-    lines = [
-        f"scenario {result.scenario}  engine {result.engine}  seed {result.seed}",
-        f"target {result.rate_msgs_per_s:,.0f} msg/s",
-    ]
-    for role, where in result.placements.items():
-        lines.append(f"  {role:8s} {where}")
-    if not result.stable:
-        lines.append("UNSTABLE: offered load saturates " + "; ".join(result.saturated))
-        lines.append("No latency is reported: queues grow without bound at this rate.")
-        return "\n".join(lines)
-    lines.append(
-        f"messages {result.messages:,}  throughput {result.throughput_msgs_per_s:,.0f} msg/s"
-    )
-    lines.append("round trip (us): " + _statistics(result.rtt_us))
-    for kind, rtt in result.rtt_by_kind_us.items():
-        lines.append(f"  {kind + ':':7s} " + _statistics(rtt))
-    lines.append("")
-    width = max([44, *(len(hop.name) for hop in result.hops)])
-    lines.append(f"{'hop':{width}s} {'mean us':>9s} {'util':>6s}")
-    for hop in result.hops:
-        util = "" if hop.utilization is None else f"{hop.utilization:6.2f}"
-        lines.append(f"{hop.name:{width}s} {hop.mean_us:9.2f} {util:>6s}")
-    return "\n".join(lines)
+# Profiles drawn for --bands, each simulated once; the band's ends are their 5th and 95th
+# percentiles.
+BAND_DRAWS = 40
 
 
 def _progress_bar(total: float, unit: str, decimals: int = 0) -> Any:
@@ -118,10 +80,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         if replicated is not None:
             ci95 = replicated.ci95
             replications = replicated.replications
-    if getattr(args, "bands", False):
-        from calibration.bands import run_bands
+    bands = None
+    if args.bands:
+        from calibration.bands import prediction_bands
+        from twin.simulation import scenario_profile
 
-        return run_bands(args, scenario, result)
+        bands = prediction_bands(scenario, scenario_profile(scenario), draws=BAND_DRAWS)
     if args.out is not None:
         write_run(Path(args.out), result, scenario.to_toml())
     if args.json:
@@ -129,13 +93,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         if replications is not None:
             payload["replications"] = replications
             payload["ci95"] = {k: [lo, hi] for k, (lo, hi) in ci95.items()}
+        if bands is not None:
+            payload["bands_90"] = {
+                k: {"predicted": b.predicted_us, "low": b.low_us, "high": b.high_us}
+                for k, b in bands.items()
+            }
         print(json.dumps(payload))
     else:
         print(format_result(result))
         if replications is not None:
-            print(f"replications {replications}, 95% confidence intervals (us):")
-            for k, (lo, hi) in ci95.items():
-                print(f"  {k.replace('_', '.'):6s} {lo:,.2f} .. {hi:,.2f}")
+            print(format_intervals(replications, ci95))
+        if bands is not None:
+            print()
+            print(format_bands(bands))
     return EXIT_OK
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from twin.cli import scenarios_dir
-from twin.scenario import load_scenario
+from twin.scenario import load_scenario, scenarios_dir
 from twin.simulation import apply_overrides, run
 
 TIER_FILES = ("tier1_peering_cpg", "tier2_peering", "tier3_privatelink", "tier4_cloudfront")

@@ -1,6 +1,6 @@
 """Calibration profiles: the model's numbers, with where each one came from.
 
-A profile is a TOML file (``calibration/profiles/*.toml``) that maps parameter names to a value,
+A profile is a TOML file (``twin/profiles/*.toml``) that maps parameter names to a value,
 an optional standard uncertainty and a source (a row id of the published-figures table, a public
 document, a measurement in the repo, or a fit). Components read their numbers only from here, so
 nothing fitted is ever hard-coded in the model.
@@ -88,7 +88,7 @@ class Profile(Mapping[str, Parameter]):
         except KeyError:
             raise ProfileError(
                 f"{self.path}: parameter {key!r} is missing from profile {self.name!r} "
-                "(calibration/profiles/prior.toml lists every parameter with its source)"
+                "(twin/profiles/prior.toml lists every parameter with its source)"
             ) from None
 
     def __iter__(self) -> Iterator[str]:
@@ -112,8 +112,8 @@ class Profile(Mapping[str, Parameter]):
 
 
 def profiles_dir() -> Path:
-    """The folder of shipped profiles (inside the ``calibration`` package)."""
-    return Path(str(resources.files("calibration"))) / "profiles"
+    """The folder of shipped profiles: package data of the model, written by calibration runs."""
+    return Path(str(resources.files("twin"))) / "profiles"
 
 
 def resolve_profile_path(name_or_path: str, relative_to: Path | None = None) -> Path:

@@ -532,6 +532,16 @@ def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
     )
 
 
+def scenarios_dir() -> Path:
+    """The folder of shipped scenarios (``scenarios/`` beside the ``twin`` package)."""
+    return Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def shipped_scenarios() -> list[Path]:
+    """The shipped scenario files, sorted by name."""
+    return sorted(scenarios_dir().glob("*.toml"))
+
+
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario TOML file."""
     path = Path(path)

@@ -121,7 +121,7 @@ def test_figures_and_tables_build(small_run) -> None:
 
 
 def test_profile_tables_show_the_fit_and_degrade_without_it(tmp_path: Path) -> None:
-    profile = load_profile(Path(runner.__file__).parents[1] / "calibration/profiles/default.toml")
+    profile = load_profile(Path(runner.__file__).parents[1] / "twin/profiles/default.toml")
     rows = charts.profile_rows(profile)
     assert len(rows) == len(profile) and all(r["source"] for r in rows)
     fit = charts.target_rows(profile)  # the calibrator's [meta.calibration.fit]

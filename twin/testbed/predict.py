@@ -374,7 +374,7 @@ def fit_veth(
 
 
 def profile_toml(profile: Profile, description: str) -> str:
-    """The profile as a TOML file (what ``calibration/profiles/local.toml`` holds)."""
+    """The profile as a TOML file (what ``twin/profiles/local.toml`` holds)."""
     lines = [
         "# Local testbed profile: written by twin.testbed.predict.fit_local (do not hand-edit",
         "# fitted values; re-run calibration/notebooks/04_local_testbed.ipynb).",
@@ -497,7 +497,7 @@ def predict_campaign(
     """Calibrate on a campaign's lowest rate, predict every rate and the saturation rate.
 
     ``where`` names the campaign in the profile's provenance (default: the directory). With a
-    ``profile`` (one this function fitted before, such as ``calibration/profiles/local.toml``)
+    ``profile`` (one this function fitted before, such as ``twin/profiles/local.toml``)
     nothing is fitted: it predicts with that profile, and the residuals are None. Returns the
     profile, the fit's residuals, the prediction table and the saturation rates.
     """

@@ -1,0 +1,64 @@
+"""Terminal text for results: one run, its replication intervals and its prediction bands.
+
+A front end of the ``twin`` command line: library code returns results and the commands print
+them through these functions, so every command words a result the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from calibration.bands import Band
+from twin.results import RunResult
+
+
+def format_statistics(rtt: Mapping[str, float]) -> str:
+    """Round-trip statistics on one line: ``p50 69.5  p90 84.3 ...``."""
+    return "  ".join(f"{k.replace('_', '.')} {v:,.1f}" for k, v in rtt.items())
+
+
+def format_result(result: RunResult) -> str:
+    """A human-readable report of one run."""
+    lines = [
+        f"scenario {result.scenario}  engine {result.engine}  seed {result.seed}",
+        f"target {result.rate_msgs_per_s:,.0f} msg/s",
+    ]
+    for role, where in result.placements.items():
+        lines.append(f"  {role:8s} {where}")
+    if not result.stable:
+        lines.append("UNSTABLE: offered load saturates " + "; ".join(result.saturated))
+        lines.append("No latency is reported: queues grow without bound at this rate.")
+        return "\n".join(lines)
+    lines.append(
+        f"messages {result.messages:,}  throughput {result.throughput_msgs_per_s:,.0f} msg/s"
+    )
+    lines.append("round trip (us): " + format_statistics(result.rtt_us))
+    for kind, rtt in result.rtt_by_kind_us.items():
+        lines.append(f"  {kind + ':':7s} " + format_statistics(rtt))
+    lines.append("")
+    width = max([44, *(len(hop.name) for hop in result.hops)])
+    lines.append(f"{'hop':{width}s} {'mean us':>9s} {'util':>6s}")
+    for hop in result.hops:
+        util = "" if hop.utilization is None else f"{hop.utilization:6.2f}"
+        lines.append(f"{hop.name:{width}s} {hop.mean_us:9.2f} {util:>6s}")
+    return "\n".join(lines)
+
+
+def format_intervals(replications: int, ci95: Mapping[str, tuple[float, float]]) -> str:
+    """The replications' 95% confidence intervals, one statistic a line."""
+    lines = [f"replications {replications}, 95% confidence intervals (us):"]
+    for k, (lo, hi) in ci95.items():
+        lines.append(f"  {k.replace('_', '.'):6s} {lo:,.2f} .. {hi:,.2f}")
+    return "\n".join(lines)
+
+
+def format_bands(bands: Mapping[str, Band]) -> str:
+    """A small table: statistic, prediction, band."""
+    level = next(iter(bands.values())).level
+    lines = [f"round trip (us) with {100 * level:.0f}% bands (parameter uncertainty):"]
+    for b in bands.values():
+        lines.append(
+            f"  {b.statistic.replace('_', '.'):6s} {b.predicted_us:10.1f}   "
+            f"[{b.low_us:,.1f} .. {b.high_us:,.1f}]"
+        )
+    return "\n".join(lines)
