@@ -32,9 +32,11 @@ test: setup browser
 bench: setup
 	$(PY) -m benchmarks.run
 
+# ruff, mypy and the layering contract (tools/layers.py: imports run one way, no cycles).
 lint: setup
-	$(VENV)/bin/ruff check twin engine_ext calibration app tests benchmarks
+	$(VENV)/bin/ruff check twin engine_ext calibration app tests benchmarks tools
 	$(VENV)/bin/mypy twin engine_ext calibration
+	$(PY) tools/layers.py
 
 app: setup
 	$(VENV)/bin/streamlit run app/explorer.py

@@ -92,3 +92,23 @@ def test_check_and_scenarios(capsys) -> None:
 def test_missing_file_is_bad_input(capsys, tmp_path: Path) -> None:
     assert main(["check", str(tmp_path / "nope.toml")]) == 2
     assert "nope.toml: scenario file not found" in capsys.readouterr().err
+
+
+def test_bands_with_out_and_replications_does_all_three(capsys, tmp_path: Path) -> None:
+    out = tmp_path / "D"
+    args = ["run", TIER1, "--duration", "0.02", "--bands", "--out", str(out)]
+    code = main([*args, "--replications", "4", "--workers", "1"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "replications 4, 95% confidence intervals (us):" in printed
+    assert "90% bands (parameter uncertainty):" in printed
+    assert {"result.json", "scenario.toml", "rtt.hgrm"} <= {p.name for p in out.iterdir()}
+
+
+def test_bands_in_json_keep_the_replication_intervals(capsys) -> None:
+    args = ["run", TIER1, "--duration", "0.02", "--bands", "--json"]
+    assert main([*args, "--replications", "2", "--workers", "1"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["replications"] == 2
+    assert set(payload["ci95"]) >= {"p50", "p99"}
+    assert payload["bands_90"]["p50"]["low"] <= payload["bands_90"]["p50"]["high"]
