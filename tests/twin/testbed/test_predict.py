@@ -17,7 +17,7 @@ from twin.testbed import predict
 
 pytestmark = pytest.mark.timeout(120)
 ROOT = Path(__file__).resolve().parents[3]
-PROFILE = ROOT / "calibration" / "profiles" / "local.toml"
+PROFILE = ROOT / "twin" / "profiles" / "local.toml"
 SCENARIO = ROOT / "scenarios" / "local_loopback.toml"
 
 
