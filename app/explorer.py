@@ -21,6 +21,7 @@ if str(REPO) not in sys.path:
 
 from app import charts, controls, runner  # noqa: E402
 from twin import (  # noqa: E402
+    DEFAULT_ENGINE,
     ProfileError,
     Scenario,
     ScenarioError,
@@ -363,7 +364,7 @@ def downloads(scenario: Scenario, summary: runner.Summary) -> None:
 def main() -> None:
     st.set_page_config(page_title="Exchange latency twin", page_icon="⏱️", layout="wide")
     base, values = sidebar()
-    engine = runner.engine_name()
+    engine = DEFAULT_ENGINE
     messages = runner.sample_messages(engine)
     sweep_messages = runner.sweep_messages(engine)
     st.title("Order round-trip latency: what if…")

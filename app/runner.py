@@ -17,7 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from twin import ENGINES, Prepared, RunResult, Scenario, parse, prepare, run_prepared
+from twin import (
+    Prepared,
+    RunResult,
+    Scenario,
+    parse,
+    prepare,
+    run_prepared,
+)
 
 # Messages per run. The SimPy reference manages ~2-3k messages per wall second; the compiled
 # engine does ~50-100k messages per wall second here: 50k keeps a change near one second and
@@ -33,11 +40,6 @@ PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99.9", 99.9))
 RESULT_KEYS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p99_9"}
 # Two-sided 95% normal quantile for the order-statistic confidence interval.
 Z_95 = 1.959964
-
-
-def engine_name() -> str:
-    """The engine the explorer uses: the compiled one when it is registered."""
-    return "fast" if "fast" in ENGINES else "des"
 
 
 def sample_messages(engine: str) -> int:

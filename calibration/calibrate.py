@@ -38,7 +38,7 @@ from twin.histogram import COUNTS_LEN, SUB_BUCKET_HALF_COUNT, SUB_BUCKET_HALF_CO
 from twin.profile import Parameter, Profile, load_profile, profiles_dir
 from twin.results import EngineOutput
 from twin.scenario import Scenario, dump_toml, load_scenario
-from twin.simulation import ENGINES, Prepared, prepare
+from twin.simulation import DEFAULT_ENGINE, ENGINES, Prepared, prepare
 from twin.topology import level_between, place
 
 __all__ = [
@@ -58,14 +58,8 @@ _LATENT_SEARCH = 4000
 
 
 def default_engine() -> tuple[str, Callable[..., EngineOutput]]:
-    """The compiled engine when present (registered or importable), else the SimPy reference."""
-    if "fast" in ENGINES:
-        return "fast", ENGINES["fast"]
-    try:
-        from twin.fast import simulate
-    except ImportError:
-        return "des", ENGINES["des"]
-    return "fast", simulate
+    """The engine calibration runs the twin on: the project-wide default, by name and function."""
+    return DEFAULT_ENGINE, ENGINES[DEFAULT_ENGINE]
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 The public API: load a scenario, run it on an engine, read the result.
 
 >>> from twin import load_scenario, run
->>> result = run(load_scenario("scenarios/tier1_peering_cpg.toml"))  # doctest: +SKIP
+>>> result = run(load_scenario("scenarios/tier1_peering_cpg.toml"))  # fast engine  # doctest: +SKIP
 >>> result.rtt_us["p99"]  # doctest: +SKIP
 """
 
@@ -22,7 +22,9 @@ from twin.profile import Profile, load_profile  # noqa: E402
 from twin.results import RunResult  # noqa: E402
 from twin.scenario import Scenario, load_scenario, parse  # noqa: E402
 from twin.simulation import (  # noqa: E402
+    DEFAULT_ENGINE,
     ENGINES,
+    EngineName,
     Prepared,
     apply_overrides,
     prepare,
@@ -32,7 +34,9 @@ from twin.simulation import (  # noqa: E402
 )
 
 __all__ = [
+    "DEFAULT_ENGINE",
     "ENGINES",
+    "EngineName",
     "MeasurementError",
     "Prepared",
     "Profile",

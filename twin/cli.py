@@ -19,7 +19,7 @@ from twin.argtypes import positive_float, positive_int, seed
 from twin.console import format_bands, format_intervals, format_result
 from twin.errors import TwinError
 from twin.scenario import load_scenario, shipped_scenarios
-from twin.simulation import ENGINES, apply_overrides, prepare, run_prepared
+from twin.simulation import DEFAULT_ENGINE, ENGINES, apply_overrides, prepare, run_prepared
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 # Profiles drawn for --bands, each simulated once; the band's ends are their 5th and 95th
@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=seed, metavar="N", help="override workload.seed")
     p.add_argument(
         "--engine",
-        default="fast",
+        default=DEFAULT_ENGINE,
         choices=sorted(ENGINES),
         help="fast (compiled, default) or des (the SimPy reference)",
     )
@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_scenarios)
 
     p = sub.add_parser("demo", help="the four tiers at 10k and 400k msg/s, one table")
-    p.add_argument("--engine", default="fast", choices=sorted(ENGINES))
+    p.add_argument("--engine", default=DEFAULT_ENGINE, choices=sorted(ENGINES))
     p.set_defaults(run=cmd_demo)
 
     inspect_cmd.add_parser(sub)

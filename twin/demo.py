@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from twin.scenario import load_scenario, scenarios_dir
-from twin.simulation import apply_overrides, run
+from twin.simulation import DEFAULT_ENGINE, EngineName, apply_overrides, run
 
 TIER_FILES = ("tier1_peering_cpg", "tier2_peering", "tier3_privatelink", "tier4_cloudfront")
 RATES = (10_000, 400_000)
 # Measured seconds per run: about 200k round trips each on the compiled engine (p99.9 from 200
 # tail samples), about 20k on the slow reference engine.
-DURATION_S = {"fast": {10_000: 20.0, 400_000: 0.5}, "des": {10_000: 2.0, 400_000: 0.05}}
+DURATION_S = {
+    EngineName.FAST: {10_000: 20.0, 400_000: 0.5},
+    EngineName.DES: {10_000: 2.0, 400_000: 0.05},
+}
 
 
-def demo(engine: str = "fast") -> str:
+def demo(engine: str = DEFAULT_ENGINE) -> str:
     """Run every tier at both rates and return the comparison table."""
     header = (
         f"{'tier':20s} {'rate msg/s':>10s} {'p50':>8s} {'p90':>8s} {'p99':>8s} "
@@ -26,7 +29,9 @@ def demo(engine: str = "fast") -> str:
     for name in TIER_FILES:
         base = load_scenario(scenarios_dir() / f"{name}.toml")
         for rate in RATES:
-            result = run(apply_overrides(base, rate, DURATION_S[engine][rate]), engine=engine)
+            result = run(
+                apply_overrides(base, rate, DURATION_S[EngineName(engine)][rate]), engine=engine
+            )
             if not result.stable:
                 lines.append(f"{name:20s} {rate:>10,d} unstable: {'; '.join(result.saturated)}")
                 continue

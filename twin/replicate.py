@@ -35,7 +35,7 @@ from twin.results import (
     summarise,
     unstable_result,
 )
-from twin.simulation import Prepared
+from twin.simulation import DEFAULT_ENGINE, Prepared
 
 # Stream id keeping replication seeds apart from every other use of the scenario seed.
 REPLICATION_STREAM = 0x5245504C
@@ -176,7 +176,7 @@ def run_replications(
     path: CompiledPath,
     load: Load,
     replications: int,
-    engine: str = "fast",
+    engine: str = DEFAULT_ENGINE,
     workers: int = 1,
     progress: Progress | None = None,
 ) -> Replicated:
@@ -191,7 +191,7 @@ def run_until(
     path: CompiledPath,
     load: Load,
     target_relative_half_width: float,
-    engine: str = "fast",
+    engine: str = DEFAULT_ENGINE,
     workers: int = 1,
     min_replications: int = 5,
     max_replications: int = 200,
@@ -231,7 +231,7 @@ def run_until(
 
 def run_prepared_replicated(
     prepared: Prepared,
-    engine: str = "fast",
+    engine: str = DEFAULT_ENGINE,
     replications: int = 1,
     target_ci_pct: float | None = None,
     workers: int = 1,

@@ -8,6 +8,7 @@ of them give the same number for the same scenario and seed. Engines register th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Protocol
 
 import numpy as np
@@ -38,6 +39,17 @@ class Engine(Protocol):
     ) -> EngineOutput: ...
 
 
+class EngineName(StrEnum):
+    """The built-in engines: one model, two implementations that must agree."""
+
+    DES = "des"  # the SimPy reference: readable, full fidelity, slow
+    FAST = "fast"  # the Numba-compiled engine: same semantics, for long runs and sweeps
+
+
+# The engine every entry point uses unless told otherwise: the CLI, the Python API, sweeps,
+# capacity, calibration and the explorer.
+DEFAULT_ENGINE = EngineName.FAST
+
 ENGINES: dict[str, Engine] = {}
 
 
@@ -49,8 +61,8 @@ def register_engine(name: str, engine: Engine) -> None:
 def _register_builtin() -> None:
     from twin import des, fast
 
-    register_engine("des", des.simulate)
-    register_engine("fast", fast.simulate)
+    register_engine(EngineName.DES, des.simulate)
+    register_engine(EngineName.FAST, fast.simulate)
 
 
 _register_builtin()
@@ -112,7 +124,7 @@ def prepare(
 
 
 def run_prepared(
-    prepared: Prepared, engine: str = "des", progress: Progress | None = None
+    prepared: Prepared, engine: str = DEFAULT_ENGINE, progress: Progress | None = None
 ) -> RunResult:
     """Run an already prepared scenario on the named engine.
 
@@ -127,6 +139,8 @@ def run_prepared(
     return summarise(name, engine, prepared.path, prepared.load, out, prepared.placements)
 
 
-def run(scenario: Scenario, engine: str = "des", profile: Profile | None = None) -> RunResult:
+def run(
+    scenario: Scenario, engine: str = DEFAULT_ENGINE, profile: Profile | None = None
+) -> RunResult:
     """Simulate ``scenario`` and summarise the round trips."""
     return run_prepared(prepare(scenario, profile), engine)

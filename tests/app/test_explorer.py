@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app import runner
+from twin import DEFAULT_ENGINE
 
 SCRIPT = Path(__file__).resolve().parents[2] / "app" / "explorer.py"
 TIMEOUT_S = 120
@@ -38,7 +39,7 @@ def test_starts_on_tier_1_with_the_scenarios_own_values(app: AppTest) -> None:
     assert app.radio(key="placement").value == "shared CPG"
     assert app.select_slider(key="rate_msgs_per_s").value == 10_000
     assert 20 < p99_us(app) < 1_000
-    engine = runner.engine_name()
+    engine = DEFAULT_ENGINE
     assert f"engine **{engine}**, {runner.sample_messages(engine):,} messages" in summary_line(app)
     assert not app.error
 

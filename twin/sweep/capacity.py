@@ -25,7 +25,7 @@ from twin.errors import ScenarioError
 from twin.replicate import t_interval
 from twin.results import offered_utilization
 from twin.scenario import Scenario
-from twin.simulation import prepare
+from twin.simulation import DEFAULT_ENGINE, prepare
 from twin.sweep.executors import run_tasks
 from twin.sweep.spec import Point, Sweep, replication_seeds
 from twin.sweep.task import PointTask, TaskOutcome
@@ -186,7 +186,7 @@ def find_capacity(
     p99_ceiling_us: float,
     replications: int = 3,
     seed: int = 1,
-    engine: str = "des",
+    engine: str = DEFAULT_ENGINE,
     rates: Sequence[float] | None = None,
     refine: int = 3,
     executor: str = "local",

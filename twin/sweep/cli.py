@@ -78,16 +78,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_capacity(args: argparse.Namespace) -> int:
     from twin.scenario import load_scenario
+    from twin.simulation import DEFAULT_ENGINE
     from twin.sweep.capacity import find_capacity, format_capacity
     from twin.sweep.executors import check_executor
-    from twin.sweep.spec import default_engine
 
     executor = _executor(args)
     check_executor(executor, args.workers, args.scheduler)
     scenario = load_scenario(args.scenario)
     if args.duration is not None:
         scenario = scenario.with_fields({"workload.duration_s": args.duration})
-    engine = args.engine or default_engine()
+    engine = args.engine or DEFAULT_ENGINE
     from twin.simulation import ENGINES
 
     if engine not in ENGINES:

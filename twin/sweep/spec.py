@@ -4,7 +4,7 @@ A sweep file is TOML::
 
     name = "tiers_by_rate"                  # optional, defaults to the file's stem
     scenario = "../tier1_peering_cpg.toml"  # base scenario (relative to the sweep file)
-    engine = "des"                          # optional: "fast" when registered, else "des"
+    engine = "des"                          # optional: "fast" (the default) or "des"
     replications = 3                        # independent runs per point (default 1)
     seed = 1                                # base seed of the replications' seeds (default 1)
 
@@ -42,7 +42,7 @@ from typing import Any
 from twin.errors import ScenarioError
 from twin.replicate import replication_seed
 from twin.scenario import Scenario, load_scenario
-from twin.simulation import ENGINES
+from twin.simulation import DEFAULT_ENGINE, ENGINES
 
 SCENARIO_AXIS = "scenario"
 TOGETHER = "together"
@@ -60,11 +60,6 @@ TOP_KEYS = (
 MAX_REPLICATIONS = 1000
 # Seeds are driven through the seed field, which the sweep owns.
 RESERVED_FIELDS = ("workload.seed",)
-
-
-def default_engine() -> str:
-    """The compiled engine when it is registered, else the reference engine."""
-    return "fast" if "fast" in ENGINES else "des"
 
 
 def replication_seeds(base_seed: int, replications: int) -> tuple[int, ...]:
@@ -263,7 +258,7 @@ def parse_sweep(data: Mapping[str, Any], source: str, sha256: str = "") -> Sweep
     description = sweep.get("description", "")
     if not isinstance(name, str) or not isinstance(description, str):
         raise ScenarioError(f"{source}: name and description must be strings")
-    engine = sweep.get("engine", default_engine())
+    engine = sweep.get("engine", DEFAULT_ENGINE)
     if engine not in ENGINES:
         raise ScenarioError(f"{source}: engine = {engine!r}: allowed: {', '.join(sorted(ENGINES))}")
     replications = _integer(source, sweep, "replications", 1, 1, MAX_REPLICATIONS)
