@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import tomllib
 from dataclasses import dataclass
 from typing import Any
 
 from twin import Scenario, ScenarioError, parse
 from twin.catalogue import CATALOGUE
 from twin.scenario import MTU_BYTES, TCP_IP_HEADER_BYTES
+from twin.tomlio import parse_toml
 
 PLACEMENTS = ("shared CPG", "none", "partition")
 AZ_LAYOUTS = ("same AZ", "cross-AZ")
@@ -267,15 +267,7 @@ def for_tier(controls: Controls, tier: int) -> Controls:
 
 def load_upload(file_name: str, data: bytes) -> Scenario:
     """Validate an uploaded scenario file; raises :class:`twin.ScenarioError` naming the problem."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(f"{file_name}: not UTF-8 text: {exc}") from None
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(f"{file_name}: not valid TOML: {exc}") from None
-    scenario = parse(raw, source=file_name)
+    scenario = parse(parse_toml(data, file_name, ScenarioError), source=file_name)
     reason = unsupported_reason(scenario)
     if reason is not None:
         raise ScenarioError(reason)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,10 +20,12 @@ from twin import (
     Prepared,
     RunResult,
     Scenario,
+    ScenarioError,
     parse,
     prepare,
     run_prepared,
 )
+from twin.tomlio import parse_toml
 
 # Messages per run. The SimPy reference manages ~2-3k messages per wall second; the compiled
 # engine does ~50-100k messages per wall second here: 50k keeps a change near one second and
@@ -54,7 +55,7 @@ def sweep_messages(engine: str) -> int:
 
 def scenario_from_toml(text: str, source: str = "<explorer>") -> Scenario:
     """Parse scenario TOML text (the cache key of every run) back into a scenario."""
-    return parse(tomllib.loads(text), source=source)
+    return parse(parse_toml(text, source, ScenarioError), source=source)
 
 
 def reachable_rate_msgs_per_s(prepared: Prepared) -> float:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,8 +35,10 @@ from calibration.targets import FreeGroup, Target, TargetSet
 from twin.components import fabric
 from twin.histogram import COUNTS_LEN, SUB_BUCKET_HALF_COUNT, SUB_BUCKET_HALF_COUNT_MAGNITUDE
 from twin.profile import Parameter, Profile, load_profile, profiles_dir
+from twin.profile import write_profile as twin_write_profile
+from twin.provenance import git_commit
 from twin.results import EngineOutput
-from twin.scenario import Scenario, dump_toml, load_scenario
+from twin.scenario import Scenario, load_scenario
 from twin.simulation import DEFAULT_ENGINE, ENGINES, Prepared, prepare
 from twin.topology import level_between, place
 
@@ -301,16 +302,6 @@ def _residual(t: Target, predicted: float) -> float:
     return math.log(predicted / t.value) / t.tolerance
 
 
-def _git_version(cwd: Path) -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10
-        )
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 @dataclass(frozen=True)
 class _Space:
     groups: tuple[FreeGroup, ...]
@@ -505,7 +496,7 @@ class TwinCalibrator:
             "targets_sha256": t.sha256,
             "data": "calibration/data/published_figures.csv",
             "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "code_version": _git_version(repo),
+            "code_version": git_commit() or "unknown",
             "engine": self.engine_,
             "base_seed": self.base_seed,
             "nfev": self.nfev_,
@@ -556,38 +547,16 @@ def fit_rows(
     return rows
 
 
-_HEADER = """\
-# Calibration profile written by `twin calibrate` (calibration/calibrate.py): every number the
-# model uses, with its source. Fitted parameters carry `fitted = true`, a standard uncertainty
-# `sd` (curvature of the fit, propagated from the log-factor covariance in [meta.calibration])
-# and the targets they were fitted to. Unfitted parameters keep their prior value and source.
-# Times in microseconds; stage x = floor x_floor_us + lognormal(median x_median_us, sigma x_sigma).
+# Comment lines at the top of a profile written by `twin calibrate`.
+PROFILE_HEADER = """\
+Calibration profile written by `twin calibrate` (calibration/calibrate.py): every number the
+model uses, with its source. Fitted parameters carry `fitted = true`, a standard uncertainty
+`sd` (curvature of the fit, propagated from the log-factor covariance in [meta.calibration])
+and the targets they were fitted to. Unfitted parameters keep their prior value and source.
+Times in microseconds; stage x = floor x_floor_us + lognormal(median x_median_us, sigma x_sigma).
 """
 
 
 def write_profile(profile: Profile, path: str | Path) -> Path:
-    """Write a profile (fitted or not) as TOML that :func:`twin.profile.load_profile` reads."""
-    path = Path(path)
-    params: dict[str, Any] = {}
-    for name, p in profile.items():
-        entry: dict[str, Any] = {"value": p.value}
-        if p.sd:
-            entry["sd"] = p.sd
-        if p.fitted:
-            entry["fitted"] = True
-        entry["source"] = p.source
-        params[name] = entry
-    meta = {k: _plain(v) for k, v in profile.meta.items() if k != "targets"}
-    text = _HEADER + "\n" + dump_toml({"meta": meta}) + "\n" + dump_toml({"params": params})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    load_profile(path)  # refuse to leave a profile behind that the twin cannot read
-    return path
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
+    """Write a fitted profile (see :func:`twin.profile.write_profile`) with its header."""
+    return twin_write_profile(profile, path, PROFILE_HEADER)

@@ -22,7 +22,6 @@ A targets file (``calibration/targets/*.toml``) holds:
 from __future__ import annotations
 
 import hashlib
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from types import MappingProxyType
 from typing import Any
 
 from twin.errors import ProfileError
+from twin.tomlio import parse_toml, read_toml_bytes
 
 __all__ = ["FreeGroup", "Target", "TargetSet", "load_targets", "ABSOLUTE_STATS", "RELATIVE_STATS"]
 
@@ -111,14 +111,8 @@ def _err(path: Path, where: str, value: Any, problem: str) -> ProfileError:
 def load_targets(path: str | Path) -> TargetSet:
     """Read and validate a targets file."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ProfileError(f"{path}: targets file not found") from None
-    try:
-        data = tomllib.loads(raw.decode())
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"{path}: not valid TOML: {exc}") from None
+    raw = read_toml_bytes(path, "targets", ProfileError)
+    data = parse_toml(raw, str(path), ProfileError)
     base = path.parent
     free = []
     for name, g in data.get("free", {}).items():

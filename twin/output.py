@@ -1,55 +1,21 @@
-"""Writing results to disk so that an interrupted or failed write never leaves a partial file.
+"""A run's files: its JSON summary, its scenario and its round-trip histogram (Parquet, ``.hgrm``).
 
-Every file is written to a temporary name in the destination folder and renamed into place
-(``os.replace`` is atomic on POSIX), so readers see either the old file or the complete new one.
+Each is written atomically (:mod:`twin.atomic`).
 """
 
 from __future__ import annotations
 
 import io
-import json
-import os
 import re
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from twin.atomic import atomic_write, write_json, write_text
 from twin.histogram import to_hdr
 from twin.results import RunResult
-
-
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        write(tmp)
-        # mkstemp creates owner-only files; results are ordinary files, so honour the umask.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def write_text(path: Path, text: str) -> None:
-    def write(tmp: Path) -> None:
-        tmp.write_text(text)
-
-    atomic_write(path, write)
-
-
-def write_json(path: Path, payload: Any) -> None:
-    write_text(path, json.dumps(payload, indent=2) + "\n")
 
 
 def histogram_table(counts: np.ndarray) -> pa.Table:

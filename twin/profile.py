@@ -9,7 +9,6 @@ nothing fitted is ever hard-coded in the model.
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -17,7 +16,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from twin.atomic import write_text
 from twin.errors import ProfileError
+from twin.tomlio import dump_toml, read_toml
 
 _PARAM_KEYS = {"value", "sd", "source", "fitted", "unit"}
 
@@ -154,12 +155,7 @@ def _parse_param(path: Path, key: str, raw: Any) -> Parameter:
 def load_profile(path: str | Path) -> Profile:
     """Read and validate a profile file."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ProfileError(f"{path}: profile file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"{path}: not valid TOML: {exc}") from None
+    data = read_toml(path, "profile", ProfileError)
     unknown = set(data) - {"meta", "params", "targets"}
     if unknown:
         raise ProfileError(f"{path}: unknown top-level keys {sorted(unknown)}")
@@ -176,3 +172,44 @@ def load_profile(path: str | Path) -> Profile:
         meta=MappingProxyType(meta),
         path=str(path),
     )
+
+
+def _plain(value: Any) -> Any:
+    """Metadata as plain TOML values (mappings and sequences of scalars)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def profile_toml(profile: Profile, header: str = "") -> str:
+    """The profile as TOML that :func:`load_profile` reads back to the same values.
+
+    ``header`` is written first as comment lines (who wrote the file and how to remake it).
+    Metadata except ``targets`` goes to ``[meta]``; each parameter to ``[params.NAME]`` with
+    its value, its ``sd`` and ``fitted`` flag when set, and its source.
+    """
+    params: dict[str, Any] = {}
+    for name, p in profile.items():
+        entry: dict[str, Any] = {"value": p.value}
+        if p.sd:
+            entry["sd"] = p.sd
+        if p.fitted:
+            entry["fitted"] = True
+        entry["source"] = p.source
+        params[name] = entry
+    meta = {"name": profile.name} | {
+        k: _plain(v) for k, v in profile.meta.items() if k != "targets"
+    }
+    comments = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
+    body = dump_toml({"meta": meta}) + "\n" + dump_toml({"params": params})
+    return (comments + "\n" if comments else "") + body
+
+
+def write_profile(profile: Profile, path: str | Path, header: str = "") -> Path:
+    """Write ``profile`` atomically (:func:`profile_toml`) and check that it loads back."""
+    path = Path(path)
+    write_text(path, profile_toml(profile, header))
+    load_profile(path)  # refuse to leave a profile behind that the twin cannot read
+    return path

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import math
 import re
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 from twin.catalogue import CATALOGUE, InstanceType
 from twin.errors import ScenarioError
+from twin.tomlio import dump_toml, read_toml
 
 ROLE_NAMES = ("client", "gateway", "engine")
 HOST_SIDES = ("client", "exchange")
@@ -544,44 +544,4 @@ def shipped_scenarios() -> list[Path]:
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario TOML file."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: scenario file not found") from None
-    except (IsADirectoryError, UnicodeDecodeError) as exc:
-        raise ScenarioError(f"{path}: cannot read scenario: {exc}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
-    return parse(data, source=str(path))
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return repr(value)
-
-
-def dump_toml(data: Mapping[str, Any], prefix: str = "") -> str:
-    """Write a nested mapping of plain values as TOML (scalars first, then sub-tables)."""
-    lines = []
-    tables = []
-    for key, value in data.items():
-        if isinstance(value, Mapping):
-            tables.append((key, value))
-        else:
-            lines.append(f"{key} = {_toml_value(value)}")
-    for key, value in tables:
-        name = f"{prefix}{key}"
-        has_scalars = any(not isinstance(v, Mapping) for v in value.values())
-        body = dump_toml(value, prefix=f"{name}.")
-        if has_scalars or not value:
-            lines.append(f"\n[{name}]")
-        lines.append(body)
-    return "\n".join(line for line in lines if line != "").strip() + "\n"
+    return parse(read_toml(path, "scenario", ScenarioError), source=str(path))

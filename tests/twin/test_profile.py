@@ -70,3 +70,17 @@ def test_the_cli_reports_a_bad_profile_in_one_line(capsys, tmp_path: Path) -> No
     assert main(["run", str(scenario_path), "--duration", "0.01"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"twin run: {bad}: jvm_handoff_sigma = -0.5: a log-space spread must be >= 0"
+
+
+@pytest.mark.parametrize("name", ["default", "local", "prior"])
+def test_a_written_profile_loads_back_to_the_same_values(name: str, tmp_path: Path) -> None:
+    from twin.profile import write_profile
+
+    shipped = load_profile(profiles_dir() / f"{name}.toml")
+    again = load_profile(write_profile(shipped, tmp_path / "p.toml", header="line one\nline two"))
+    assert (tmp_path / "p.toml").read_text().startswith("# line one\n# line two\n\n[meta]")
+    assert again.name == shipped.name
+    assert dict(again.params) == dict(shipped.params)
+    assert {k: v for k, v in again.meta.items() if k != "targets"} == {
+        k: v for k, v in shipped.meta.items() if k != "targets"
+    } | {"name": shipped.name}

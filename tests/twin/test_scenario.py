@@ -12,7 +12,8 @@ import pytest
 
 from tests.twin.conftest import SCENARIOS, scenario_dict
 from twin.errors import ScenarioError
-from twin.scenario import dump_toml, load_scenario, parse
+from twin.scenario import load_scenario, parse
+from twin.tomlio import dump_toml
 
 SHIPPED = sorted(SCENARIOS.glob("*.toml"))
 

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from twin.atomic import write_text
 from twin.errors import ScenarioError
-from twin.output import write_text
 from twin.sweep import store
 from twin.sweep.spec import point_label
 from twin.sweep.summary import summarise_rows

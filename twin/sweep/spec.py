@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +42,7 @@ from twin.errors import ScenarioError
 from twin.replicate import replication_seed
 from twin.scenario import Scenario, load_scenario
 from twin.simulation import DEFAULT_ENGINE, ENGINES
+from twin.tomlio import parse_toml, read_toml_bytes
 
 SCENARIO_AXIS = "scenario"
 TOGETHER = "together"
@@ -317,14 +317,6 @@ def parse_sweep(data: Mapping[str, Any], source: str, sha256: str = "") -> Sweep
 def load_sweep(path: str | Path) -> Sweep:
     """Read and validate a sweep file; every point is checked before anything runs."""
     path = Path(path)
-    try:
-        blob = path.read_bytes()
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: sweep file not found") from None
-    except IsADirectoryError:
-        raise ScenarioError(f"{path}: is a directory, not a sweep file") from None
-    try:
-        data = tomllib.loads(blob.decode())
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
+    blob = read_toml_bytes(path, "sweep", ScenarioError)
+    data = parse_toml(blob, str(path), ScenarioError)
     return parse_sweep(data, source=str(path), sha256=hashlib.sha256(blob).hexdigest())

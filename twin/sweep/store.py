@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +26,10 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from twin.atomic import atomic_write, write_json
 from twin.errors import ScenarioError
-from twin.output import atomic_write, write_json
 from twin.profile import resolve_profile_path
+from twin.provenance import code_version
 from twin.sweep.spec import Sweep
 from twin.sweep.task import STATS, TaskOutcome, task_key
 
@@ -39,35 +38,6 @@ POINTS_DIR = "points"
 RESULTS = "results.parquet"
 SUMMARY = "summary.parquet"
 FORMAT = 1
-
-
-def code_version() -> dict[str, Any]:
-    """The twin's package version and, in a git checkout, the commit and whether it is dirty."""
-    try:
-        version = metadata.version("exchange-latency-twin")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    repo = Path(__file__).resolve().parents[2]
-    info: dict[str, Any] = {"twin": version, "git_commit": None, "git_dirty": None}
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no", "twin"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout
-        info.update(git_commit=commit, git_dirty=bool(status.strip()))
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return info
 
 
 def _profiles(sweep: Sweep) -> dict[str, Any]:

@@ -33,8 +33,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from twin.atomic import write_json
 from twin.errors import SimulationError
-from twin.output import write_json
 from twin.testbed.netns import VethPair
 
 TOPOLOGIES = ("loopback", "veth")

@@ -10,6 +10,7 @@ from typing import Any
 
 from twin.argtypes import positive_float, positive_int, seed
 from twin.errors import ScenarioError
+from twin.profile import write_profile
 
 # The campaign's burst probe (``twin.testbed.campaign.DEFAULT_PROBE_BURSTS``, not imported
 # here so that ``twin --help`` does not load the testbed).
@@ -174,15 +175,17 @@ def cmd_predict(args: argparse.Namespace) -> int:
         )
         result["veth_table"] = predict.prediction_table(veth_scenario, profile, rows)
     if args.profile_out:
-        Path(args.profile_out).write_text(
-            predict.profile_toml(
+        write_profile(
+            predict.with_description(
                 profile,
                 "The live testbed on a 2-vCPU host (twin testbed): client and gateway threads "
                 "that sleep when idle. CPU per message, work spread, background and wake-up "
                 "spread measured; marginal and per-wake-up work (burst probe), cold starts, "
                 "kernel path and wake-up latency fitted; on the lowest rate only (the median "
                 "of its repeats).",
-            )
+            ),
+            args.profile_out,
+            predict.LOCAL_PROFILE_HEADER,
         )
     print(f"calibrated on {result['calibration_rate_msgs_per_s']:.0f} msg/s")
     print(predict.format_table(result["table"]))

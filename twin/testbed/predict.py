@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -373,22 +374,17 @@ def fit_veth(
     return make_profile(params), errors
 
 
-def profile_toml(profile: Profile, description: str) -> str:
-    """The profile as a TOML file (what ``twin/profiles/local.toml`` holds)."""
-    lines = [
-        "# Local testbed profile: written by twin.testbed.predict.fit_local (do not hand-edit",
-        "# fitted values; re-run calibration/notebooks/04_local_testbed.ipynb).",
-        "",
-        "[meta]",
-        'name = "local"',
-        f"description = {json.dumps(description)}",
-        'status = "fitted on the lowest-rate testbed run only"',
-    ]
-    for key, p in profile.params.items():
-        lines += ["", f"[params.{key}]", f"value = {p.value!r}", f"source = {json.dumps(p.source)}"]
-        if p.fitted:
-            lines.append("fitted = true")
-    return "\n".join(lines) + "\n"
+# Comment lines at the top of the local profile (``twin/profiles/local.toml``).
+LOCAL_PROFILE_HEADER = (
+    "Local testbed profile: written by twin.testbed.predict.fit_local (do not hand-edit\n"
+    "fitted values; re-run calibration/notebooks/04_local_testbed.ipynb)."
+)
+
+
+def with_description(profile: Profile, description: str) -> Profile:
+    """The fitted local profile with the metadata its file carries."""
+    meta = {"description": description, "status": "fitted on the lowest-rate testbed run only"}
+    return replace(profile, name="local", meta=MappingProxyType(meta))
 
 
 KINDS = ("order", "cancel")

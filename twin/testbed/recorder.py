@@ -19,8 +19,9 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogWriter
 
+from twin.atomic import write_json, write_text
 from twin.histogram import empty_counts, record_us, to_hdr
-from twin.output import hgrm_text, write_json, write_text
+from twin.output import hgrm_text
 from twin.results import percentiles_us
 
 KINDS = ("order", "cancel")

@@ -1,0 +1,121 @@
+"""The project's TOML files, read and written one way (scenarios, profiles, sweeps, targets).
+
+Reading refuses, with one line naming the file, anything that is not a regular file of UTF-8
+TOML within :data:`MAX_TOML_BYTES` and :data:`MAX_TOML_DEPTH`, raising the caller's error
+class (a :class:`twin.errors.TwinError` subclass), so every loader reports a bad file alike.
+Writing (:func:`dump_toml`) produces TOML that :mod:`tomllib` reads back to the same values.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from twin.errors import TwinError
+
+# Shipped files are at most tens of kilobytes; anything far larger is not an input of ours.
+MAX_TOML_BYTES = 4 * 1024 * 1024
+# Tables and arrays nested deeper than any file of the project needs.
+MAX_TOML_DEPTH = 32
+
+
+def _depth(value: Any, level: int = 0) -> int:
+    if isinstance(value, dict):
+        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_depth(v, level + 1) for v in value), default=level + 1)
+    return level
+
+
+def parse_toml(text: str | bytes, source: str, error: type[TwinError]) -> dict[str, Any]:
+    """Parse TOML text; ``error(f"{source}: ...")`` on bad encoding, syntax or nesting."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise error(f"{source}: not UTF-8 text: {exc}") from None
+    if len(text) > MAX_TOML_BYTES:
+        raise error(f"{source}: {len(text):,} characters, more than {MAX_TOML_BYTES:,} allowed")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise error(f"{source}: nested too deeply") from None
+    if _depth(data) > MAX_TOML_DEPTH:
+        raise error(f"{source}: nested deeper than {MAX_TOML_DEPTH} levels")
+    return data
+
+
+def read_toml_bytes(path: str | Path, what: str, error: type[TwinError]) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_TOML_BYTES` (``what`` names it)."""
+    path = Path(path)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise error(f"{path}: {what} file not found") from None
+    except OSError as exc:  # a symlink loop, a name too long, no permission
+        raise error(f"{path}: cannot read {what} file: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise error(f"{path}: {kind}, not a {what} file")
+    if info.st_size > MAX_TOML_BYTES:
+        raise error(
+            f"{path}: {info.st_size:,} bytes, more than the {MAX_TOML_BYTES:,} a {what} file "
+            "may have"
+        )
+    try:
+        with path.open("rb") as f:
+            return f.read(MAX_TOML_BYTES + 1)
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what} file: {exc.strerror or exc}") from None
+
+
+def read_toml(path: str | Path, what: str, error: type[TwinError]) -> dict[str, Any]:
+    """Read and parse a TOML file, naming the file (and ``what`` it should be) in any error."""
+    return parse_toml(read_toml_bytes(path, what, error), str(path), error)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _toml_string(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return repr(value)
+
+
+def dump_toml(data: Mapping[str, Any], prefix: str = "") -> str:
+    """Write a nested mapping of plain values as TOML (scalars first, then sub-tables)."""
+    lines = []
+    tables = []
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            tables.append((key, value))
+        else:
+            lines.append(f"{_toml_key(key)} = {_toml_value(value)}")
+    for key, value in tables:
+        name = f"{prefix}{_toml_key(key)}"
+        has_scalars = any(not isinstance(v, Mapping) for v in value.values())
+        body = dump_toml(value, prefix=f"{name}.")
+        if has_scalars or not value:
+            lines.append(f"\n[{name}]")
+        lines.append(body)
+    return "\n".join(line for line in lines if line != "").strip() + "\n"
+
+
+def _toml_key(key: str) -> str:
+    """A bare key where TOML allows one, else a quoted key."""
+    bare = key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
+    return key if bare else _toml_string(key)
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string: JSON's escapes are TOML's (quotes, backslashes, control
+    characters), except that TOML also forbids a raw DEL and JSON's surrogate pairs."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
