@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from app.runner import PERCENTILES, RESULT_KEYS, Summary
-from twin import Profile
+from app.runner import PERCENTILES, Summary
+from twin import Profile, percentiles
 
 PERCENTILE_VALUES = dict(PERCENTILES)
 TIER_COLOURS = ("#1f77b4", "#2ca02c", "#ff7f0e", "#d62728")
@@ -113,7 +113,7 @@ def percentile_rows(summary: Summary, keys: Sequence[str]) -> list[dict[str, Any
         lo, hi = summary.bands_us.get(key, (None, None))
         row = {"statistic": key, "round trip (µs)": summary.p(key), "95% low": lo, "95% high": hi}
         for kind, rtt in kinds.items():
-            row[f"{kind} (µs)"] = rtt.get(RESULT_KEYS.get(key, key))
+            row[f"{kind} (µs)"] = rtt.get(percentiles.key(key))
         rows.append(row)
     return rows
 

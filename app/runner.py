@@ -22,9 +22,11 @@ from twin import (
     Scenario,
     ScenarioError,
     parse,
+    percentiles,
     prepare,
     run_prepared,
 )
+from twin.histogram import bucket_highest_ns, cdf_points_us
 from twin.tomlio import parse_toml
 
 # Messages per run. The SimPy reference manages ~2-3k messages per wall second; the compiled
@@ -37,8 +39,10 @@ SWEEP_MESSAGES = {"des": 1_000, "fast": 20_000}
 # Warm-up before recording: a tenth of the window, and never less than this many messages.
 WARMUP_FRACTION = 0.1
 WARMUP_MIN_MESSAGES = 100
-PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99.9", 99.9))
-RESULT_KEYS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p99_9"}
+# The explorer's percentiles as (label, percent): the twin's headline ones.
+PERCENTILES = tuple(
+    (percentiles.label(k), percentiles.PERCENTILES[k]) for k in percentiles.HEADLINE
+)
 # Two-sided 95% normal quantile for the order-statistic confidence interval.
 Z_95 = 1.959964
 
@@ -108,26 +112,7 @@ class Summary:
     result: dict[str, Any] = field(default_factory=dict)
 
     def p(self, key: str) -> float:
-        return self.rtt_us[RESULT_KEYS.get(key, key)]
-
-
-def bucket_values_ns(indices: np.ndarray) -> np.ndarray:
-    """Lowest value of each HdrHistogram counts index (inverse of ``twin.histogram``'s layout)."""
-    half = 1024  # twin.histogram.SUB_BUCKET_HALF_COUNT
-    bucket = (indices >> 10) - 1
-    sub = (indices & (half - 1)) + half
-    first = bucket < 0
-    sub = np.where(first, sub - half, sub)
-    bucket = np.where(first, 0, bucket)
-    return sub.astype(np.int64) << bucket.astype(np.int64)
-
-
-def cdf_points(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The empirical CDF of a histogram: (round trip us, fraction at or below)."""
-    idx = np.flatnonzero(counts)
-    values_us = bucket_values_ns(idx) / 1e3
-    cum = np.cumsum(counts[idx]) / counts.sum()
-    return values_us, cum
+        return self.rtt_us[percentiles.key(key)]
 
 
 def percentile_bands(
@@ -142,8 +127,7 @@ def percentile_bands(
     idx = np.flatnonzero(counts)
     cum = np.cumsum(counts[idx])
     n = int(cum[-1])
-    bucket = np.maximum((idx >> 10) - 1, 0)
-    highest_us = (bucket_values_ns(idx) + (np.int64(1) << bucket) - 1) / 1e3
+    highest_us = bucket_highest_ns(idx) / 1e3
 
     def value_at_rank(rank: float) -> float:
         rank = min(max(math.ceil(rank), 1), n)
@@ -198,7 +182,7 @@ def summarise(result: RunResult, prepared: Prepared) -> Summary:
     waits = np.maximum(hop_means - unloaded_means, 0.0)
     variances = unloaded_variances + waits**2
     at_p99 = hop_shares_at(hop_means, variances, float(hop_means.sum()), result.rtt_us["p99"])
-    cdf_us, cdf_p = cdf_points(result.counts)
+    cdf_us, cdf_p = cdf_points_us(result.counts)
     return Summary(
         scenario=result.scenario,
         engine=result.engine,

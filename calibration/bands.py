@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from twin.histogram import percentile_from_counts_us
+from twin.percentiles import PERCENTILES
 from twin.profile import Profile
 from twin.results import EngineOutput
 from twin.scenario import Scenario
@@ -32,8 +34,7 @@ from twin.simulation import prepare
 __all__ = ["Band", "parameter_draws", "prediction_bands"]
 
 _MAX_BATCHES = 50  # of 4 n draws each, before giving up on a profile's bounds
-STATISTICS = ("p50", "p90", "p95", "p99", "p99_9", "mean")
-_PCT = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
+STATISTICS = (*PERCENTILES, "mean")
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,6 @@ def _multipliers(
 def _stats(
     scenario: Scenario, profile: Profile, sim: Callable[..., EngineOutput]
 ) -> dict[str, float]:
-    from calibration.calibrate import percentile_from_counts_us
 
     prepared = prepare(scenario, profile)
     if prepared.is_saturated():
@@ -111,7 +111,7 @@ def _stats(
     out = sim(prepared.path, prepared.load)
     if out.messages == 0:
         return {k: math.nan for k in STATISTICS}
-    stats = {k: percentile_from_counts_us(out.counts, p) for k, p in _PCT.items()}
+    stats = {k: percentile_from_counts_us(out.counts, p) for k, p in PERCENTILES.items()}
     stats["mean"] = out.rtt_sum_us / out.messages
     return stats
 

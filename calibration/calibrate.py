@@ -33,7 +33,8 @@ from scipy import optimize
 
 from calibration.targets import FreeGroup, Target, TargetSet
 from twin.components import fabric
-from twin.histogram import COUNTS_LEN, SUB_BUCKET_HALF_COUNT, SUB_BUCKET_HALF_COUNT_MAGNITUDE
+from twin.histogram import min_from_counts_us, percentile_from_counts_us
+from twin.percentiles import PERCENTILES
 from twin.profile import Parameter, Profile, load_profile, profiles_dir
 from twin.profile import write_profile as twin_write_profile
 from twin.provenance import git_commit
@@ -52,7 +53,6 @@ __all__ = [
 
 # Penalty (in tolerances) for a target whose scenario saturates under trial parameters.
 _UNSTABLE_RESIDUAL = 50.0
-_PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9}
 # Random placements drawn to find the fabric levels a pair of unknown placement may be at, and
 # how often each occurs.
 _LATENT_SEARCH = 4000
@@ -90,34 +90,6 @@ def _run(prepared: Prepared, engine: Callable[..., EngineOutput]) -> _Outcome:
     )
 
 
-def _bucket_values_ns() -> tuple[np.ndarray, np.ndarray]:
-    """Lowest and highest value (ns) of every bucket of the twin's HDR counts layout."""
-    idx = np.arange(COUNTS_LEN, dtype=np.int64)
-    bucket = (idx >> SUB_BUCKET_HALF_COUNT_MAGNITUDE) - 1
-    sub = (idx & (SUB_BUCKET_HALF_COUNT - 1)) + SUB_BUCKET_HALF_COUNT
-    first = bucket < 0
-    sub = np.where(first, sub - SUB_BUCKET_HALF_COUNT, sub)
-    bucket = np.maximum(bucket, 0)
-    low = sub << bucket
-    return low.astype(np.float64), (low + (np.int64(1) << bucket) - 1).astype(np.float64)
-
-
-_LOW_NS, _HIGH_NS = _bucket_values_ns()
-
-
-def percentile_from_counts_us(counts: np.ndarray, percentile: float) -> float:
-    """HdrHistogram's ``get_value_at_percentile`` on a counts array, vectorised (us)."""
-    total = int(counts.sum())
-    wanted = max(int(percentile / 100.0 * total + 0.5), 1)
-    i = int(np.searchsorted(np.cumsum(counts), wanted))
-    return float(_HIGH_NS[i]) / 1e3
-
-
-def min_from_counts_us(counts: np.ndarray) -> float:
-    """The lowest recorded value (bucket floor, us)."""
-    return float(_LOW_NS[int(np.flatnonzero(counts)[0])]) / 1e3
-
-
 _SCENARIO_CACHE: dict[tuple[Any, ...], Scenario] = {}
 
 
@@ -147,7 +119,7 @@ def _pooled_stat(results: Sequence[_Outcome], stat: str) -> float:
     counts = np.sum([r.counts for r in results if r.counts is not None], axis=0)
     if stat == "min":
         return min_from_counts_us(counts)
-    return percentile_from_counts_us(counts, _PERCENTILES[stat])
+    return percentile_from_counts_us(counts, PERCENTILES[stat])
 
 
 def _placement_seed(base_seed: int, k: int) -> int:

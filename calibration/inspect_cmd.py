@@ -13,22 +13,20 @@ import sys
 from typing import Any
 
 from calibration.readers import read
+from twin import percentiles
 from twin.errors import MeasurementError
+from twin.percentiles import PERCENTILES
 
 __all__ = ["add_parser", "run"]
 
+# Summary statistic -> its JSON key (times in us).
 _ROWS = (
     ("count", "count"),
     ("min", "min_us"),
-    ("p50", "p50_us"),
-    ("p90", "p90_us"),
-    ("p95", "p95_us"),
-    ("p99", "p99_us"),
-    ("p99_9", "p99_9_us"),
+    *((k, f"{k}_us") for k in PERCENTILES),
     ("max", "max_us"),
     ("mean", "mean_us"),
 )
-_LABELS = {"p99_9": "p99.9"}
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -86,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rows = [("file", str(args.file)), ("format", measurement.format)]
     for name, _ in _ROWS:
-        label = _LABELS.get(name, name) + ("" if name == "count" else " (us)")
+        label = percentiles.label(name) + ("" if name == "count" else " (us)")
         rows.append((label, _fmt(summary[name])))
     for key, value in measurement.conditions.items():
         rows.append((key, str(value)))

@@ -21,13 +21,9 @@ import numpy as np
 import numpy.typing as npt
 
 from twin.errors import MeasurementError
+from twin.percentiles import PERCENTILES
 
-__all__ = ["Measurement", "SUMMARY_PERCENTILES"]
-
-#: The percentiles :meth:`Measurement.summary` reports, keyed by their summary name.
-SUMMARY_PERCENTILES: Mapping[str, float] = MappingProxyType(
-    {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
-)
+__all__ = ["Measurement"]
 
 
 def _optional_time(name: str, value: float | None) -> float | None:
@@ -197,7 +193,7 @@ class Measurement:
             "count": self.count,
             "min": self.min_us,
         }
-        for name, p in SUMMARY_PERCENTILES.items():
+        for name, p in PERCENTILES.items():
             out[name] = self.percentile_us(p) if self.covers(p) else None
         out["max"] = self.max_us
         out["mean"] = self.mean_us

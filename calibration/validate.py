@@ -21,6 +21,8 @@ from calibration.calibrate import TwinCalibrator, default_engine, evaluate_targe
 from calibration.readers import read
 from calibration.targets import TargetSet, load_targets
 from twin.errors import ProfileError
+from twin.histogram import percentile_from_counts_us
+from twin.percentiles import HEADLINE, PERCENTILES
 from twin.profile import Profile, load_profile, profiles_dir
 from twin.scenario import Scenario
 from twin.simulation import prepare
@@ -28,7 +30,7 @@ from twin.simulation import prepare
 __all__ = ["leave_one_out", "profile_targets", "validate_measurements", "validate_targets"]
 
 REPO = Path(__file__).resolve().parent.parent
-_CHECKED = ((50.0, "p50"), (90.0, "p90"), (99.0, "p99"), (99.9, "p99_9"))
+_CHECKED = HEADLINE
 
 
 def profile_targets(profile: Profile) -> TargetSet:
@@ -53,20 +55,19 @@ def validate_measurements(
     profile: Profile, scenario: Scenario, paths: Sequence[str | Path]
 ) -> list[dict[str, Any]]:
     """Rows of measured vs predicted percentiles (and mean) for each benchmark file."""
-    from calibration.calibrate import percentile_from_counts_us
 
     _, sim = default_engine()
     prepared = prepare(scenario, profile)
     out = sim(prepared.path, prepared.load)
-    predicted = {name: percentile_from_counts_us(out.counts, p) for p, name in _CHECKED}
+    predicted = {k: percentile_from_counts_us(out.counts, PERCENTILES[k]) for k in _CHECKED}
     predicted["mean"] = out.rtt_sum_us / max(out.messages, 1)
     rows = []
     for path in paths:
         m = read(path)
         measured: dict[str, float] = {}
-        for p, name in _CHECKED:
-            if m.covers(p):
-                measured[name] = m.percentile_us(p)
+        for name in _CHECKED:
+            if m.covers(PERCENTILES[name]):
+                measured[name] = m.percentile_us(PERCENTILES[name])
         if m.mean_us is not None:
             measured["mean"] = m.mean_us
         for stat, value in measured.items():

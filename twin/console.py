@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from calibration.bands import Band
+from twin.percentiles import label
 from twin.results import RunResult
 
 
 def format_statistics(rtt: Mapping[str, float]) -> str:
     """Round-trip statistics on one line: ``p50 69.5  p90 84.3 ...``."""
-    return "  ".join(f"{k.replace('_', '.')} {v:,.1f}" for k, v in rtt.items())
+    return "  ".join(f"{label(k)} {v:,.1f}" for k, v in rtt.items())
 
 
 def format_result(result: RunResult) -> str:
@@ -48,7 +49,7 @@ def format_intervals(replications: int, ci95: Mapping[str, tuple[float, float]])
     """The replications' 95% confidence intervals, one statistic a line."""
     lines = [f"replications {replications}, 95% confidence intervals (us):"]
     for k, (lo, hi) in ci95.items():
-        lines.append(f"  {k.replace('_', '.'):6s} {lo:,.2f} .. {hi:,.2f}")
+        lines.append(f"  {label(k):6s} {lo:,.2f} .. {hi:,.2f}")
     return "\n".join(lines)
 
 
@@ -58,7 +59,7 @@ def format_bands(bands: Mapping[str, Band]) -> str:
     lines = [f"round trip (us) with {100 * level:.0f}% bands (parameter uncertainty):"]
     for b in bands.values():
         lines.append(
-            f"  {b.statistic.replace('_', '.'):6s} {b.predicted_us:10.1f}   "
+            f"  {label(b.statistic):6s} {b.predicted_us:10.1f}   "
             f"[{b.low_us:,.1f} .. {b.high_us:,.1f}]"
         )
     return "\n".join(lines)

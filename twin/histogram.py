@@ -77,3 +77,42 @@ def to_hdr(counts: np.ndarray) -> HdrHistogram:
     if len(nonzero):
         hist.set_internal_tacking_values(int(nonzero[0]), int(nonzero[-1]), int(counts.sum()))
     return hist
+
+
+def bucket_lowest_ns(indices: np.ndarray) -> np.ndarray:
+    """Lowest value (ns) of each counts index: the inverse of :func:`counts_index`."""
+    indices = np.asarray(indices, dtype=np.int64)
+    bucket = (indices >> SUB_BUCKET_HALF_COUNT_MAGNITUDE) - 1
+    sub = (indices & (SUB_BUCKET_HALF_COUNT - 1)) + SUB_BUCKET_HALF_COUNT
+    first = bucket < 0
+    sub = np.where(first, sub - SUB_BUCKET_HALF_COUNT, sub)
+    return sub << np.maximum(bucket, 0)
+
+
+def bucket_highest_ns(indices: np.ndarray) -> np.ndarray:
+    """Highest value (ns) equivalent to each counts index (what HdrHistogram reports)."""
+    indices = np.asarray(indices, dtype=np.int64)
+    bucket = np.maximum((indices >> SUB_BUCKET_HALF_COUNT_MAGNITUDE) - 1, 0)
+    return bucket_lowest_ns(indices) + (np.int64(1) << bucket) - 1
+
+
+_ALL_HIGHEST_US = bucket_highest_ns(np.arange(COUNTS_LEN)) / 1e3
+
+
+def percentile_from_counts_us(counts: np.ndarray, percentile: float) -> float:
+    """HdrHistogram's ``get_value_at_percentile`` on a counts array, vectorised (us)."""
+    total = int(counts.sum())
+    wanted = max(int(percentile / 100.0 * total + 0.5), 1)
+    return float(_ALL_HIGHEST_US[int(np.searchsorted(np.cumsum(counts), wanted))])
+
+
+def min_from_counts_us(counts: np.ndarray) -> float:
+    """The lowest recorded value (its bucket's floor, us)."""
+    return float(bucket_lowest_ns(np.flatnonzero(counts)[:1])[0]) / 1e3
+
+
+def cdf_points_us(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The empirical CDF of a histogram: (bucket floor in us, fraction at or below it)."""
+    idx = np.flatnonzero(counts)
+    cum = np.cumsum(counts[idx]) / counts.sum()
+    return bucket_lowest_ns(idx) / 1e3, cum

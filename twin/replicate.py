@@ -27,8 +27,8 @@ from twin.errors import ScenarioError
 from twin.histogram import to_hdr
 from twin.load import Load
 from twin.path import CompiledPath
+from twin.percentiles import PERCENTILES
 from twin.results import (
-    PERCENTILES,
     EngineOutput,
     RunResult,
     percentiles_us,

@@ -18,11 +18,10 @@ from hdrh.histogram import HdrHistogram
 from twin.histogram import to_hdr
 from twin.load import Load
 from twin.path import CompiledPath
+from twin.percentiles import PERCENTILES
 
 # How an engine reports how far a run got: called with the fraction of simulated time done.
 Progress = Callable[[float], None]
-
-PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
 
 
 def percentiles_us(hist: HdrHistogram, max_us: float) -> dict[str, float]:

@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 from app import charts, runner
 from twin import DEFAULT_ENGINE, load_profile, load_scenario, prepare
-from twin.histogram import counts_index, empty_counts, record_us, to_hdr
+from twin.histogram import (
+    bucket_lowest_ns,
+    cdf_points_us,
+    counts_index,
+    empty_counts,
+    record_us,
+    to_hdr,
+)
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -30,14 +37,14 @@ def small_run(tier1):
 @given(st.integers(1, 3_600_000_000_000))
 def test_bucket_values_invert_the_histogram_layout(value_ns: int) -> None:
     index = int(counts_index(np.int64(value_ns)))
-    low = int(runner.bucket_values_ns(np.array([index]))[0])
+    low = int(bucket_lowest_ns(np.array([index]))[0])
     assert low <= value_ns and counts_index(np.int64(low)) == index
 
 
 def test_cdf_and_bands_agree_with_the_histogram() -> None:
     counts = empty_counts()
     record_us(counts, np.random.default_rng(3).lognormal(4, 0.3, 5000))
-    x, p = runner.cdf_points(counts)
+    x, p = cdf_points_us(counts)
     assert np.all(np.diff(x) > 0) and np.all(np.diff(p) > 0) and p[-1] == pytest.approx(1)
     hist = to_hdr(counts)
     for key, pct in runner.PERCENTILES:

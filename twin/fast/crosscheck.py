@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from twin.percentiles import PERCENTILES
 from twin.replicate import statistics_of
-from twin.results import PERCENTILES, EngineOutput
+from twin.results import EngineOutput
 
 # Flows a shipped scenario needs to carry a cross-check rate: one kernel flow cannot carry 400k
 # msg/s (RSS keeps it on one queue core, which saturates), so the Aeron echo spreads it over 4.

@@ -18,6 +18,7 @@ import polars as pl
 
 from twin.atomic import write_text
 from twin.errors import ScenarioError
+from twin.percentiles import HEADLINE, PERCENTILES, label
 from twin.sweep import store
 from twin.sweep.spec import point_label
 from twin.sweep.summary import summarise_rows
@@ -36,7 +37,6 @@ PALETTE = (
     "#17becf",
 )
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
-LADDER = (("p50", "p50"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99"), ("p99_9", "p99.9"))
 
 
 def _label(row: dict[str, Any], axes: list[str], skip: tuple[str, ...] = ()) -> str:
@@ -104,14 +104,14 @@ def _figures(rows: pl.DataFrame, summary: pl.DataFrame, axes: list[str], ceiling
     for p in points:
         if p["p50_mean"] is None:
             continue
-        ladder_us = [p[f"{k}_mean"] for k, _ in LADDER]
+        ladder_us = [p[f"{k}_mean"] for k in PERCENTILES]
         err = [
             (p[f"{k}_ci95_hi"] - p[f"{k}_mean"]) if p[f"{k}_ci95_hi"] is not None else 0.0
-            for k, _ in LADDER
+            for k in PERCENTILES
         ]
         ladder.add_trace(
             go.Scatter(
-                x=[lbl for _, lbl in LADDER],
+                x=[label(k) for k in PERCENTILES],
                 y=ladder_us,
                 name=labels[p["point"]],
                 mode="lines+markers",
@@ -232,7 +232,8 @@ def _cell(p: dict[str, Any], stat: str) -> str:
 
 
 def _table(summary: pl.DataFrame, axes: list[str]) -> str:
-    head = ["point", "fields", "tier", "ok/n", "p50", "p90", "p99", "p99.9", "max"]
+    shown = (*HEADLINE, "max")
+    head = ["point", "fields", "tier", "ok/n", *(label(s) for s in shown)]
     out = ["<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"]
     for p in summary.to_dicts():
         cells = [
@@ -240,7 +241,7 @@ def _table(summary: pl.DataFrame, axes: list[str]) -> str:
             _label(p, axes),
             p["tier"],
             f"{p['stable']}/{p['replications']}",
-            *[_cell(p, s) for s in ("p50", "p90", "p99", "p99_9", "max")],
+            *[_cell(p, s) for s in shown],
         ]
         out.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
     out.append("</tbody></table>")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from twin.percentiles import HEADLINE, label
 from twin.replicate import t_quantile
 from twin.sweep.task import STATS
 
@@ -66,8 +67,8 @@ def _cell(mean: float | None, lo: float | None, hi: float | None) -> str:
 
 def format_summary(summary: pl.DataFrame, labels: dict[int, str]) -> str:
     """A text table: each point's label and percentiles as ``mean ± 95% half-width`` (us)."""
-    shown = ("p50", "p90", "p99", "p99_9", "max")
-    header = ["point", "fields", "ok/n"] + [f"{s.replace('_', '.')} us" for s in shown]
+    shown = (*HEADLINE, "max")
+    header = ["point", "fields", "ok/n"] + [f"{label(s)} us" for s in shown]
     body = []
     for r in summary.iter_rows(named=True):
         body.append(

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from twin.results import PERCENTILES, RunResult
+from twin.percentiles import PERCENTILES
+from twin.results import RunResult
 from twin.scenario import parse
 from twin.simulation import run
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from twin.atomic import write_json
 from twin.errors import SimulationError
+from twin.percentiles import PERCENTILES
 from twin.testbed.netns import VethPair
 
 TOPOLOGIES = ("loopback", "veth")
@@ -175,7 +176,6 @@ def campaign_row(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-PERCENTILES = ("p50", "p90", "p95", "p99", "p99_9")
 COST_KEYS = (
     "client_cpu_us_per_msg",
     "gateway_cpu_us_per_msg",
