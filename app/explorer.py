@@ -30,6 +30,7 @@ from twin import (  # noqa: E402
     load_scenario,
 )
 from twin.profile import resolve_profile_path  # noqa: E402
+from twin.sweep.capacity import saturation_rate  # noqa: E402
 
 SCENARIOS = REPO / "scenarios"
 UPLOADED = "uploaded"
@@ -283,15 +284,19 @@ def curve_tab(scenario: Scenario, engine: str, messages: int) -> None:
     capacity, how = runner.capacity_at(
         [r for r, _ in stable], [s.p("p99") for _, s in stable], ceiling
     )
-    saturation = runner.saturation_rate_msgs_per_s(scenario)
+    saturation = saturation_rate(scenario)
+    saturates = (
+        "No queueing station saturates"
+        if saturation is None
+        else f"The busiest station saturates at {charts.format_rate(saturation)}"
+    )
     if capacity is None:
         st.metric("capacity under the ceiling", "none", help=how)
     else:
         st.metric("capacity under the ceiling", charts.format_rate(capacity), help=how)
     st.plotly_chart(charts.curve_figure(rates, runs, ceiling, capacity))
     st.caption(
-        f"{how}. The busiest station saturates at {charts.format_rate(saturation)}; each point "
-        f"records {messages:,} round trips on the {engine} engine."
+        f"{how}. {saturates}; each point records {messages:,} round trips on the {engine} engine."
     )
 
 

@@ -9,7 +9,6 @@ from the twin's public results.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +26,7 @@ from twin import (
     run_prepared,
 )
 from twin.histogram import bucket_highest_ns, cdf_points_us
+from twin.sweep.capacity import crossing, saturation_rate
 from twin.tomlio import parse_toml
 
 # Messages per run. The SimPy reference manages ~2-3k messages per wall second; the compiled
@@ -210,18 +210,14 @@ def simulate(scenario: Scenario, engine: str, messages: int) -> Summary:
     return summarise(run_prepared(prepared, engine), prepared)
 
 
-def saturation_rate_msgs_per_s(scenario: Scenario) -> float:
-    """The rate at which the busiest station reaches utilisation 1 (no steady state beyond)."""
-    path = prepare(scenario).path
-    service = path.station_service_mean_us()
-    with np.errstate(divide="ignore"):
-        per_station = np.where(service > 0, path.station_servers / service * 1e6, np.inf)
-    return float(per_station.min())
-
-
 def curve_rates(scenario: Scenario, points: int = 8) -> list[float]:
-    """Rates for a latency-throughput curve: geometric up to just below saturation."""
-    top = saturation_rate_msgs_per_s(scenario) * 0.97
+    """Rates for a latency-throughput curve: geometric up to just below saturation.
+
+    Without a queueing station (nothing saturates) the curve spans up to ten times the
+    scenario's rate.
+    """
+    saturation = saturation_rate(scenario)
+    top = 10 * scenario.workload.rate_msgs_per_s if saturation is None else saturation * 0.97
     bottom = min(top / 50, scenario.workload.rate_msgs_per_s)
     rates = set(np.geomspace(bottom, top, points).round(-2).tolist())
     if scenario.workload.rate_msgs_per_s < top:
@@ -232,11 +228,13 @@ def curve_rates(scenario: Scenario, points: int = 8) -> list[float]:
 def capacity_at(
     rates: list[float], p99_us: list[float], ceiling_us: float
 ) -> tuple[float | None, str]:
-    """The largest rate whose p99 stays under ``ceiling_us`` (linear between curve points)."""
+    """The largest rate whose p99 stays under ``ceiling_us`` and how it was found.
+
+    Linear between curve points (the sweep's :func:`~twin.sweep.capacity.crossing`); None when
+    the first point is already above the ceiling.
+    """
     if not rates or p99_us[0] > ceiling_us:
         return None, "p99 is above the ceiling even at the lowest rate"
-    points = list(zip(rates, p99_us, strict=True))
-    for (r0, y0), (r1, y1) in itertools.pairwise(points):
-        if y1 > ceiling_us:
-            return r0 + (r1 - r0) * (ceiling_us - y0) / (y1 - y0), "p99 crosses the ceiling"
-    return rates[-1], "p99 stays under the ceiling up to saturation"
+    if max(p99_us) <= ceiling_us:
+        return rates[-1], "p99 stays under the ceiling up to saturation"
+    return crossing(rates, p99_us, ceiling_us, "low"), "p99 crosses the ceiling"

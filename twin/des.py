@@ -15,13 +15,14 @@ time): ``twin.fast`` runs the same arrays compiled.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from typing import Any
 
 import numpy as np
 import simpy
 
 from twin import dtypes
+from twin.dists import Draw
 from twin.histogram import empty_counts, record_us
 from twin.load import Load
 from twin.path import CompiledPath
@@ -31,37 +32,6 @@ from twin.results import EngineOutput, Progress
 DES_STREAM = 0x444553
 # Simulated messages between two progress reports (a few seconds of wall time).
 MESSAGES_PER_CHUNK = 10_000
-
-Sampler = Callable[[], float]
-
-
-def _sampler(
-    code: int,
-    p0: float,
-    p1: float,
-    p2: float,
-    rng: np.random.Generator,
-    tables: np.ndarray,
-    lengths: np.ndarray,
-) -> Sampler | None:
-    """A zero-argument draw for one distribution (None when it is always zero)."""
-    if code == dtypes.DIST_NONE:
-        return None
-    if code == dtypes.DIST_CONST:
-        return lambda: p0
-    if code == dtypes.DIST_EXP:
-        return lambda: rng.exponential(p0)
-    if code == dtypes.DIST_LOGNORMAL:
-        return lambda: p0 + p1 * np.exp(p2 * rng.standard_normal())
-    if code == dtypes.DIST_GAMMA:
-        return lambda: p0 + rng.gamma(p1, p2)
-    if code == dtypes.DIST_OCCASIONAL:
-        return lambda: p0 if rng.random() < p1 else 0.0
-    if code == dtypes.DIST_EMPIRICAL:
-        row = tables[int(p0)]
-        n = int(lengths[int(p0)])
-        return lambda: row[rng.integers(n)]
-    raise ValueError(f"Unknown distribution code {code}")
 
 
 class _Model:
@@ -93,17 +63,9 @@ class _Model:
         self.hop_sum = np.zeros(self.n_hops)
         self.busy = np.zeros(path.n_stations)
 
-    def _sampler(self, row: np.void, part: str, path: CompiledPath) -> Sampler | None:
+    def _sampler(self, row: np.void, part: str, path: CompiledPath) -> Draw | None:
         """The draw of the ``part`` distribution encoded in a hop or station row."""
-        return _sampler(
-            int(row[f"{part}_code"]),
-            row[f"{part}_p0"],
-            row[f"{part}_p1"],
-            row[f"{part}_p2"],
-            self.rng,
-            path.tables,
-            path.table_lengths,
-        )
+        return path.distribution(row, part).draw_function(self.rng)
 
     def in_window(self, t: float) -> bool:
         return self.load.warmup_us <= t < self.load.end_us

@@ -1,34 +1,67 @@
-"""Latency distributions: one small interface shared by every component.
+"""Latency distributions: the one class per kind that knows everything about it.
 
-Each distribution samples with an explicit :class:`numpy.random.Generator`, knows its analytic
-mean and variance where one exists, and encodes itself as a code and three parameters for the
-compiled path (see :mod:`twin.dtypes`). Times are in microseconds.
+Each class samples with an explicit :class:`numpy.random.Generator`, knows its analytic mean
+and variance, encodes itself for the compiled path as an integer ``code`` and three parameters
+(:meth:`Dist.params`; :func:`decode` reverses it), gives the SimPy engine a scalar draw
+(:meth:`Dist.draw_function`) and the fast engine its quantiles (:meth:`Dist.quantiles`).
+Adding a distribution is adding one class here with a new ``code``. Times are in microseconds.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
+from scipy import special
 
-from twin import dtypes
+from twin.errors import ScenarioError
+
+Draw = Callable[[], float]
+
+# code -> class, filled as each class is defined.
+REGISTRY: dict[int, type[Dist]] = {}
 
 
 def _require(condition: bool, message: str) -> None:
     if not condition:
-        raise ValueError(message)
+        raise ScenarioError(message)
+
+
+def decode(code: int, p0: float, p1: float, p2: float, table: np.ndarray | None = None) -> Dist:
+    """The distribution a compiled path stores as ``code, p0, p1, p2``.
+
+    ``table`` is the resampled data of an :class:`Empirical` (whose ``p0`` is its row index).
+    """
+    kind = REGISTRY.get(int(code))
+    if kind is None:
+        raise ScenarioError(f"unknown distribution code {code} (known: {sorted(REGISTRY)})")
+    return kind.from_params(p0, p1, p2, table)
 
 
 @dataclass(frozen=True)
 class Dist:
     """Base of every latency distribution (microseconds)."""
 
-    code = dtypes.DIST_NONE
+    code: ClassVar[int]
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        taken = REGISTRY.get(cls.code)
+        if taken is not None:
+            raise TypeError(f"{cls.__name__}: code {cls.code} is {taken.__name__}'s")
+        REGISTRY[cls.code] = cls
 
     def params(self) -> tuple[float, float, float]:
         """The three numbers stored in the compiled path."""
         return (0.0, 0.0, 0.0)
+
+    @classmethod
+    def from_params(cls, p0: float, p1: float, p2: float, table: np.ndarray | None = None) -> Dist:
+        """The distribution :meth:`params` encoded (``table``: only :class:`Empirical`'s)."""
+        raise NotImplementedError
 
     @property
     def mean(self) -> float:
@@ -41,14 +74,35 @@ class Dist:
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         return np.zeros(size)
 
+    def draw_function(self, rng: np.random.Generator) -> Draw | None:
+        """One draw per call from ``rng`` (None when always zero), for the SimPy engine."""
+        raise NotImplementedError
+
+    def quantiles(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The quantile function at ``d`` and at ``1 - d`` (``0 < d <= 1/2``), without
+        cancellation near 1: the tables the fast engine interpolates."""
+        raise NotImplementedError
+
     @property
     def is_zero(self) -> bool:
-        return self.code == dtypes.DIST_NONE
+        return isinstance(self, Zero)
 
 
 @dataclass(frozen=True)
 class Zero(Dist):
     """No time at all."""
+
+    code = 0
+
+    @classmethod
+    def from_params(cls, p0: float, p1: float, p2: float, table: np.ndarray | None = None) -> Zero:
+        return ZERO
+
+    def draw_function(self, rng: np.random.Generator) -> Draw | None:
+        return None
+
+    def quantiles(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.zeros_like(d), np.zeros_like(d)
 
 
 @dataclass(frozen=True)
@@ -56,7 +110,7 @@ class Const(Dist):
     """A fixed time, e.g. serialisation of a known payload at a known bandwidth."""
 
     value_us: float
-    code = dtypes.DIST_CONST
+    code = 1
 
     def __post_init__(self) -> None:
         _require(self.value_us >= 0, f"Negative constant delay {self.value_us} us")
@@ -71,13 +125,24 @@ class Const(Dist):
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         return np.full(size, self.value_us)
 
+    @classmethod
+    def from_params(cls, p0: float, p1: float, p2: float, table: np.ndarray | None = None) -> Const:
+        return cls(p0)
+
+    def draw_function(self, rng: np.random.Generator) -> Draw | None:
+        value = self.value_us
+        return lambda: value
+
+    def quantiles(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.full_like(d, self.value_us), np.full_like(d, self.value_us)
+
 
 @dataclass(frozen=True)
 class Exponential(Dist):
     """Memoryless time with the given mean: the M in M/M/1."""
 
     mean_us: float
-    code = dtypes.DIST_EXP
+    code = 2
 
     def __post_init__(self) -> None:
         _require(self.mean_us > 0, f"Exponential mean must be > 0 us, got {self.mean_us}")
@@ -96,6 +161,19 @@ class Exponential(Dist):
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         return rng.exponential(self.mean_us, size)
 
+    @classmethod
+    def from_params(
+        cls, p0: float, p1: float, p2: float, table: np.ndarray | None = None
+    ) -> Exponential:
+        return cls(p0)
+
+    def draw_function(self, rng: np.random.Generator) -> Draw | None:
+        mean = self.mean_us
+        return lambda: rng.exponential(mean)
+
+    def quantiles(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return -self.mean_us * np.log1p(-d), -self.mean_us * np.log(d)
+
 
 @dataclass(frozen=True)
 class Occasional(Dist):
@@ -110,7 +188,7 @@ class Occasional(Dist):
 
     cost_us: float
     probability: float
-    code = dtypes.DIST_OCCASIONAL
+    code = 6
 
     def __post_init__(self) -> None:
         _require(self.cost_us >= 0, f"Negative occasional cost {self.cost_us} us")
@@ -133,6 +211,22 @@ class Occasional(Dist):
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         return np.where(rng.random(size) < self.probability, self.cost_us, 0.0)
 
+    @classmethod
+    def from_params(
+        cls, p0: float, p1: float, p2: float, table: np.ndarray | None = None
+    ) -> Occasional:
+        return cls(p0, p1)
+
+    def draw_function(self, rng: np.random.Generator) -> Draw | None:
+        cost, probability = self.cost_us, self.probability
+        return lambda: cost if rng.random() < probability else 0.0
+
+    def quantiles(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # Q(u) = cost for u > 1 - probability: at d the left limit at the step, at 1 - d the
+        # right limit, so a step at u = 1/2 falls exactly between the two tables.
+        cost, probability = self.cost_us, self.probability
+        return np.where(d > 1.0 - probability, cost, 0.0), np.where(d <= probability, cost, 0.0)
+
 
 @dataclass(frozen=True)
 class ShiftedLognormal(Dist):
@@ -144,7 +238,7 @@ class ShiftedLognormal(Dist):
     shift_us: float
     median_us: float
     sigma: float
-    code = dtypes.DIST_LOGNORMAL
+    code = 3
 
     def __post_init__(self) -> None:
         _require(self.shift_us >= 0, f"Negative lognormal shift {self.shift_us} us")
@@ -166,6 +260,23 @@ class ShiftedLognormal(Dist):
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         return self.shift_us + self.median_us * np.exp(self.sigma * rng.standard_normal(size))
 
+    @classmethod
+    def from_params(
+        cls, p0: float, p1: float, p2: float, table: np.ndarray | None = None
+    ) -> ShiftedLognormal:
+        return cls(p0, p1, p2)
+
+    def draw_function(self, rng: np.random.Generator) -> Draw | None:
+        shift, median, sigma = self.shift_us, self.median_us, self.sigma
+        return lambda: shift + median * np.exp(sigma * rng.standard_normal())
+
+    def quantiles(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        z = special.ndtri(d)
+        return (
+            self.shift_us + self.median_us * np.exp(self.sigma * z),
+            self.shift_us + self.median_us * np.exp(-self.sigma * z),
+        )
+
 
 @dataclass(frozen=True)
 class ShiftedGamma(Dist):
@@ -174,7 +285,7 @@ class ShiftedGamma(Dist):
     shift_us: float
     shape: float
     scale_us: float
-    code = dtypes.DIST_GAMMA
+    code = 4
 
     def __post_init__(self) -> None:
         _require(self.shift_us >= 0, f"Negative gamma shift {self.shift_us} us")
@@ -195,6 +306,22 @@ class ShiftedGamma(Dist):
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         return self.shift_us + rng.gamma(self.shape, self.scale_us, size)
 
+    @classmethod
+    def from_params(
+        cls, p0: float, p1: float, p2: float, table: np.ndarray | None = None
+    ) -> ShiftedGamma:
+        return cls(p0, p1, p2)
+
+    def draw_function(self, rng: np.random.Generator) -> Draw | None:
+        shift, shape, scale = self.shift_us, self.shape, self.scale_us
+        return lambda: shift + rng.gamma(shape, scale)
+
+    def quantiles(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return (
+            self.shift_us + self.scale_us * special.gammaincinv(self.shape, d),
+            self.shift_us + self.scale_us * special.gammainccinv(self.shape, d),
+        )
+
 
 @dataclass(frozen=True)
 class Empirical(Dist):
@@ -205,7 +332,7 @@ class Empirical(Dist):
 
     samples_us: tuple[float, ...] = field(repr=False)
     label: str = "measured"
-    code = dtypes.DIST_EMPIRICAL
+    code = 5
 
     def __post_init__(self) -> None:
         _require(len(self.samples_us) > 0, f"Empirical distribution {self.label!r} has no samples")
@@ -222,6 +349,24 @@ class Empirical(Dist):
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         data = np.asarray(self.samples_us)
         return data[rng.integers(0, len(data), size)]
+
+    @classmethod
+    def from_params(
+        cls, p0: float, p1: float, p2: float, table: np.ndarray | None = None
+    ) -> Empirical:
+        if table is None:
+            raise ScenarioError(f"empirical distribution (row {p0:g}) decoded without its table")
+        return cls(tuple(float(x) for x in table))
+
+    def draw_function(self, rng: np.random.Generator) -> Draw | None:
+        data = np.asarray(self.samples_us)
+        n = len(data)
+        return lambda: data[rng.integers(n)]
+
+    def quantiles(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise ScenarioError(
+            f"empirical distribution {self.label!r} is resampled, it has no quantile table"
+        )
 
 
 ZERO = Zero()

@@ -4,44 +4,12 @@ The compiled path handed to ``twin.des`` and ``twin.fast`` is a structured array
 :data:`HOP_DTYPE` rows plus a few plain arrays. Keeping the layout and its codes in one module is
 what lets a SimPy model and a Numba kernel read the same description without drifting apart.
 
-Distribution codes (``*_code`` fields) and their three parameters ``p0, p1, p2``:
-
-=================  ==============================================  ======================
-code               meaning                                         parameters
-=================  ==============================================  ======================
-DIST_NONE          always zero                                     unused
-DIST_CONST         constant                                        p0 = value (us)
-DIST_EXP           exponential                                     p0 = mean (us)
-DIST_LOGNORMAL     shift + lognormal                               p0 = shift, p1 = median
-                                                                   of the lognormal part,
-                                                                   p2 = sigma (log space)
-DIST_GAMMA         shift + gamma                                   p0 = shift, p1 = shape,
-                                                                   p2 = scale (us)
-DIST_EMPIRICAL     resample a measured table                       p0 = table row
-DIST_OCCASIONAL    a cost paid with some probability, else zero    p0 = cost (us),
-                                                                   p1 = probability
-=================  ==============================================  ======================
+Distribution fields (``*_code``, ``*_p0``, ``*_p1``, ``*_p2``) hold one distribution of
+:mod:`twin.dists`: its class's ``code`` and the three numbers of its ``params()``;
+:func:`twin.dists.decode` turns them back into the distribution.
 """
 
 import numpy as np
-
-DIST_NONE = 0
-DIST_CONST = 1
-DIST_EXP = 2
-DIST_LOGNORMAL = 3
-DIST_GAMMA = 4
-DIST_EMPIRICAL = 5
-DIST_OCCASIONAL = 6
-
-DIST_NAMES = {
-    DIST_NONE: "none",
-    DIST_CONST: "const",
-    DIST_EXP: "exponential",
-    DIST_LOGNORMAL: "lognormal",
-    DIST_GAMMA: "gamma",
-    DIST_EMPIRICAL: "empirical",
-    DIST_OCCASIONAL: "occasional",
-}
 
 # Workload codes.
 LOOP_OPEN = 0  # sends follow a schedule regardless of replies (no coordinated omission)

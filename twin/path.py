@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from twin import dtypes
-from twin.dists import ZERO, Dist, Empirical
+from twin.dists import ZERO, Dist, Empirical, decode
 
 
 @dataclass(frozen=True)
@@ -117,9 +117,9 @@ class CompiledPath:
         variances = np.zeros(self.n_hops)
         for i, row in enumerate(self.hops):
             for part in ("delay", "service"):
-                mean, variance = _moments_of(row, part, self.tables, self.table_lengths)
-                means[i] += mean
-                variances[i] += variance
+                dist = self.distribution(row, part)
+                means[i] += dist.mean
+                variances[i] += dist.variance
         return means, variances
 
     def unloaded_mean_us(self) -> float:
@@ -131,34 +131,17 @@ class CompiledPath:
         out = np.zeros(self.n_stations)
         for row in self.hops:
             if row["station"] >= 0:
-                mean, _ = _moments_of(row, "service", self.tables, self.table_lengths)
-                out[row["station"]] += mean
+                out[row["station"]] += self.distribution(row, "service").mean
         return out
 
-
-def _moments_of(
-    row: np.void, part: str, tables: np.ndarray, lengths: np.ndarray
-) -> tuple[float, float]:
-    """Mean and variance of one encoded distribution (see the table in twin.dtypes)."""
-    code = int(row[f"{part}_code"])
-    p0, p1, p2 = (float(row[f"{part}_p{i}"]) for i in range(3))
-    if code == dtypes.DIST_NONE:
-        return 0.0, 0.0
-    if code == dtypes.DIST_CONST:
-        return p0, 0.0
-    if code == dtypes.DIST_EXP:
-        return p0, p0 * p0
-    if code == dtypes.DIST_LOGNORMAL:
-        s2 = p2 * p2
-        return p0 + p1 * math.exp(s2 / 2), p1 * p1 * math.exp(s2) * (math.exp(s2) - 1)
-    if code == dtypes.DIST_GAMMA:
-        return p0 + p1 * p2, p1 * p2 * p2
-    if code == dtypes.DIST_OCCASIONAL:
-        return p0 * p1, p0 * p0 * p1 * (1.0 - p1)
-    if code == dtypes.DIST_EMPIRICAL:
-        table = tables[int(p0), : lengths[int(p0)]]
-        return float(table.mean()), float(table.var())
-    raise ValueError(f"Unknown distribution code {code}")
+    def distribution(self, row: np.void, part: str) -> Dist:
+        """The distribution a hop or wake row stores as ``{part}_code`` and ``{part}_p0..2``."""
+        code = int(row[f"{part}_code"])
+        p0, p1, p2 = (float(row[f"{part}_p{i}"]) for i in range(3))
+        table = (
+            self.tables[int(p0), : self.table_lengths[int(p0)]] if code == Empirical.code else None
+        )
+        return decode(code, p0, p1, p2, table)
 
 
 def compile_path(hops: list[Hop]) -> CompiledPath:

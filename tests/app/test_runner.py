@@ -19,6 +19,7 @@ from twin.histogram import (
     record_us,
     to_hdr,
 )
+from twin.sweep.capacity import saturation_rate
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -81,7 +82,7 @@ def test_a_run_summary_has_percentiles_bands_and_hops(small_run) -> None:
 
 
 def test_a_saturating_rate_is_reported_unstable(tier1) -> None:
-    top = runner.saturation_rate_msgs_per_s(tier1)
+    top = saturation_rate(tier1)
     summary = runner.simulate(tier1.with_fields({"workload.rate_msgs_per_s": top * 1.5}), "des", 10)
     assert not summary.stable and summary.saturated
 
@@ -89,7 +90,7 @@ def test_a_saturating_rate_is_reported_unstable(tier1) -> None:
 def test_curve_rates_rise_to_just_below_saturation(tier1) -> None:
     rates = runner.curve_rates(tier1)
     assert rates == sorted(rates) and 10_000 in rates
-    assert rates[-1] < runner.saturation_rate_msgs_per_s(tier1)
+    assert rates[-1] < saturation_rate(tier1)
 
 
 @pytest.mark.parametrize(

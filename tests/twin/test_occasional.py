@@ -13,7 +13,7 @@ import pytest
 
 from tests.twin.fast.test_fast_theory import covering_interval, poisson_load
 from tests.twin.fast.test_rng import table_sample
-from twin import des, dtypes
+from twin import des
 from twin.dists import Occasional
 from twin.fast import _quantile
 from twin.fast import engine as fast
@@ -80,14 +80,14 @@ def test_both_engines_pay_an_occasional_delay_as_often_as_asked() -> None:
 def test_the_table_of_an_even_chance_is_exact() -> None:
     """At probability 1/2 the step falls between the table's halves: draws are exactly 0 or the
     cost, half each, and the lerp never leaves the two values."""
-    assert _quantile.interpolation_error(dtypes.DIST_OCCASIONAL, 3.0, 0.5, 0.0) == 0.0
-    x = table_sample(dtypes.DIST_OCCASIONAL, (3.0, 0.5, 0.0))
+    assert _quantile.interpolation_error(Occasional.code, 3.0, 0.5, 0.0) == 0.0
+    x = table_sample(Occasional.code, (3.0, 0.5, 0.0))
     assert set(np.unique(x)) == {0.0, 3.0}
     assert float((x == 3.0).mean()) == pytest.approx(0.5, abs=5 * (0.25 / len(x)) ** 0.5)
 
 
 def test_another_probability_spreads_at_most_one_grid_step() -> None:
-    x = table_sample(dtypes.DIST_OCCASIONAL, (3.0, 0.3, 0.0))
+    x = table_sample(Occasional.code, (3.0, 0.3, 0.0))
     between = float(((x > 0.0) & (x < 3.0)).mean())
     assert between <= 1 / 128 + 5 * (1 / 128 / len(x)) ** 0.5
     assert float((x >= 1.5).mean()) == pytest.approx(0.3, abs=1 / 128)

@@ -33,8 +33,9 @@ and the cost.
 
 Draws that are always the same value (``none``, ``const``) use a table of that value (a lerp
 between equal numbers is exact), and a hop's fixed time is added into its delay table, so a hop
-costs the same whatever its distribution. Empirical tables are resampled as :mod:`twin.des`
-does, by the kernel, from a uniform (their table here holds only the hop's fixed time).
+costs the same whatever its distribution. Each distribution's quantiles come from its class in
+:mod:`twin.dists`. Empirical tables are resampled as :mod:`twin.des` does, by the kernel, from a
+uniform (their table here holds only the hop's fixed time).
 """
 
 from __future__ import annotations
@@ -42,9 +43,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
-from scipy import special
 
-from twin import dtypes
+from twin.dists import decode
 from twin.fast._rng import next_u64
 
 M_BITS = 5
@@ -63,40 +63,14 @@ def distances(sub_step: float = 0.0) -> np.ndarray:
     return np.ldexp(1.0 - within / 2.0, -(level.astype(np.int64) + 1))
 
 
-def _unit_quantiles(code: int, p1: float, p2: float, d: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Quantiles of the random part at ``d`` and at ``1 - d``, computed without cancellation."""
-    if code == dtypes.DIST_EXP:
-        return -np.log1p(-d), -np.log(d)
-    if code == dtypes.DIST_LOGNORMAL:
-        z = special.ndtri(d)
-        return np.exp(p2 * z), np.exp(-p2 * z)
-    if code == dtypes.DIST_GAMMA:
-        return special.gammaincinv(p1, d), special.gammainccinv(p1, d)
-    raise ValueError(f"Distribution code {code} has no quantile table")
-
-
 def quantile_table(
     code: int, p0: float, p1: float, p2: float, fixed_us: float = 0.0, sub_step: float = 0.0
 ) -> np.ndarray:
-    """The table of ``fixed_us`` + one distribution (codes and parameters as in twin.dtypes)."""
+    """The table of ``fixed_us`` + one distribution (code and parameters as in
+    :func:`twin.dists.decode`): its quantiles at the lower half's points, then the upper's."""
     d = distances(sub_step)
-    if code in (dtypes.DIST_NONE, dtypes.DIST_EMPIRICAL):
-        return np.full(2 * len(d), fixed_us)
-    if code == dtypes.DIST_CONST:
-        return np.full(2 * len(d), fixed_us + p0)
-    if code == dtypes.DIST_OCCASIONAL:
-        # Q(u) = cost for u > 1 - probability; the lower half (u = d) takes the left limit at
-        # the step and the upper half (u = 1 - d) the right limit, so a step at u = 1/2 is exact.
-        lower, upper = np.where(d > 1.0 - p1, p0, 0.0), np.where(d <= p1, p0, 0.0)
-        return np.concatenate([fixed_us + lower, fixed_us + upper])
-    lower, upper = _unit_quantiles(code, p1, p2, d)
-    if code == dtypes.DIST_EXP:
-        shift, scale = 0.0, p0
-    elif code == dtypes.DIST_LOGNORMAL:
-        shift, scale = p0, p1
-    else:
-        shift, scale = p0, p2
-    return np.concatenate([fixed_us + shift + scale * lower, fixed_us + shift + scale * upper])
+    lower, upper = decode(code, p0, p1, p2).quantiles(d)
+    return fixed_us + np.concatenate([lower, upper])
 
 
 def interpolation_error(code: int, p0: float, p1: float, p2: float, fixed_us: float = 0.0) -> float:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from twin import dtypes
+from twin.dists import Const, Empirical, Zero
 from twin.errors import SimulationError
 from twin.fast import _kernel as k
 from twin.fast import _quantile
@@ -44,8 +45,8 @@ class _Tables:
         """
         code = int(row[f"{part}_code"])
         p0, p1, p2 = (float(row[f"{part}_p{i}"]) for i in range(3))
-        if code == dtypes.DIST_EMPIRICAL:
-            return self.start((dtypes.DIST_NONE, 0.0, 0.0, 0.0, fixed_us)), int(p0)
+        if code == Empirical.code:
+            return self.start((Zero.code, 0.0, 0.0, 0.0, fixed_us)), int(p0)
         return self.start((code, p0, p1, p2, fixed_us)), -1
 
     def start(self, key: tuple[int, float, float, float, float]) -> int:
@@ -83,9 +84,7 @@ def hop_tables(
             wake["linger_us"],
         ]
     )
-    sleeps = (
-        (wake["wake_code"] != dtypes.DIST_NONE) | (wake["cold_us"] > 0) | (wake["linger_us"] > 0)
-    )
+    sleeps = (wake["wake_code"] != Zero.code) | (wake["cold_us"] > 0) | (wake["linger_us"] > 0)
     station = hops["station"]
     queued = station >= 0
     hop_i[:, k.HI_STATION] = station
@@ -110,7 +109,7 @@ def in_order_hops(path: CompiledPath, load: Load) -> np.ndarray:
     hops = path.hops
     station = hops["station"]
     visits = np.bincount(station[station >= 0], minlength=path.n_stations)
-    constant = np.isin(hops["delay_code"], (dtypes.DIST_NONE, dtypes.DIST_CONST))
+    constant = np.isin(hops["delay_code"], (Zero.code, Const.code))
     ordered = np.zeros(path.n_hops, dtype=np.bool_)
     for h in range(path.n_hops):
         if station[h] < 0 or visits[station[h]] != 1 or not constant[h]:

@@ -13,7 +13,7 @@ import pytest
 from numba import njit
 from scipy import stats
 
-from twin import dtypes
+from twin.dists import Const, Exponential, ShiftedGamma, ShiftedLognormal
 from twin.fast import _quantile, _rng
 
 SAMPLES = 1_000_000
@@ -67,11 +67,11 @@ def test_ziggurat_exponential_follows_its_distribution() -> None:
 
 
 CONTINUOUS = [
-    (dtypes.DIST_EXP, (2.0, 0.0, 0.0), stats.expon(scale=2.0)),
-    (dtypes.DIST_LOGNORMAL, (1.5, 2.0, 0.5), stats.lognorm(s=0.5, loc=1.5, scale=2.0)),
-    (dtypes.DIST_LOGNORMAL, (0.0, 1.0, 1.0), stats.lognorm(s=1.0, scale=1.0)),
-    (dtypes.DIST_GAMMA, (0.5, 0.7, 2.0), stats.gamma(a=0.7, loc=0.5, scale=2.0)),
-    (dtypes.DIST_GAMMA, (0.0, 3.0, 1.0), stats.gamma(a=3.0)),
+    (Exponential.code, (2.0, 0.0, 0.0), stats.expon(scale=2.0)),
+    (ShiftedLognormal.code, (1.5, 2.0, 0.5), stats.lognorm(s=0.5, loc=1.5, scale=2.0)),
+    (ShiftedLognormal.code, (0.0, 1.0, 1.0), stats.lognorm(s=1.0, scale=1.0)),
+    (ShiftedGamma.code, (0.5, 0.7, 2.0), stats.gamma(a=0.7, loc=0.5, scale=2.0)),
+    (ShiftedGamma.code, (0.0, 3.0, 1.0), stats.gamma(a=3.0)),
 ]
 
 
@@ -99,10 +99,10 @@ def test_table_points_are_exact_quantiles(
 @pytest.mark.parametrize(
     ("code", "params", "bound"),
     [
-        (dtypes.DIST_LOGNORMAL, (0.0, 1.0, 0.6), 6e-5),  # the widest sigma on the shipped paths
-        (dtypes.DIST_LOGNORMAL, (0.0, 1.0, 1.5), 2.5e-4),
-        (dtypes.DIST_EXP, (1.0, 0.0, 0.0), 9e-5),
-        (dtypes.DIST_GAMMA, (0.0, 2.0, 1.0), 6e-5),
+        (ShiftedLognormal.code, (0.0, 1.0, 0.6), 6e-5),  # the widest sigma on the shipped paths
+        (ShiftedLognormal.code, (0.0, 1.0, 1.5), 2.5e-4),
+        (Exponential.code, (1.0, 0.0, 0.0), 9e-5),
+        (ShiftedGamma.code, (0.0, 2.0, 1.0), 6e-5),
     ],
 )
 def test_interpolation_error_is_bounded(
@@ -112,7 +112,7 @@ def test_interpolation_error_is_bounded(
 
 
 def test_constant_tables_draw_exactly_their_value() -> None:
-    x = table_sample(dtypes.DIST_CONST, (0.375, 0.0, 0.0))
+    x = table_sample(Const.code, (0.375, 0.0, 0.0))
     assert np.all(x == 0.375)
-    table = _quantile.quantile_table(dtypes.DIST_CONST, 0.5, 0.0, 0.0, fixed_us=1.25)
+    table = _quantile.quantile_table(Const.code, 0.5, 0.0, 0.0, fixed_us=1.25)
     assert np.all(table == 1.75)
