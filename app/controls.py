@@ -23,12 +23,13 @@ from typing import Any
 
 from twin import Scenario, ScenarioError, parse
 from twin.catalogue import CATALOGUE
+from twin.kinds import Loop, Stack, Strategy, Tier
 from twin.scenario import MTU_BYTES, TCP_IP_HEADER_BYTES
 from twin.tomlio import parse_toml
 
 PLACEMENTS = ("shared CPG", "none", "partition")
 AZ_LAYOUTS = ("same AZ", "cross-AZ")
-LOOPS = ("open", "closed")
+LOOPS = tuple(Loop)
 # EC2 types only: a catalogue entry with no hypervisor is a live testbed's own machine.
 INSTANCE_TYPES = tuple(name for name, t in CATALOGUE.items() if t.hypervisor != "none")
 EXCHANGE_ROLES = ("gateway", "engine")
@@ -52,21 +53,21 @@ CPG_NAME = "venue-cpg"
 
 
 @dataclass(frozen=True)
-class Tier:
-    """One access tier of the domain brief and the deployment it implies by default."""
+class AccessTier:
+    """One numbered access tier of the domain brief and the deployment it implies by default."""
 
     number: int
     label: str
-    connectivity: str
+    connectivity: Tier
     placement: str
     client_tls: bool
 
 
 TIERS = {
-    1: Tier(1, "Tier 1 · VPC peering + shared CPG", "peering", "shared CPG", False),
-    2: Tier(2, "Tier 2 · VPC peering, default placement", "peering", "none", False),
-    3: Tier(3, "Tier 3 · PrivateLink", "privatelink", "shared CPG", False),
-    4: Tier(4, "Tier 4 · Internet via CloudFront", "cloudfront", "none", True),
+    1: AccessTier(1, "Tier 1 · VPC peering + shared CPG", Tier.PEERING, "shared CPG", False),
+    2: AccessTier(2, "Tier 2 · VPC peering, default placement", Tier.PEERING, "none", False),
+    3: AccessTier(3, "Tier 3 · PrivateLink", Tier.PRIVATELINK, "shared CPG", False),
+    4: AccessTier(4, "Tier 4 · Internet via CloudFront", Tier.CLOUDFRONT, "none", True),
 }
 
 
@@ -81,7 +82,7 @@ class Controls:
     rate_msgs_per_s: float
     payload_bytes: int
     accounts: int
-    loop: str
+    loop: Loop
     client_bypass: bool
     exchange_bypass: bool
     client_tuning: bool
@@ -92,7 +93,7 @@ class Controls:
         return dataclasses.replace(self, **changes)
 
 
-CLOUD_CONNECTIVITY = ("peering", "transit_gateway", "privatelink", "cloudfront")
+CLOUD_CONNECTIVITY = tuple(t for t in Tier if not t.local)
 
 
 def unsupported_reason(scenario: Scenario) -> str | None:
@@ -104,7 +105,7 @@ def unsupported_reason(scenario: Scenario) -> str | None:
     tier = scenario.connectivity.tier
     if tier not in CLOUD_CONNECTIVITY:
         return (
-            f"{scenario.source}: connectivity.tier = {tier!r}: the explorer covers the cloud "
+            f"{scenario.source}: connectivity.tier = '{tier}': the explorer covers the cloud "
             f"access tiers ({', '.join(CLOUD_CONNECTIVITY)}); run this one with the twin CLI"
         )
     return None
@@ -118,9 +119,9 @@ def tier_preset(tier: int) -> dict[str, Any]:
 def infer_tier(scenario: Scenario) -> int:
     """The access tier a scenario is closest to (peering splits on the shared CPG)."""
     connectivity = scenario.connectivity.tier
-    if connectivity == "peering":
+    if connectivity == Tier.PEERING:
         return 1 if infer_placement(scenario) == "shared CPG" else 2
-    if connectivity == "cloudfront":
+    if connectivity == Tier.CLOUDFRONT:
         return 4
     # PrivateLink, and Transit Gateway (also Hyperplane-based, the nearest of the four).
     return 3
@@ -131,7 +132,7 @@ def infer_placement(scenario: Scenario) -> str:
     group = scenario.placement_groups.get(scenario.roles["gateway"].placement_group or "")
     if group is None:
         return "none"
-    return "partition" if group.strategy == "partition" else "shared CPG"
+    return "partition" if group.strategy == Strategy.PARTITION else "shared CPG"
 
 
 def _tuned(scenario: Scenario, side: str) -> bool:
@@ -152,8 +153,8 @@ def defaults_from(scenario: Scenario) -> Controls:
         payload_bytes=scenario.workload.payload_bytes,
         accounts=scenario.workload.accounts,
         loop=scenario.workload.loop,
-        client_bypass=scenario.hosts["client"].stack == "bypass",
-        exchange_bypass=scenario.hosts["exchange"].stack == "bypass",
+        client_bypass=scenario.hosts["client"].stack == Stack.BYPASS,
+        exchange_bypass=scenario.hosts["exchange"].stack == Stack.BYPASS,
         client_tuning=_tuned(scenario, "client"),
         exchange_tuning=_tuned(scenario, "exchange"),
         az_layout="same AZ" if same_az else "cross-AZ",
@@ -197,7 +198,7 @@ def field_changes(
     for side in ("client", "exchange"):
         bypass = getattr(controls, f"{side}_bypass")
         if bypass != getattr(base, f"{side}_bypass"):
-            changes[f"hosts.{side}.stack"] = "bypass" if bypass else "kernel"
+            changes[f"hosts.{side}.stack"] = Stack.BYPASS if bypass else Stack.KERNEL
         tuned = getattr(controls, f"{side}_tuning")
         if tuned != getattr(base, f"{side}_tuning"):
             changes[f"hosts.{side}.busy_poll"] = tuned
@@ -226,7 +227,7 @@ def placed_raw(raw: dict[str, Any], placement: str, az_layout: str) -> dict[str,
         members = [name for name, r in roles.items() if r["az_id"] == gateway["az_id"]]
         others = sorted({roles[n]["account"] for n in members} - {exchange_account})
         group: dict[str, Any] = {
-            "strategy": "cluster",
+            "strategy": Strategy.CLUSTER,
             "owner": exchange_account,
             "az_id": gateway["az_id"],
         }
@@ -240,7 +241,7 @@ def placed_raw(raw: dict[str, Any], placement: str, az_layout: str) -> dict[str,
         groups = {}
         for r in roles.values():
             name = f"{r['account']}-ppg"
-            groups[name] = {"strategy": "partition", "owner": r["account"]}
+            groups[name] = {"strategy": Strategy.PARTITION, "owner": r["account"]}
             r["placement_group"] = name
         raw["placement_groups"] = groups
     return raw

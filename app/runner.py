@@ -26,6 +26,7 @@ from twin import (
     run_prepared,
 )
 from twin.histogram import bucket_highest_ns, cdf_points_us
+from twin.kinds import Loop
 from twin.sweep.capacity import crossing, saturation_rate
 from twin.tomlio import parse_toml
 
@@ -66,7 +67,7 @@ def reachable_rate_msgs_per_s(prepared: Prepared) -> float:
     """The rate the loop can reach: the target, or fewer in a closed loop that waits on replies."""
     workload = prepared.scenario.workload
     rate = workload.rate_msgs_per_s
-    if workload.loop == "closed":
+    if workload.loop == Loop.CLOSED:
         # Each account keeps one cycle in flight: at best accounts / unloaded round trip.
         per_cycle_us = prepared.path.unloaded_mean_us()
         cycles_per_s = workload.accounts * 1e6 / max(per_cycle_us, 1e-3)

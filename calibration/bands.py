@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from twin.errors import ConfigError
 from twin.histogram import percentile_from_counts_us
 from twin.percentiles import PERCENTILES
 from twin.profile import Profile
@@ -54,7 +55,7 @@ class Band:
 def parameter_draws(profile: Profile, n: int, seed: int = 0) -> list[Profile]:
     """``n`` profiles drawn from the profile's parameter uncertainty."""
     if n < 1:
-        raise ValueError(f"Number of draws must be >= 1, got {n}")
+        raise ConfigError(f"Number of draws must be >= 1, got {n}")
     rng = np.random.default_rng([seed, 0x42414E44])
     cal = profile.meta.get("calibration")
     draws = []
@@ -95,7 +96,7 @@ def _multipliers(
         kept.extend(rows[np.all((rows > lo) & (rows < hi), axis=1)])
         if len(kept) >= n:
             return np.array(kept[:n])
-    raise ValueError(
+    raise ConfigError(
         f"the profile's covariance puts almost every draw outside its bounds "
         f"({len(kept)} of {4 * n * _MAX_BATCHES} inside): refit it"
     )
@@ -129,7 +130,7 @@ def prediction_bands(
     from calibration.calibrate import default_engine
 
     if not 0 < level < 1:
-        raise ValueError(f"Band level must be in (0, 1), got {level}")
+        raise ConfigError(f"Band level must be in (0, 1), got {level}")
     _, sim = engine or default_engine()
     central = _stats(scenario, profile, sim)
     base_seed = scenario.workload.seed

@@ -33,6 +33,7 @@ from scipy import optimize
 
 from calibration.targets import FreeGroup, Target, TargetSet
 from twin.components import fabric
+from twin.errors import ConfigError
 from twin.histogram import min_from_counts_us, percentile_from_counts_us
 from twin.percentiles import PERCENTILES
 from twin.profile import Parameter, Profile, load_profile, profiles_dir
@@ -162,7 +163,7 @@ def _placement_classes(
         seed = _placement_seed(base_seed, k)
         placed = list(place(scenario.with_fields({"workload.seed": seed}), profile).values())
         if len(placed) != 2:
-            raise ValueError(
+            raise ConfigError(
                 f"target {target.id}: a latent placement needs exactly two instances "
                 f"(found {len(placed)})"
             )
@@ -334,14 +335,14 @@ class TwinCalibrator:
 
     def fit(self, targets: TargetSet) -> TwinCalibrator:
         if self.max_nfev < 1:
-            raise ValueError(f"TwinCalibrator: max_nfev = {self.max_nfev}; allowed >= 1")
+            raise ConfigError(f"TwinCalibrator: max_nfev = {self.max_nfev}; allowed >= 1")
         if not 0 < self.diff_step < 1:
-            raise ValueError(f"TwinCalibrator: diff_step = {self.diff_step}; allowed (0, 1)")
+            raise ConfigError(f"TwinCalibrator: diff_step = {self.diff_step}; allowed (0, 1)")
         started = time.perf_counter()
         prior = self._prior_profile()
         groups = tuple(g for g in targets.free if self.groups is None or g.name in set(self.groups))
         if not groups:
-            raise ValueError(f"{targets.path}: no free parameter group selected")
+            raise ConfigError(f"{targets.path}: no free parameter group selected")
         for g in groups:
             for p in g.params:
                 prior[p]  # noqa: B018 - raises ProfileError naming a missing parameter

@@ -31,6 +31,7 @@ from scipy import optimize, special, stats
 
 from calibration.measurement import Measurement
 from twin.dists import Dist, Empirical, ShiftedGamma, ShiftedLognormal
+from twin.errors import MeasurementError
 
 __all__ = [
     "EmpiricalFit",
@@ -53,19 +54,23 @@ def _as_data(
         if data.samples_us is not None:
             return np.asarray(data.samples_us, dtype=np.float64), ()
         if not data.percentiles_us:
-            raise ValueError(f"{data.source}: measurement has neither samples nor percentiles")
+            raise MeasurementError(
+                f"{data.source}: measurement has neither samples nor percentiles"
+            )
         return None, tuple((float(p), float(v)) for p, v in data.percentiles_us)
     if isinstance(data, Mapping):
         table = tuple(sorted((float(p), float(v)) for p, v in data.items()))
         for p, v in table:
             if not 0 <= p <= 100 or not math.isfinite(v) or v < 0:
-                raise ValueError(f"Bad percentile entry {p!r}: {v!r} (need 0 <= p <= 100, v >= 0)")
+                raise MeasurementError(
+                    f"Bad percentile entry {p!r}: {v!r} (need 0 <= p <= 100, v >= 0)"
+                )
         return None, table
     samples = np.asarray(data, dtype=np.float64).reshape(-1)
     if samples.size < 2:
-        raise ValueError(f"Need at least 2 samples to fit, got {samples.size}")
+        raise MeasurementError(f"Need at least 2 samples to fit, got {samples.size}")
     if not np.all(np.isfinite(samples)) or samples.min() < 0:
-        raise ValueError("Samples must be finite times >= 0 us")
+        raise MeasurementError("Samples must be finite times >= 0 us")
     return samples, ()
 
 
@@ -76,7 +81,7 @@ def _usable_table(table: tuple[tuple[float, float], ...]) -> tuple[np.ndarray, n
         if 0 < p < 100:
             seen[p] = v
     if len(seen) < 2:
-        raise ValueError(
+        raise MeasurementError(
             f"Quantile matching needs >= 2 percentiles strictly inside (0, 100), got {table}"
         )
     q = np.array(sorted(seen)) / 100.0
@@ -104,7 +109,7 @@ class _DistFit:
             value = getattr(self, key)
             if isinstance(allowed, tuple) and allowed and isinstance(allowed[0], str):
                 if value not in allowed:
-                    raise ValueError(
+                    raise MeasurementError(
                         f"{type(self).__name__}: {key} = {value!r}; allowed: {allowed}"
                     )
 
@@ -116,7 +121,9 @@ class _DistFit:
         if method == "auto":
             method = "mle" if samples is not None else "quantiles"
         if method == "mle" and samples is None:
-            raise ValueError(f"{type(self).__name__}: method='mle' needs samples, got a table")
+            raise MeasurementError(
+                f"{type(self).__name__}: method='mle' needs samples, got a table"
+            )
         if method == "mle":
             assert samples is not None
             self._fit_samples(samples)
@@ -233,12 +240,14 @@ class ShiftedLognormalFit(_DistFit):
     def _check_params(self) -> None:
         super()._check_params()
         if self.shift_us is not None and not self.shift_us >= 0:
-            raise ValueError(f"ShiftedLognormalFit: shift_us = {self.shift_us!r}; allowed >= 0")
+            raise MeasurementError(
+                f"ShiftedLognormalFit: shift_us = {self.shift_us!r}; allowed >= 0"
+            )
 
     def _fit_samples(self, x: np.ndarray) -> None:
         if self.shift_us is not None:
             if x.min() <= self.shift_us:
-                raise ValueError(
+                raise MeasurementError(
                     f"shift_us = {self.shift_us} is not below the smallest sample {x.min()}"
                 )
             shift = float(self.shift_us)

@@ -31,7 +31,7 @@ def _optional_time(name: str, value: float | None) -> float | None:
         return None
     value = float(value)
     if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a finite time >= 0 us, got {value}")
+        raise MeasurementError(f"{name} must be a finite time >= 0 us, got {value}")
     return value
 
 
@@ -69,13 +69,15 @@ class Measurement:
         set_ = object.__setattr__
         if self.samples_us is not None:
             if self.percentiles_us:
-                raise ValueError("a Measurement holds samples or a percentile table, not both")
+                raise MeasurementError(
+                    "a Measurement holds samples or a percentile table, not both"
+                )
             samples = np.array(self.samples_us, dtype=np.float64).reshape(-1)
             if samples.size == 0:
-                raise ValueError("samples_us is empty")
+                raise MeasurementError("samples_us is empty")
             bad = ~np.isfinite(samples) | (samples < 0)
             if bad.any():
-                raise ValueError(
+                raise MeasurementError(
                     f"samples_us must be finite and >= 0, got {samples[bad][0]} "
                     f"at index {int(np.flatnonzero(bad)[0])}"
                 )
@@ -94,19 +96,21 @@ class Measurement:
         previous = (-math.inf, -math.inf)
         for p, v in table:
             if not 0.0 <= p <= 100.0:
-                raise ValueError(f"percentile must be in [0, 100], got {p}")
+                raise MeasurementError(f"percentile must be in [0, 100], got {p}")
             if not math.isfinite(v) or v < 0:
-                raise ValueError(f"percentile value must be a finite time >= 0 us, got {v}")
+                raise MeasurementError(f"percentile value must be a finite time >= 0 us, got {v}")
             if p < previous[0] or v < previous[1]:
-                raise ValueError(f"percentile table out of order: ({p}, {v}) after {previous}")
+                raise MeasurementError(
+                    f"percentile table out of order: ({p}, {v}) after {previous}"
+                )
             previous = (p, v)
         set_(self, "percentiles_us", table)
         if self.count is not None and (int(self.count) != self.count or self.count < 0):
-            raise ValueError(f"count must be an integer >= 0, got {self.count}")
+            raise MeasurementError(f"count must be an integer >= 0, got {self.count}")
         for name in ("min_us", "max_us", "mean_us"):
             set_(self, name, _optional_time(name, getattr(self, name)))
         if self.min_us is not None and self.max_us is not None and self.min_us > self.max_us:
-            raise ValueError(f"min_us {self.min_us} is above max_us {self.max_us}")
+            raise MeasurementError(f"min_us {self.min_us} is above max_us {self.max_us}")
         set_(self, "conditions", MappingProxyType(dict(self.conditions)))
 
     @property
@@ -143,7 +147,7 @@ class Measurement:
         """
         p = float(p)
         if not 0.0 <= p <= 100.0:
-            raise ValueError(f"percentile must be in [0, 100], got {p}")
+            raise MeasurementError(f"percentile must be in [0, 100], got {p}")
         if self.samples_us is not None:
             return float(np.percentile(self._sorted, p))  # type: ignore[attr-defined]
         ps, vs = self._knots()

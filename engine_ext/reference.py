@@ -14,6 +14,7 @@ from typing import cast
 import numpy as np
 
 from engine_ext.engine import EngineConfig, as_messages
+from engine_ext.errors import EngineError
 from engine_ext.types import (
     EV_ACK,
     EV_CANCELED,
@@ -389,5 +390,5 @@ class ReferenceEngine:
 def events_as_tuples(events: np.ndarray) -> list[Event]:
     """Numba engine events as the reference engine's tuples (for exact comparison)."""
     if events.dtype != EVENT_DTYPE:
-        raise ValueError(f"events must have EVENT_DTYPE, got {events.dtype}")
+        raise EngineError(f"events must have EVENT_DTYPE, got {events.dtype}")
     return [cast(Event, tuple(int(x) for x in row)) for row in events.tolist()]

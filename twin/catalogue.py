@@ -84,13 +84,3 @@ CATALOGUE: dict[str, InstanceType] = {
         ),
     )
 }
-
-
-def instance_type(name: str) -> InstanceType:
-    """Look up an instance type; ``KeyError`` lists the allowed names."""
-    try:
-        return CATALOGUE[name]
-    except KeyError:
-        raise KeyError(
-            f"{name!r} is not in the catalogue; allowed: {', '.join(CATALOGUE)}"
-        ) from None

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from engine_ext.errors import EngineError
 from twin.argtypes import positive_float, positive_int, seed
 from twin.console import format_bands, format_intervals, format_result
 from twin.errors import TwinError
@@ -213,10 +214,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.run(args)
         return code
-    except TwinError as exc:
-        code = EXIT_BAD_INPUT if isinstance(exc, ValueError) else EXIT_FAILURE
+    except (TwinError, EngineError) as exc:
+        # Every deliberate error, bad input or a run that cannot be done here: one line, exit 2.
         print(f"twin {args.command}: {exc}", file=sys.stderr)
-        return code
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"twin {args.command}: interrupted", file=sys.stderr)
         return 130

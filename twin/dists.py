@@ -17,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 from scipy import special
 
-from twin.errors import ScenarioError
+from twin.errors import ModelError
 
 Draw = Callable[[], float]
 
@@ -27,7 +27,7 @@ REGISTRY: dict[int, type[Dist]] = {}
 
 def _require(condition: bool, message: str) -> None:
     if not condition:
-        raise ScenarioError(message)
+        raise ModelError(message)
 
 
 def decode(code: int, p0: float, p1: float, p2: float, table: np.ndarray | None = None) -> Dist:
@@ -37,7 +37,7 @@ def decode(code: int, p0: float, p1: float, p2: float, table: np.ndarray | None 
     """
     kind = REGISTRY.get(int(code))
     if kind is None:
-        raise ScenarioError(f"unknown distribution code {code} (known: {sorted(REGISTRY)})")
+        raise ModelError(f"unknown distribution code {code} (known: {sorted(REGISTRY)})")
     return kind.from_params(p0, p1, p2, table)
 
 
@@ -355,7 +355,7 @@ class Empirical(Dist):
         cls, p0: float, p1: float, p2: float, table: np.ndarray | None = None
     ) -> Empirical:
         if table is None:
-            raise ScenarioError(f"empirical distribution (row {p0:g}) decoded without its table")
+            raise ModelError(f"empirical distribution (row {p0:g}) decoded without its table")
         return cls(tuple(float(x) for x in table))
 
     def draw_function(self, rng: np.random.Generator) -> Draw | None:
@@ -364,7 +364,7 @@ class Empirical(Dist):
         return lambda: data[rng.integers(n)]
 
     def quantiles(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        raise ScenarioError(
+        raise ModelError(
             f"empirical distribution {self.label!r} is resampled, it has no quantile table"
         )
 

@@ -6,8 +6,11 @@ built-in exception a caller would naturally catch::
     TwinError (Exception)
     ├── ScenarioError (TwinError, ValueError)     a scenario or sweep file is invalid
     ├── ProfileError (TwinError, ValueError)      a calibration profile is invalid
-    ├── MeasurementError (TwinError, ValueError)  a benchmark file cannot be read
-    └── SimulationError (TwinError, RuntimeError) a run could not produce a result
+    ├── MeasurementError (TwinError, ValueError)  a benchmark file cannot be read or fitted
+    ├── ModelError (TwinError, ValueError)        a path, station or distribution is impossible
+    ├── ConfigError (TwinError, ValueError)       an option of a run or a command is out of range
+    ├── SimulationError (TwinError, RuntimeError) a run could not produce a result
+    └── TopologyError (TwinError, RuntimeError)   a testbed topology cannot be set up here
 
 Messages name the file, the field (or line), the value and what is allowed, so that a
 one-line CLI error is enough to fix the input.
@@ -28,6 +31,18 @@ class ProfileError(TwinError, ValueError):
 
 class MeasurementError(TwinError, ValueError):
     """A benchmark output file is empty, truncated or not in a known format."""
+
+
+class ModelError(TwinError, ValueError):
+    """A path, station, hop or distribution is impossible (built from a profile or in code)."""
+
+
+class ConfigError(TwinError, ValueError):
+    """An option given to a run, a replication set, a calibration or a load run is invalid."""
+
+
+class TopologyError(TwinError, RuntimeError):
+    """The requested testbed topology cannot be set up on this machine."""
 
 
 class SimulationError(TwinError, RuntimeError):

@@ -15,6 +15,8 @@ from hdrh.histogram import HdrHistogram
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
 
+from twin.errors import ModelError
+
 LOWEST_NS = 1
 HIGHEST_NS = 3_600_000_000_000
 SIGNIFICANT_FIGURES = 3
@@ -69,7 +71,7 @@ def record_us(counts: np.ndarray, values_us: np.ndarray) -> None:
 def to_hdr(counts: np.ndarray) -> HdrHistogram:
     """A real HdrHistogram holding ``counts`` (one array or the sum of several runs)."""
     if counts.shape != (COUNTS_LEN,):
-        raise ValueError(f"Counts array has shape {counts.shape}, expected ({COUNTS_LEN},)")
+        raise ModelError(f"Counts array has shape {counts.shape}, expected ({COUNTS_LEN},)")
     hist = new_hdr()
     view = np.ctypeslib.as_array(hist.counts)
     view[:] = counts

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from twin import dtypes
+from twin.errors import ConfigError
+from twin.kinds import Arrivals, Loop
 from twin.scenario import Workload
 from twin.units import seconds_to_us
 
@@ -34,13 +36,13 @@ class Load:
 
     def __post_init__(self) -> None:
         if self.rate_msgs_per_s <= 0:
-            raise ValueError(f"Rate must be > 0 msg/s, got {self.rate_msgs_per_s}")
+            raise ConfigError(f"Rate must be > 0 msg/s, got {self.rate_msgs_per_s}")
         if self.duration_us <= 0:
-            raise ValueError(f"Duration must be > 0 us, got {self.duration_us}")
+            raise ConfigError(f"Duration must be > 0 us, got {self.duration_us}")
         if self.warmup_us < 0:
-            raise ValueError(f"Negative warm-up {self.warmup_us} us")
+            raise ConfigError(f"Negative warm-up {self.warmup_us} us")
         if self.accounts < 1 or self.messages_per_cycle not in (1, 2):
-            raise ValueError(
+            raise ConfigError(
                 f"Need >= 1 account and 1 or 2 messages per cycle, got {self.accounts}, "
                 f"{self.messages_per_cycle}"
             )
@@ -62,10 +64,10 @@ class Load:
     @classmethod
     def from_workload(cls, workload: Workload) -> Load:
         return cls(
-            loop=dtypes.LOOP_OPEN if workload.loop == "open" else dtypes.LOOP_CLOSED,
+            loop=dtypes.LOOP_OPEN if workload.loop == Loop.OPEN else dtypes.LOOP_CLOSED,
             arrivals=(
                 dtypes.ARRIVALS_POISSON
-                if workload.arrivals == "poisson"
+                if workload.arrivals == Arrivals.POISSON
                 else dtypes.ARRIVALS_UNIFORM
             ),
             rate_msgs_per_s=workload.rate_msgs_per_s,

@@ -20,6 +20,7 @@ import numpy as np
 
 from twin import dtypes
 from twin.dists import ZERO, Dist, Empirical, decode
+from twin.errors import ModelError
 
 
 @dataclass(frozen=True)
@@ -49,18 +50,18 @@ class Station:
 
     def __post_init__(self) -> None:
         if self.servers < 1:
-            raise ValueError(f"Station {self.name!r} needs >= 1 server, got {self.servers}")
+            raise ModelError(f"Station {self.name!r} needs >= 1 server, got {self.servers}")
         if not (self.cold_us >= 0 and math.isfinite(self.cold_us)):
-            raise ValueError(f"Station {self.name!r}: cold_us must be >= 0, got {self.cold_us}")
+            raise ModelError(f"Station {self.name!r}: cold_us must be >= 0, got {self.cold_us}")
         if self.cold_us > 0 and not (self.cold_tau_us > 0 and math.isfinite(self.cold_tau_us)):
-            raise ValueError(
+            raise ModelError(
                 f"Station {self.name!r}: cold_tau_us must be > 0 with a cold start, "
                 f"got {self.cold_tau_us}"
             )
         if not (self.linger_us >= 0 and math.isfinite(self.linger_us)):
-            raise ValueError(f"Station {self.name!r}: linger_us must be >= 0, got {self.linger_us}")
+            raise ModelError(f"Station {self.name!r}: linger_us must be >= 0, got {self.linger_us}")
         if self.sleeps and self.servers != 1:
-            raise ValueError(
+            raise ModelError(
                 f"Station {self.name!r}: only a one-server station can sleep when idle "
                 f"(wake / cold_us), it has {self.servers} servers"
             )
@@ -85,9 +86,9 @@ class Hop:
 
     def __post_init__(self) -> None:
         if self.fixed_us < 0:
-            raise ValueError(f"Negative fixed delay {self.fixed_us} us in hop {self.name!r}")
+            raise ModelError(f"Negative fixed delay {self.fixed_us} us in hop {self.name!r}")
         if self.station is None and not self.service.is_zero:
-            raise ValueError(f"Hop {self.name!r} has a service time but no station")
+            raise ModelError(f"Hop {self.name!r} has a service time but no station")
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ class CompiledPath:
 def compile_path(hops: list[Hop]) -> CompiledPath:
     """Lower a list of hops to the arrays both engines execute."""
     if not hops:
-        raise ValueError("A path needs at least one hop")
+        raise ModelError("A path needs at least one hop")
     stations: dict[str, Station] = {}
     tables: list[np.ndarray] = []
     table_index: dict[int, int] = {}
@@ -174,7 +175,7 @@ def compile_path(hops: list[Hop]) -> CompiledPath:
         else:
             known = stations.get(hop.station.name)
             if known is not None and known != hop.station:
-                raise ValueError(
+                raise ModelError(
                     f"Station {hop.station.name!r} declared twice differently: {known} and "
                     f"{hop.station}"
                 )

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from twin.errors import ScenarioError
+from twin.errors import ConfigError, ScenarioError
 from twin.histogram import to_hdr
 from twin.load import Load
 from twin.path import CompiledPath
@@ -182,7 +182,7 @@ def run_replications(
 ) -> Replicated:
     """Run ``replications`` independent seeds of ``load`` and pool them."""
     if replications < 1:
-        raise ValueError(f"Need >= 1 replication, got {replications}")
+        raise ConfigError(f"Need >= 1 replication, got {replications}")
     loads = [replace(load, seed=replication_seed(load.seed, k)) for k in range(replications)]
     return _combine(_outputs(engine, path, loads, workers, progress, 0, replications))
 
@@ -206,9 +206,9 @@ def run_until(
     ``max_replications`` even if the target is not met (check :meth:`relative_half_width`).
     """
     if not target_relative_half_width > 0:
-        raise ValueError(f"Target half-width must be > 0, got {target_relative_half_width}")
+        raise ConfigError(f"Target half-width must be > 0, got {target_relative_half_width}")
     if min_replications < 2 or max_replications < min_replications:
-        raise ValueError(
+        raise ConfigError(
             f"Need 2 <= min_replications <= max_replications, got {min_replications}, "
             f"{max_replications}"
         )

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from twin.errors import ModelError
 from twin.histogram import to_hdr
 from twin.load import Load
 from twin.path import CompiledPath
@@ -182,7 +183,7 @@ def summarise(
 ) -> RunResult:
     """Percentiles, throughput and per-hop accounting of a finished run."""
     if out.messages == 0:
-        raise ValueError(
+        raise ModelError(
             "No message was recorded: the measurement window is too short for the rate "
             f"({load.rate_msgs_per_s} msg/s over {load.duration_us} us)"
         )

@@ -13,37 +13,32 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from twin.catalogue import CATALOGUE, InstanceType
 from twin.errors import ScenarioError
+from twin.kinds import Arrivals, Loop, Runtime, Stack, Strategy, Tier, WorkloadKind
 from twin.tomlio import dump_toml, read_toml
+
+E = TypeVar("E", bound=StrEnum)
 
 ROLE_NAMES = ("client", "gateway", "engine")
 HOST_SIDES = ("client", "exchange")
-TIERS = ("peering", "transit_gateway", "privatelink", "cloudfront", "loopback", "veth")
-# Tiers of one machine (the live testbed): client and gateway on the same host.
-LOCAL_TIERS = ("loopback", "veth")
-STRATEGIES = ("cluster", "partition", "spread")
-STACKS = ("kernel", "bypass")
-RUNTIMES = ("native", "jvm")
-WORKLOAD_KINDS = ("order_loop", "echo")
-LOOPS = ("open", "closed")
-ARRIVALS = ("poisson", "uniform")
 
 # Largest frame each path carries (AWS VPC documentation, "Network maximum transmission unit"):
 # jumbo frames inside a VPC and over in-region peering, 8500 B through Transit Gateway and
 # PrivateLink, 1500 B once traffic leaves for the Internet; on one machine, the kernel's loopback
 # and veth defaults.
 MTU_BYTES = {
-    "peering": 9001,
-    "transit_gateway": 8500,
-    "privatelink": 8500,
-    "cloudfront": 1500,
-    "loopback": 65536,  # Linux lo default MTU
-    "veth": 1500,  # veth default MTU
+    Tier.PEERING: 9001,
+    Tier.TRANSIT_GATEWAY: 8500,
+    Tier.PRIVATELINK: 8500,
+    Tier.CLOUDFRONT: 1500,
+    Tier.LOOPBACK: 65536,  # Linux lo default MTU
+    Tier.VETH: 1500,  # veth default MTU
 }
 # IPv4 + TCP headers without options.
 TCP_IP_HEADER_BYTES = 40
@@ -56,7 +51,7 @@ class PlacementGroup:
     """An EC2 placement group; a cluster group may be shared with other accounts through RAM."""
 
     name: str
-    strategy: str
+    strategy: Strategy
     owner: str
     az_id: str | None
     shared_with: tuple[str, ...]
@@ -79,21 +74,21 @@ class Role:
 class HostStack:
     """How one side's hosts move packets between the NIC and the application."""
 
-    stack: str
+    stack: Stack
     busy_poll: bool
     deep_cstates: bool
     irq_pinning: bool
     tls: bool
     connection_reuse: bool
     io_threads: int
-    runtime: str
+    runtime: Runtime
 
 
 @dataclass(frozen=True)
 class Connectivity:
     """The logical access tier between the market maker's VPC and the exchange's."""
 
-    tier: str
+    tier: Tier
     nat_gateway: bool
 
 
@@ -101,12 +96,12 @@ class Connectivity:
 class Workload:
     """The client's traffic: the order loop (order -> ack -> cancel -> cancel ack) or an echo."""
 
-    kind: str
+    kind: WorkloadKind
     accounts: int
     rate_msgs_per_s: float
     payload_bytes: int
-    loop: str
-    arrivals: str
+    loop: Loop
+    arrivals: Arrivals
     duration_s: float
     warmup_s: float
     seed: int
@@ -115,7 +110,7 @@ class Workload:
     @property
     def messages_per_cycle(self) -> int:
         """Client messages per loop iteration: order + cancel, or one echo."""
-        return 2 if self.kind == "order_loop" else 1
+        return 2 if self.kind == WorkloadKind.ORDER_LOOP else 1
 
 
 @dataclass(frozen=True)
@@ -203,6 +198,11 @@ class _Table:
             raise self.error(field, value, f"allowed: {', '.join(choices)}")
         return value
 
+    def choice(self, key: str, kind: type[E], default: Any = ...) -> E:
+        """One of a StrEnum's words, as its member."""
+        names = tuple(member.value for member in kind)
+        return kind(self.string(key, default, choices=names))
+
     def boolean(self, key: str, default: bool) -> bool:
         field, value = self._get(key, default)
         if not isinstance(value, bool):
@@ -268,25 +268,25 @@ def _non_negative(v: float) -> bool:
 
 def _parse_group(source: str, name: str, data: Any) -> PlacementGroup:
     t = _Table(source, f"placement_groups.{name}.", data)
-    strategy = t.string("strategy", choices=STRATEGIES)
+    strategy = t.choice("strategy", Strategy)
     owner = t.string("owner")
     az_id = t.string("az_id", None)
     shared_with = t.string_list("shared_with")
     partitions = t.number(
         "partitions",
-        7 if strategy == "partition" else 1,
+        7 if strategy == Strategy.PARTITION else 1,
         check=lambda v: 1 <= v <= 7,
         allowed="1..7 (EC2 allows up to 7 partitions per AZ)",
         integer=True,
     )
     t.done()
-    if strategy == "cluster" and az_id is None:
+    if strategy == Strategy.CLUSTER and az_id is None:
         raise ScenarioError(
             f"{source}: placement_groups.{name}.az_id is required: a cluster group lives in one AZ"
         )
     if az_id is not None and not AZ_ID_PATTERN.match(az_id):
         raise t.error(f"placement_groups.{name}.az_id", az_id, "expected an AZ ID like use1-az4")
-    if shared_with and strategy != "cluster":
+    if shared_with and strategy != Strategy.CLUSTER:
         raise t.error(
             f"placement_groups.{name}.shared_with",
             list(shared_with),
@@ -319,13 +319,13 @@ def _parse_role(source: str, name: str, data: Any) -> Role:
 def _parse_host(source: str, side: str, data: Any) -> HostStack:
     t = _Table(source, f"hosts.{side}.", data)
     host = HostStack(
-        stack=t.string("stack", "kernel", choices=STACKS),
+        stack=t.choice("stack", Stack, Stack.KERNEL),
         busy_poll=t.boolean("busy_poll", False),
         deep_cstates=t.boolean("deep_cstates", True),
         irq_pinning=t.boolean("irq_pinning", False),
         tls=t.boolean("tls", False),
         connection_reuse=t.boolean("connection_reuse", True),
-        runtime=t.string("runtime", "native", choices=RUNTIMES),
+        runtime=t.choice("runtime", Runtime, Runtime.NATIVE),
         io_threads=t.number(
             "io_threads", 4, check=lambda v: 1 <= v <= 1024, allowed="1..1024", integer=True
         ),
@@ -337,7 +337,7 @@ def _parse_host(source: str, side: str, data: Any) -> HostStack:
 def _parse_workload(source: str, data: Any) -> Workload:
     t = _Table(source, "workload.", data)
     workload = Workload(
-        kind=t.string("kind", "order_loop", choices=WORKLOAD_KINDS),
+        kind=t.choice("kind", WorkloadKind, WorkloadKind.ORDER_LOOP),
         accounts=t.number(
             "accounts", 1, check=lambda v: 1 <= v <= 100_000, allowed="1..100000", integer=True
         ),
@@ -353,8 +353,8 @@ def _parse_workload(source: str, data: Any) -> Workload:
             allowed="1..1000000",
             integer=True,
         ),
-        loop=t.string("loop", "open", choices=LOOPS),
-        arrivals=t.string("arrivals", "poisson", choices=ARRIVALS),
+        loop=t.choice("loop", Loop, Loop.OPEN),
+        arrivals=t.choice("arrivals", Arrivals, Arrivals.POISSON),
         duration_s=t.number("duration_s", 1.0, check=_positive, allowed="> 0 seconds"),
         warmup_s=t.number("warmup_s", 0.1, check=_non_negative, allowed=">= 0 seconds"),
         seed=t.number(
@@ -419,7 +419,7 @@ def _check_groups(source: str, roles: Mapping[str, Role], groups: Mapping[str, P
                 f"{source}: roles.{role.name}.az_id = {role.az_id!r}: {group.strategy} placement "
                 f"group {group.name!r} is in {group.az_id!r}; a group cannot span AZs"
             )
-        if role.partition is not None and group.strategy != "partition":
+        if role.partition is not None and group.strategy != Strategy.PARTITION:
             raise ScenarioError(
                 f"{source}: roles.{role.name}.partition = {role.partition}: group "
                 f"{group.name!r} is a {group.strategy} group, not a partition group"
@@ -434,7 +434,7 @@ def _check_groups(source: str, roles: Mapping[str, Role], groups: Mapping[str, P
         if role.placement_group is not None:
             members.setdefault(role.placement_group, set()).add(role.az_id)
     for name, azs in members.items():
-        if len(azs) > 1 and groups[name].strategy == "cluster":
+        if len(azs) > 1 and groups[name].strategy == Strategy.CLUSTER:
             raise ScenarioError(
                 f"{source}: placement_groups.{name}: a cluster group cannot span AZs "
                 f"(members name {sorted(azs)})"
@@ -453,17 +453,18 @@ def _check_payload(source: str, workload: Workload, connectivity: Connectivity) 
 
 def _check_local(source: str, roles: Mapping[str, Role], connectivity: Connectivity) -> None:
     """One-machine tiers and the ``local`` instance type go together, and have no engine host."""
-    local_tier = connectivity.tier in LOCAL_TIERS
+    local_tier = connectivity.tier.local
+    local_tiers = ", ".join(t for t in Tier if t.local)
     for role in roles.values():
         if (role.instance.name == "local") != local_tier:
             raise ScenarioError(
                 f"{source}: roles.{role.name}.instance = {role.instance.name!r}: tiers "
-                f"{', '.join(LOCAL_TIERS)} run on instance 'local' and only they do "
-                f"(connectivity.tier = {connectivity.tier!r})"
+                f"{local_tiers} run on instance 'local' and only they do "
+                f"(connectivity.tier = '{connectivity.tier}')"
             )
     if local_tier and "engine" in roles:
         raise ScenarioError(
-            f"{source}: roles.engine: on tier {connectivity.tier!r} the matching engine runs "
+            f"{source}: roles.engine: on tier '{connectivity.tier}' the matching engine runs "
             "inside the gateway process; remove the role"
         )
 
@@ -491,13 +492,13 @@ def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
     roles = {n: _parse_role(source, n, raw_roles[n]) for n in ROLE_NAMES if n in raw_roles}
     c = _Table(source, "connectivity.", t.table("connectivity"))
     connectivity = Connectivity(
-        tier=c.string("tier", choices=TIERS), nat_gateway=c.boolean("nat_gateway", False)
+        tier=c.choice("tier", Tier), nat_gateway=c.boolean("nat_gateway", False)
     )
     c.done()
-    if connectivity.nat_gateway and connectivity.tier != "cloudfront":
+    if connectivity.nat_gateway and connectivity.tier != Tier.CLOUDFRONT:
         raise ScenarioError(
             f"{source}: connectivity.nat_gateway = true: a NAT gateway sits on the Internet path "
-            f"only (tier cloudfront), not on tier {connectivity.tier!r}"
+            f"only (tier cloudfront), not on tier '{connectivity.tier}'"
         )
     raw_hosts = t.table("hosts", required=False)
     for side in raw_hosts:
@@ -512,7 +513,7 @@ def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
     _check_groups(source, roles, groups)
     _check_payload(source, workload, connectivity)
     _check_local(source, roles, connectivity)
-    if workload.kind == "echo" and "engine" in roles:
+    if workload.kind == WorkloadKind.ECHO and "engine" in roles:
         raise ScenarioError(
             f"{source}: roles.engine: an echo workload has no matching engine; remove the role"
         )

@@ -27,9 +27,10 @@ import numpy as np
 
 from twin.components import exchange, fabric, host, hyperplane, internet, loopback, nic
 from twin.dists import Dist
+from twin.kinds import Strategy, Tier, WorkloadKind
 from twin.path import Hop
 from twin.profile import Profile
-from twin.scenario import LOCAL_TIERS, MTU_BYTES, TCP_IP_HEADER_BYTES, Scenario
+from twin.scenario import MTU_BYTES, TCP_IP_HEADER_BYTES, Scenario
 
 # Stream id separating placement randomness from the engines' (same seed, different streams).
 PLACEMENT_STREAM = 0x504C4143
@@ -45,7 +46,7 @@ class Placement:
     cell: int
     rack: int
     group: str | None
-    strategy: str | None
+    strategy: Strategy | None
 
     def describe(self) -> str:
         where = f"{self.az_id} data centre {self.datacenter} cell {self.cell} rack {self.rack}"
@@ -79,7 +80,7 @@ def place(scenario: Scenario, profile: Profile) -> dict[str, Placement]:
         group = scenario.placement_groups.get(role.placement_group or "")
         if group is None:
             cell, rack = int(rng.integers(cells)), int(rng.integers(racks))
-        elif group.strategy == "cluster":
+        elif group.strategy == Strategy.CLUSTER:
             key = (group.name, role.az_id, 0)
             if key not in group_cell:
                 group_cell[key] = (int(rng.integers(cells)), int(rng.integers(racks - span + 1)))
@@ -88,7 +89,7 @@ def place(scenario: Scenario, profile: Profile) -> dict[str, Placement]:
         else:
             taken = used_racks.setdefault(group.name, set())
             partition = role.partition or (len(taken) % group.partitions) + 1
-            if group.strategy == "partition":
+            if group.strategy == Strategy.PARTITION:
                 key = (group.name, role.az_id, partition)
                 if key not in group_cell:
                     group_cell[key] = (int(rng.integers(cells)), int(rng.integers(racks)))
@@ -128,7 +129,7 @@ class _PathBuilder:
 
     def in_same_cluster_group(self, a: str, b: str) -> bool:
         pa, pb = self.placements[a], self.placements[b]
-        return pa.group is not None and pa.group == pb.group and pa.strategy == "cluster"
+        return pa.group is not None and pa.group == pb.group and pa.strategy == Strategy.CLUSTER
 
     def nic(self, role: str, direction: str, peer: str) -> Hop:
         return nic.nic_hop(
@@ -159,15 +160,15 @@ class _PathBuilder:
         label = f"{src}→{dst}"
         cross_az = self.placements[src].az_id != self.placements[dst].az_id
         p = self.profile
-        if tier == "peering":
+        if tier == Tier.PEERING:
             return self.fabric(src, dst)
-        if tier == "transit_gateway":
+        if tier == Tier.TRANSIT_GATEWAY:
             return (
                 self.outside(f"{label} to TGW", False)
                 + [hyperplane.hyperplane_hop(label, "transit gateway", p)]
                 + self.outside(f"{label} from TGW", cross_az)
             )
-        if tier == "privatelink":
+        if tier == Tier.PRIVATELINK:
             first, second = ("privatelink endpoint", "network load balancer")
             if src != "client":
                 first, second = second, first
@@ -219,7 +220,7 @@ class _PathBuilder:
         """Round trips paid before every request when the client does not reuse connections."""
         if self.s.hosts["client"].connection_reuse:
             return []
-        edge = self.s.connectivity.tier == "cloudfront"
+        edge = self.s.connectivity.tier == Tier.CLOUDFRONT
         trip = self.tier_network("client", "gateway", stop_at_edge=edge)
         back = list(reversed(trip)) if edge else self.tier_network("gateway", "client")
         rounds = 2 if self.s.hosts["client"].tls else 1  # TCP SYN/SYN-ACK, then TLS 1.3 hello
@@ -268,11 +269,11 @@ class _PathBuilder:
         )
 
     def round_trip(self, engine: Dist | None) -> list[Hop]:
-        if self.s.connectivity.tier in LOCAL_TIERS:
+        if self.s.connectivity.tier.local:
             return _unique_names(self.local_round_trip())
         middle = (
             self.exchange_work(engine)
-            if self.s.workload.kind == "order_loop"
+            if self.s.workload.kind == WorkloadKind.ORDER_LOOP
             else [exchange.echo_hop(self.profile)]
         )
         hops = (

@@ -8,9 +8,22 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
+import twin.cli as cli_module
+from engine_ext.errors import EngineError
 from tests.twin.conftest import SCENARIOS
 from twin.cli import main
+from twin.errors import (
+    ConfigError,
+    MeasurementError,
+    ModelError,
+    ProfileError,
+    ScenarioError,
+    SimulationError,
+    TopologyError,
+    TwinError,
+)
 
 TIER1 = str(SCENARIOS / "tier1_peering_cpg.toml")
 
@@ -112,3 +125,31 @@ def test_bands_in_json_keep_the_replication_intervals(capsys) -> None:
     assert payload["replications"] == 2
     assert set(payload["ci95"]) >= {"p50", "p99"}
     assert payload["bands_90"]["p50"]["low"] <= payload["bands_90"]["p50"]["high"]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ModelError("station 'x' needs >= 1 server, got 0"),
+        ConfigError("loop 'sideways': allowed open, closed"),
+        SimulationError("engine status 3"),
+        TopologyError("`ip netns add` failed: operation not permitted"),
+        EngineError("EngineConfig: max_orders = 0; allowed >= 1"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_every_deliberate_error_is_one_line_and_exit_2(monkeypatch, capsys, error) -> None:
+    def fail(args):
+        raise error
+
+    monkeypatch.setattr(cli_module, "cmd_run", fail)
+    assert main(["run", str(SCENARIOS / "tier1_peering_cpg.toml")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"twin run: {error}\n"
+
+
+def test_every_twin_error_is_also_a_builtin() -> None:
+    for kind in (ModelError, ConfigError, MeasurementError, ScenarioError, ProfileError):
+        assert issubclass(kind, TwinError) and issubclass(kind, ValueError)
+    for kind in (SimulationError, TopologyError):
+        assert issubclass(kind, TwinError) and issubclass(kind, RuntimeError)

@@ -19,7 +19,7 @@ from twin.dists import (
     ShiftedLognormal,
     decode,
 )
-from twin.errors import ScenarioError
+from twin.errors import ModelError
 from twin.fast import _quantile
 
 EXAMPLES: list[Dist] = [
@@ -73,14 +73,14 @@ def test_quantile_tables_match_the_moments(dist: Dist) -> None:
 
 
 def test_empirical_has_no_quantile_table_and_needs_its_data() -> None:
-    with pytest.raises(ScenarioError, match="resampled"):
+    with pytest.raises(ModelError, match="resampled"):
         Empirical((1.0,)).quantiles(np.array([0.5]))
-    with pytest.raises(ScenarioError, match="without its table"):
+    with pytest.raises(ModelError, match="without its table"):
         decode(Empirical.code, 0.0, 0.0, 0.0)
 
 
 def test_unknown_codes_and_taken_codes_are_refused() -> None:
-    with pytest.raises(ScenarioError, match="unknown distribution code 99"):
+    with pytest.raises(ModelError, match="unknown distribution code 99"):
         decode(99, 0.0, 0.0, 0.0)
     with pytest.raises(TypeError, match="Exponential"):
 
@@ -90,7 +90,7 @@ def test_unknown_codes_and_taken_codes_are_refused() -> None:
 
 
 def test_invalid_parameters_are_scenario_errors() -> None:
-    with pytest.raises(ScenarioError):
+    with pytest.raises(ModelError):
         Exponential(-1.0)
-    with pytest.raises(ValueError):  # ScenarioError is also a ValueError
+    with pytest.raises(ValueError):  # ModelError is also a ValueError
         Occasional(1.0, 1.5)

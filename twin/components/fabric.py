@@ -16,6 +16,7 @@ average, ``cross_cell_fibre_km`` times the chance of another data centre), ``cro
 from __future__ import annotations
 
 from twin.components.stages import sources, stage
+from twin.errors import ModelError
 from twin.path import Hop
 from twin.profile import Profile
 from twin.units import FIBRE_US_PER_KM
@@ -43,7 +44,7 @@ def _campus_share(level: str, profile: Profile) -> float:
 def fabric_hops(label: str, level: str, profile: Profile) -> list[Hop]:
     """Hops for one direction between two hosts whose nearest common layer is ``level``."""
     if level not in LEVELS:
-        raise ValueError(f"Unknown fabric level {level!r}; allowed: {', '.join(LEVELS)}")
+        raise ModelError(f"Unknown fabric level {level!r}; allowed: {', '.join(LEVELS)}")
     tor = profile.value("tor_switch_us")
     if level == "rack":
         return [

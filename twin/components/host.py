@@ -26,6 +26,7 @@ from __future__ import annotations
 from twin.catalogue import InstanceType
 from twin.components.stages import sources, stage
 from twin.dists import Const, Occasional
+from twin.kinds import Runtime, Stack
 from twin.path import Hop, Station
 from twin.profile import Profile
 from twin.scenario import HostStack
@@ -51,7 +52,7 @@ def _handoff(role: str, host: HostStack, profile: Profile, direction: str) -> li
     Latency without CPU work on the I/O threads (a queue hand-off and the other thread's wake-up),
     so it does not queue; native programs read and write on the application thread itself.
     """
-    if host.runtime != "jvm":
+    if host.runtime != Runtime.JVM:
         return []
     return [
         Hop(
@@ -85,7 +86,7 @@ def send_hops(
                 source=sources(profile, "tls_record_median_us"),
             )
         )
-    kind = "kernel_tx" if host.stack == "kernel" else "bypass_tx"
+    kind = "kernel_tx" if host.stack == Stack.KERNEL else "bypass_tx"
     hops.append(
         Hop(
             f"{role} {host.stack} tx",
@@ -103,7 +104,7 @@ def receive_hops(
     role: str, host: HostStack, instance: InstanceType, profile: Profile, flows: int
 ) -> list[Hop]:
     """Hops from the NIC's delivery to the application holding the decoded message."""
-    kind = "kernel_rx" if host.stack == "kernel" else "bypass_rx"
+    kind = "kernel_rx" if host.stack == Stack.KERNEL else "bypass_rx"
     hops = [
         Hop(
             f"{role} {host.stack} rx",
@@ -114,7 +115,7 @@ def receive_hops(
             source=sources(profile, f"{kind}_median_us", f"{kind}_cpu_us"),
         ),
     ]
-    if host.busy_poll or host.stack == "bypass":
+    if host.busy_poll or host.stack == Stack.BYPASS:
         hops.append(
             Hop(
                 f"{role} busy poll",
@@ -141,7 +142,7 @@ def receive_hops(
                     source=sources(profile, "cstate_exit_mean_us", "cstate_exit_probability"),
                 )
             )
-    if not host.irq_pinning and host.stack == "kernel":
+    if not host.irq_pinning and host.stack == Stack.KERNEL:
         mean = "irq_unpinned_polling_mean_us" if host.busy_poll else "irq_unpinned_mean_us"
         hops.append(
             Hop(

@@ -9,6 +9,7 @@ lookup on top of the node traversal.
 from __future__ import annotations
 
 from twin.components.stages import sources, stage
+from twin.errors import ModelError
 from twin.path import Hop
 from twin.profile import Profile
 
@@ -18,7 +19,7 @@ FUNCTIONS = ("privatelink endpoint", "network load balancer", "transit gateway",
 def hyperplane_hop(label: str, function: str, profile: Profile) -> Hop:
     """One traversal of a Hyperplane node performing ``function``."""
     if function not in FUNCTIONS:
-        raise ValueError(f"Unknown Hyperplane function {function!r}; allowed: {FUNCTIONS}")
+        raise ModelError(f"Unknown Hyperplane function {function!r}; allowed: {FUNCTIONS}")
     fixed = profile.value("tgw_route_us") if function == "transit gateway" else 0.0
     names = ["hyperplane_median_us"] + (["tgw_route_us"] if fixed else [])
     return Hop(

@@ -57,6 +57,7 @@ import numpy as np
 
 from twin.components.stages import sources, stage
 from twin.dists import ZERO, Dist, Empirical, ShiftedLognormal
+from twin.kinds import Tier
 from twin.path import Hop, Station
 from twin.profile import Profile
 
@@ -230,11 +231,11 @@ def _path_delay(profile: Profile) -> Empirical:
     return Empirical(tuple(float(x) for x in draws), label="kernel path delay")
 
 
-def path_hops(label: str, tier: str, profile: Profile) -> list[Hop]:
+def path_hops(label: str, tier: Tier, profile: Profile) -> list[Hop]:
     """The kernel path between the two processes, one direction."""
-    fixed = profile.value("local_veth_us") if tier == "veth" else 0.0
+    fixed = profile.value("local_veth_us") if tier == Tier.VETH else 0.0
     names = ["local_path_median_us", "local_path_stall_prob"]
-    names += ["local_veth_us"] if tier == "veth" else []
+    names += ["local_veth_us"] if tier == Tier.VETH else []
     return [
         Hop(
             f"{label} {tier}",

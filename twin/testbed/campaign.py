@@ -34,11 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from twin.atomic import write_json
-from twin.errors import SimulationError
+from twin.errors import ConfigError, SimulationError
+from twin.kinds import Arrivals, Loop, Tier
 from twin.percentiles import PERCENTILES
 from twin.testbed.netns import VethPair
 
-TOPOLOGIES = ("loopback", "veth")
+TOPOLOGIES = tuple(t for t in Tier if t.local)
 # A rate is saturated when the client achieves less than this share of it, loses messages, or
 # its p99 passes SATURATED_P99_US: the queue no longer drains within the run.
 ACHIEVED_SHARE = 0.95
@@ -86,9 +87,9 @@ def measure(
     connections: int = 4,
     duration_s: float = 5.0,
     warmup_s: float = 1.0,
-    topology: str = "loopback",
-    loop: str = "open",
-    arrivals: str = "poisson",
+    topology: Tier = Tier.LOOPBACK,
+    loop: Loop = Loop.OPEN,
+    arrivals: Arrivals = Arrivals.POISSON,
     seed: int = 1,
     burst_sizes: Sequence[int] = (),
 ) -> dict[str, Any]:
@@ -97,11 +98,11 @@ def measure(
     ``burst_sizes``: start cycles in groups of these sizes (the burst probe; open loop only).
     """
     if topology not in TOPOLOGIES:
-        raise ValueError(f"topology {topology!r}: allowed {', '.join(TOPOLOGIES)}")
-    if burst_sizes and loop != "open":
-        raise ValueError(f"burst sizes {list(burst_sizes)}: groups of cycles need the open loop")
+        raise ConfigError(f"topology {str(topology)!r}: allowed {', '.join(TOPOLOGIES)}")
+    if burst_sizes and loop != Loop.OPEN:
+        raise ConfigError(f"burst sizes {list(burst_sizes)}: groups of cycles need the open loop")
     with contextlib.ExitStack() as stack:
-        if topology == "veth":
+        if topology == Tier.VETH:
             pair = stack.enter_context(VethPair())
             gw_prefix, cl_prefix = pair.exec_prefix("gateway"), pair.exec_prefix("client")
             host = pair.gateway_addr
@@ -264,7 +265,7 @@ def campaign(
     ``DIR/rate_<lowest>/burst/``, recorded apart from the rows as ``burst_probe``.
     """
     if repeats < 1:
-        raise ValueError(f"repeats {repeats}: allowed >= 1")
+        raise ConfigError(f"repeats {repeats}: allowed >= 1")
     ordered = sorted(rates)
     runs: dict[float, list[dict[str, Any]]] = {}
     for rep in range(repeats):
@@ -315,7 +316,7 @@ def _burst_probe(
 ) -> dict[str, Any]:
     """The campaign's burst-probe run at ``rate``; its ``burst_probe`` entry (or the error)."""
     name = f"rate_{int(rate)}/burst"
-    options = {**kwargs, "loop": "open"}
+    options = {**kwargs, "loop": Loop.OPEN}
     try:
         summary = measure(
             out_dir / name, rate_msgs_per_s=rate, seed=seed, burst_sizes=sizes, **options

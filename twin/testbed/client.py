@@ -61,6 +61,8 @@ from typing import Any
 
 import numpy as np
 
+from twin.errors import ConfigError
+from twin.kinds import Arrivals, Loop
 from twin.testbed import hoststat
 from twin.testbed import protocol as P
 from twin.testbed.recorder import (
@@ -97,8 +99,8 @@ class LoadConfig:
     connections: int = 4
     duration_s: float = 5.0
     warmup_s: float = 1.0
-    loop: str = "open"
-    arrivals: str = "poisson"
+    loop: Loop = Loop.OPEN
+    arrivals: Arrivals = Arrivals.POISSON
     interval_s: float = 1.0
     drain_s: float = 5.0
     seed: int = 1
@@ -107,27 +109,29 @@ class LoadConfig:
     burst_sizes: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        for name, kind in (("loop", Loop), ("arrivals", Arrivals)):
+            value = getattr(self, name)
+            if value not in tuple(kind):
+                allowed = ", ".join(kind)
+                raise ConfigError(f"{name} {value!r}: allowed {allowed}")
+            object.__setattr__(self, name, kind(value))
         sizes = tuple(self.burst_sizes)
         object.__setattr__(self, "burst_sizes", sizes)
         if any(isinstance(n, bool) or not isinstance(n, int) for n in sizes) or not all(
             1 <= n <= MAX_BURST for n in sizes
         ):
-            raise ValueError(f"burst sizes {list(sizes)}: allowed whole numbers 1..{MAX_BURST}")
-        if sizes and self.loop != "open":
-            raise ValueError(f"burst sizes {list(sizes)}: groups of cycles need the open loop")
+            raise ConfigError(f"burst sizes {list(sizes)}: allowed whole numbers 1..{MAX_BURST}")
+        if sizes and self.loop != Loop.OPEN:
+            raise ConfigError(f"burst sizes {list(sizes)}: groups of cycles need the open loop")
         if not 0 < self.rate_msgs_per_s <= 10_000_000:
-            raise ValueError(f"rate {self.rate_msgs_per_s} msg/s: allowed > 0 and <= 1e7")
+            raise ConfigError(f"rate {self.rate_msgs_per_s} msg/s: allowed > 0 and <= 1e7")
         if not 1 <= self.connections <= 1000:
-            raise ValueError(f"connections {self.connections}: allowed 1..1000")
+            raise ConfigError(f"connections {self.connections}: allowed 1..1000")
         if not self.duration_s > 0 or self.warmup_s < 0 or not self.interval_s > 0:
-            raise ValueError(
+            raise ConfigError(
                 f"duration {self.duration_s} s, warm-up {self.warmup_s} s, interval "
                 f"{self.interval_s} s: need duration > 0, warm-up >= 0, interval > 0"
             )
-        if self.loop not in ("open", "closed"):
-            raise ValueError(f"loop {self.loop!r}: allowed open, closed")
-        if self.arrivals not in ("poisson", "uniform"):
-            raise ValueError(f"arrivals {self.arrivals!r}: allowed poisson, uniform")
 
 
 def _template(msg_type: int) -> bytes:
@@ -177,7 +181,7 @@ def _schedule(cfg: LoadConfig) -> np.ndarray:
     cycles_per_s = cfg.rate_msgs_per_s / 2.0 / (float(np.mean(sizes)) if sizes else 1.0)
     span_s = cfg.warmup_s + cfg.duration_s
     n = int(cycles_per_s * span_s * 1.2) + 16
-    if cfg.arrivals == "poisson":
+    if cfg.arrivals == Arrivals.POISSON:
         gaps = rng.exponential(1.0 / cycles_per_s, n)
     else:
         gaps = np.full(n, 1.0 / cycles_per_s)
@@ -343,7 +347,7 @@ class LoadRun:
 
     def _loop(self, due_ns: list[int], rec: IntervalRecorder, t_warm: int, t_end: int) -> None:
         cfg, conns, tm, counts = self.cfg, self._conns, self.timings, self.counts
-        closed = cfg.loop == "closed"
+        closed = cfg.loop == Loop.CLOSED
         c = len(conns)
         timer = WakeTimer()
         sel = selectors.EpollSelector()
@@ -501,7 +505,7 @@ class LoadRun:
                 "cpus": os.cpu_count(),
                 "kernel": os.uname().release,
                 "client": "one thread, epoll + timerfd",
-                "coordinated_omission_corrected": cfg.loop == "open",
+                "coordinated_omission_corrected": cfg.loop == Loop.OPEN,
                 "burst_sizes": list(cfg.burst_sizes),
             },
             "counts": dict(self.counts),

@@ -15,11 +15,7 @@ import shutil
 import subprocess
 from types import TracebackType
 
-from twin.errors import TwinError
-
-
-class TopologyError(TwinError, RuntimeError):
-    """The requested topology cannot be set up on this machine."""
+from twin.errors import TopologyError
 
 
 def _ip(*args: str) -> None:

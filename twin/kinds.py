@@ -1,0 +1,68 @@
+"""The scenario's vocabulary: each closed set of words a scenario file may use, as a StrEnum.
+
+A member compares equal to its spelling (``Tier.PEERING == "peering"``) and serialises as it
+(JSON, TOML), so files and outputs keep their words while code names the choice it means.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Tier(StrEnum):
+    """How the market maker's VPC reaches the exchange's (or, on one machine, which link)."""
+
+    PEERING = "peering"
+    TRANSIT_GATEWAY = "transit_gateway"
+    PRIVATELINK = "privatelink"
+    CLOUDFRONT = "cloudfront"
+    LOOPBACK = "loopback"
+    VETH = "veth"
+
+    @property
+    def local(self) -> bool:
+        """True for the tiers of one machine (the live testbed: client and gateway together)."""
+        return self in (Tier.LOOPBACK, Tier.VETH)
+
+
+class Strategy(StrEnum):
+    """An EC2 placement group's strategy."""
+
+    CLUSTER = "cluster"
+    PARTITION = "partition"
+    SPREAD = "spread"
+
+
+class Stack(StrEnum):
+    """How a host moves packets between NIC and application."""
+
+    KERNEL = "kernel"
+    BYPASS = "bypass"
+
+
+class Runtime(StrEnum):
+    """What the application runs on."""
+
+    NATIVE = "native"
+    JVM = "jvm"
+
+
+class WorkloadKind(StrEnum):
+    """The client's traffic: the order loop (order, ack, cancel, cancel ack) or an echo."""
+
+    ORDER_LOOP = "order_loop"
+    ECHO = "echo"
+
+
+class Loop(StrEnum):
+    """Open: sends follow a schedule whatever the replies; closed: each account waits."""
+
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+class Arrivals(StrEnum):
+    """How an open loop spaces its sends."""
+
+    POISSON = "poisson"
+    UNIFORM = "uniform"
