@@ -110,7 +110,7 @@ def percentile_rows(summary: Summary, keys: Sequence[str]) -> list[dict[str, Any
     kinds: dict[str, dict[str, float]] = summary.result.get("rtt_by_kind_us") or {}
     rows = []
     for key in (*keys, "mean", "max"):
-        lo, hi = summary.bands_us.get(key, (None, None))
+        lo, hi = summary.ci95_us.get(key, (None, None))
         row = {"statistic": key, "round trip (µs)": summary.p(key), "95% low": lo, "95% high": hi}
         for kind, rtt in kinds.items():
             row[f"{kind} (µs)"] = rtt.get(percentiles.key(key))

@@ -223,10 +223,10 @@ def distribution_tab(summary: runner.Summary) -> None:
     rows = charts.percentile_rows(summary, marks or ["p50", "p99"])
     st.dataframe(rows, hide_index=True, column_config=_us_columns(rows))
     st.caption(
-        f"{summary.messages:,} recorded round trips. Bands are distribution-free 95% intervals "
-        "(binomial order statistics); neighbouring round trips share queues, so the true "
-        "uncertainty is somewhat wider. Calibration bands (profile parameter uncertainty) are "
-        "not propagated yet."
+        f"{summary.messages:,} recorded round trips. The 95% low and high are distribution-free "
+        "intervals (binomial order statistics); neighbouring round trips share queues, so the true "
+        "uncertainty is somewhat wider. Calibration bands (profile parameter uncertainty) come "
+        "from `twin run --bands`."
     )
 
 
@@ -356,7 +356,7 @@ def downloads(scenario: Scenario, summary: runner.Summary) -> None:
     )
     result = dict(summary.result)
     if summary.stable:
-        result["rtt_95pct_bands_us"] = {k: list(v) for k, v in summary.bands_us.items()}
+        result["rtt_ci95_us"] = {k: list(v) for k, v in summary.ci95_us.items()}
     right.download_button(
         "Download results (JSON)",
         json.dumps(result, indent=2),

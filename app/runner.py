@@ -9,7 +9,6 @@ from the twin's public results.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +24,7 @@ from twin import (
     prepare,
     run_prepared,
 )
-from twin.histogram import bucket_highest_ns, cdf_points_us
+from twin.histogram import cdf_points_us, percentile_ci95_us
 from twin.kinds import Loop
 from twin.sweep.capacity import crossing, saturation_rate
 from twin.tomlio import parse_toml
@@ -45,7 +44,6 @@ PERCENTILES = tuple(
     (percentiles.label(k), percentiles.PERCENTILES[k]) for k in percentiles.HEADLINE
 )
 # Two-sided 95% normal quantile for the order-statistic confidence interval.
-Z_95 = 1.959964
 
 
 def sample_messages(engine: str) -> int:
@@ -103,7 +101,7 @@ class Summary:
     messages: int = 0
     throughput_msgs_per_s: float = 0.0
     rtt_us: dict[str, float] = field(default_factory=dict)
-    bands_us: dict[str, tuple[float, float]] = field(default_factory=dict)
+    ci95_us: dict[str, tuple[float, float]] = field(default_factory=dict)
     cdf_us: np.ndarray = field(default_factory=lambda: np.zeros(0))
     cdf_p: np.ndarray = field(default_factory=lambda: np.zeros(0))
     hops: tuple[HopRow, ...] = ()
@@ -114,32 +112,6 @@ class Summary:
 
     def p(self, key: str) -> float:
         return self.rtt_us[percentiles.key(key)]
-
-
-def percentile_bands(
-    counts: np.ndarray, percentiles: tuple[tuple[str, float], ...] = PERCENTILES
-) -> dict[str, tuple[float, float]]:
-    """Distribution-free 95% intervals for percentiles (binomial order statistics).
-
-    Values are reported like HdrHistogram's ``get_value_at_percentile`` (the highest value
-    equivalent to the bucket holding the rank). They assume independent samples; queueing
-    correlates neighbouring round trips, so the true uncertainty is somewhat wider.
-    """
-    idx = np.flatnonzero(counts)
-    cum = np.cumsum(counts[idx])
-    n = int(cum[-1])
-    highest_us = bucket_highest_ns(idx) / 1e3
-
-    def value_at_rank(rank: float) -> float:
-        rank = min(max(math.ceil(rank), 1), n)
-        return float(highest_us[np.searchsorted(cum, rank)])
-
-    bands = {}
-    for key, pct in percentiles:
-        q = pct / 100
-        half = Z_95 * math.sqrt(n * q * (1 - q))
-        bands[key] = (value_at_rank(n * q - half), value_at_rank(n * q + half + 1))
-    return bands
 
 
 def hop_moments_us(prepared: Prepared) -> tuple[np.ndarray, np.ndarray]:
@@ -192,7 +164,7 @@ def summarise(result: RunResult, prepared: Prepared) -> Summary:
         messages=result.messages,
         throughput_msgs_per_s=result.throughput_msgs_per_s,
         rtt_us=dict(result.rtt_us),
-        bands_us=percentile_bands(result.counts),
+        ci95_us={k: percentile_ci95_us(result.counts, p) for k, p in PERCENTILES},
         cdf_us=cdf_us,
         cdf_p=cdf_p,
         hops=tuple(

@@ -10,6 +10,8 @@ encoding and the ``.hgrm`` / interval-log formats. Values above one hour are cla
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from hdrh.histogram import HdrHistogram
 from numba import njit
@@ -118,3 +120,29 @@ def cdf_points_us(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     idx = np.flatnonzero(counts)
     cum = np.cumsum(counts[idx]) / counts.sum()
     return bucket_lowest_ns(idx) / 1e3, cum
+
+
+# Two-sided 95% quantile of the standard normal.
+Z_95 = 1.959964
+
+
+def percentile_ci95_us(counts: np.ndarray, percentile: float) -> tuple[float, float]:
+    """A distribution-free 95% interval for a percentile of a histogram (us).
+
+    The ranks come from the binomial law of the order statistics (normal approximation); the
+    values are reported as :func:`percentile_from_counts_us` reports them (the highest value
+    equivalent to the bucket holding the rank). It assumes independent samples: queueing
+    correlates neighbouring round trips, so the true uncertainty is somewhat wider.
+    """
+    idx = np.flatnonzero(counts)
+    cum = np.cumsum(counts[idx])
+    n = int(cum[-1])
+    highest_us = bucket_highest_ns(idx) / 1e3
+    q = percentile / 100.0
+    half = Z_95 * math.sqrt(n * q * (1 - q))
+
+    def value_at_rank(rank: float) -> float:
+        rank = min(max(math.ceil(rank), 1), n)
+        return float(highest_us[np.searchsorted(cum, rank)])
+
+    return value_at_rank(n * q - half), value_at_rank(n * q + half + 1)

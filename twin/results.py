@@ -2,7 +2,7 @@
 
 Both engines return an :class:`EngineOutput` (plain arrays); :func:`summarise` turns it into a
 :class:`RunResult`, the one object the CLI, sweeps, the explorer and the notebooks read. A station
-offered a utilisation at or above 1 has no steady state: such a run is reported as **unstable**,
+offered a utilization at or above 1 has no steady state: such a run is reported as **unstable**,
 with the saturated stations named, never as a latency.
 """
 

@@ -79,7 +79,7 @@ class Prepared:
     placements: dict[str, str]
 
     def is_saturated(self) -> bool:
-        """True when an open loop offers some station a utilisation of 1 or more."""
+        """True when an open loop offers some station a utilization of 1 or more."""
         if self.load.loop != dtypes.LOOP_OPEN:
             return False
         return bool(np.any(offered_utilization(self.path, self.load) >= 1.0))

@@ -16,6 +16,7 @@ from twin.histogram import (
     cdf_points_us,
     counts_index,
     empty_counts,
+    percentile_ci95_us,
     record_us,
     to_hdr,
 )
@@ -42,14 +43,14 @@ def test_bucket_values_invert_the_histogram_layout(value_ns: int) -> None:
     assert low <= value_ns and counts_index(np.int64(low)) == index
 
 
-def test_cdf_and_bands_agree_with_the_histogram() -> None:
+def test_cdf_and_percentile_intervals_agree_with_the_histogram() -> None:
     counts = empty_counts()
     record_us(counts, np.random.default_rng(3).lognormal(4, 0.3, 5000))
     x, p = cdf_points_us(counts)
     assert np.all(np.diff(x) > 0) and np.all(np.diff(p) > 0) and p[-1] == pytest.approx(1)
     hist = to_hdr(counts)
-    for key, pct in runner.PERCENTILES:
-        lo, hi = runner.percentile_bands(counts)[key]
+    for _, pct in runner.PERCENTILES:
+        lo, hi = percentile_ci95_us(counts, pct)
         assert lo <= hist.get_value_at_percentile(pct) / 1e3 <= hi
 
 
@@ -73,9 +74,9 @@ def test_runs_are_sized_to_the_message_budget(name: str) -> None:
     assert summary.stable and 150 <= summary.messages <= 600
 
 
-def test_a_run_summary_has_percentiles_bands_and_hops(small_run) -> None:
+def test_a_run_summary_has_percentiles_intervals_and_hops(small_run) -> None:
     assert small_run.p("p50") <= small_run.p("p99") <= small_run.p("p99.9")
-    assert set(small_run.bands_us) == {k for k, _ in runner.PERCENTILES}
+    assert set(small_run.ci95_us) == {k for k, _ in runner.PERCENTILES}
     assert sum(h.mean_us for h in small_run.hops) == pytest.approx(small_run.p("mean"), rel=1e-6)
     assert sum(h.p99_us for h in small_run.hops) == pytest.approx(small_run.p("p99"), rel=1e-6)
     assert small_run.result["stable"] is True

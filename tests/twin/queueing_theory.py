@@ -34,7 +34,7 @@ def md1_wait_cdf(t_us: float, arrival_per_us: float, service_us: float) -> float
 
 def md1_sojourn_quantile_us(p: float, arrival_per_us: float, service_us: float) -> float:
     # The alternating series loses precision for very long waits; 40 services covers p99 for
-    # utilisations up to about 0.9.
+    # utilizations up to about 0.9.
     wait = brentq(lambda t: md1_wait_cdf(t, arrival_per_us, service_us) - p, 0.0, 40 * service_us)
     return wait + service_us
 

@@ -18,7 +18,7 @@ from twin.path import CompiledPath, Hop, Station, compile_path
 from twin.scenario import load_scenario
 from twin.simulation import apply_overrides, prepare
 
-ARRIVAL_PER_US = 0.5  # utilisation 0.5 with 1 us mean service
+ARRIVAL_PER_US = 0.5  # utilization 0.5 with 1 us mean service
 
 
 def single_station(service: Const | Exponential) -> CompiledPath:
@@ -61,7 +61,7 @@ def test_md1_mean_and_p99() -> None:
     assert p99 == pytest.approx(qt.md1_sojourn_quantile_us(0.99, ARRIVAL_PER_US, 1.0), rel=0.03)
 
 
-def test_utilisation_matches_offered_load() -> None:
+def test_utilization_matches_offered_load() -> None:
     out = des.simulate(single_station(Exponential(1.0)), poisson_load(40_000))
     assert out.station_busy_us[0] / out.duration_us == pytest.approx(ARRIVAL_PER_US, rel=0.03)
 

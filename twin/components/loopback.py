@@ -32,7 +32,7 @@ is paid once per busy period: at a low rate by nearly every message, as the rate
 alone sets. The CPU a wake-up costs beyond the work on the message's path (the process's
 measured CPU per message less what the path holds, ``{name}_linger_us``) is taken as work after
 the message has left (system calls, bookkeeping, going back to its wait): it keeps the woken
-thread busy, so a message arriving then waits, and the stations' utilisation is the measured
+thread busy, so a message arriving then waits, and the stations' utilization is the measured
 CPU's. (Fitting the share of it
 that is off the path instead, with the kernel path, fitted the calibration run worse: its
 Nelder-Mead search in seven dimensions stopped at +13% on p50.)
@@ -45,7 +45,7 @@ The per-process stations are kept (exact serialisation), and the cores enter as 
 each process's CPU work under fair sharing (Linux CFS): with ``k`` other runnable threads on
 ``n`` cores a thread runs at speed ``min(1, n / (1 + k))``, ``k`` being the background
 (``local_background_threads``, sampled during the calibration run) plus the other process's
-CPU utilisation at the scenario's rate (:func:`core_speed`). On a quiet 2-core host with two
+CPU utilization at the scenario's rate (:func:`core_speed`). On a quiet 2-core host with two
 single-threaded processes the cores never bind and the stations alone decide.
 """
 
@@ -72,18 +72,18 @@ EVENTS_PER_MSG = {"local_client_work": 1.5, "local_gateway_work": 1.0}
 def core_speed(profile: Profile, rate_msgs_per_s: float, other_work: str) -> float:
     """Share of a core a process's thread gets under fair sharing: ``min(1, n / (1 + k))``.
 
-    ``other_work`` names the *other* process's per-message work stage: its CPU utilisation at
-    this rate (:func:`utilisation`, capped at 1) plus the background threads make ``k``.
+    ``other_work`` names the *other* process's per-message work stage: its CPU utilization at
+    this rate (:func:`utilization`, capped at 1) plus the background threads make ``k``.
     """
     cores = profile.value("local_host_cores")
     other = profile.value("local_background_threads") + min(
-        1.0, utilisation(profile, other_work, rate_msgs_per_s)
+        1.0, utilization(profile, other_work, rate_msgs_per_s)
     )
     return max(MIN_SPEED, min(1.0, cores / (1.0 + other)))
 
 
-def utilisation(profile: Profile, name: str, rate_msgs_per_s: float, speed: float = 1.0) -> float:
-    """Mean CPU utilisation ``rho`` of a process's thread at this rate (mean-value estimate).
+def utilization(profile: Profile, name: str, rate_msgs_per_s: float, speed: float = 1.0) -> float:
+    """Mean CPU utilization ``rho`` of a process's thread at this rate (mean-value estimate).
 
     Per message a process handles ``e`` events (:data:`EVENTS_PER_MSG`) at a marginal cost ``b``
     each, and the events that find it asleep (a share ``1 - rho``, M/G/1) add the wake-up's CPU
@@ -106,11 +106,11 @@ def _speed_ratio(profile: Profile, name: str, rate: float) -> float:
     return core_speed(profile, calibrated, other) / core_speed(profile, rate, other)
 
 
-def process_utilisation(profile: Profile, rate_msgs_per_s: float) -> dict[str, float]:
-    """Each process's CPU utilisation at this rate (:func:`utilisation`, shared cores)."""
+def process_utilization(profile: Profile, rate_msgs_per_s: float) -> dict[str, float]:
+    """Each process's CPU utilization at this rate (:func:`utilization`, shared cores)."""
     rate = rate_msgs_per_s
     return {
-        name: utilisation(profile, name, rate, _speed_ratio(profile, name, rate))
+        name: utilization(profile, name, rate, _speed_ratio(profile, name, rate))
         for name in EVENTS_PER_MSG
     }
 

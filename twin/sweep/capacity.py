@@ -1,7 +1,7 @@
 """Capacity at a latency ceiling: the highest rate whose p99 stays under it, with uncertainty.
 
 The search runs replications (independent seeds) at a coarse ladder of rates below the rate at
-which some station saturates (offered utilisation 1, from the compiled path: no simulation needed
+which some station saturates (offered utilization 1, from the compiled path: no simulation needed
 for that bound), finds the first rate whose mean p99 reaches the ceiling, then bisects the bracket
 ``refine`` times. The answer interpolates the mean p99 curve linearly at the ceiling; its 95%
 interval is where the curves of the p99's upper and lower confidence bounds cross the ceiling
@@ -32,7 +32,7 @@ from twin.sweep.task import PointTask, TaskOutcome
 
 RATE_FIELD = "workload.rate_msgs_per_s"
 # Coarse ladder as fractions of the saturation rate: dense near 1, where queueing tails grow.
-# A 1 ms ceiling over a ~100 us base path is crossed only at utilisations above ~0.99.
+# A 1 ms ceiling over a ~100 us base path is crossed only at utilizations above ~0.99.
 DEFAULT_FRACTIONS = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
 MAX_DOWNWARD_STEPS = 6
 
@@ -94,7 +94,7 @@ class CapacityResult:
 
 
 def saturation_rate(scenario: Scenario) -> float | None:
-    """Rate at which the busiest station reaches utilisation 1 (None without stations)."""
+    """Rate at which the busiest station reaches utilization 1 (None without stations)."""
     prepared = prepare(scenario)
     rho = offered_utilization(prepared.path, prepared.load)
     if rho.size == 0 or not np.max(rho) > 0:
@@ -330,7 +330,7 @@ def format_capacity(result: CapacityResult) -> str:
     ]
     if result.saturation_rate_msgs_per_s is not None:
         sat = result.saturation_rate_msgs_per_s
-        lines.append(f"saturation (utilisation 1) at {sat:,.0f} msg/s")
+        lines.append(f"saturation (utilization 1) at {sat:,.0f} msg/s")
     if not result.ceiling_reached:
         lines.append("p99 never reached the ceiling: the answer is the highest rate tried")
     elif result.max_rate_msgs_per_s == 0.0:

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from twin.components.loopback import EVENTS_PER_MSG, STALL_SHAPES, process_utilisation
+from twin.components.loopback import EVENTS_PER_MSG, STALL_SHAPES, process_utilization
 from twin.profile import Parameter, Profile
 from twin.results import RunResult
 from twin.scenario import Scenario
@@ -144,7 +144,7 @@ def measured_parameters(
     # Service demand per message answered: on-CPU time (schedstat).
     demand = {who: float(summary[f"{who}_cpu_us_per_msg"]) for who in ("client", "gateway")}
     # The client samples the runnable threads itself, excluding itself: the gateway's own
-    # utilisation is in the sample, the rest is background.
+    # utilization is in the sample, the rest is background.
     gateway_busy = rate * 1e-6 * float(summary["gateway_cpu_us_per_msg"])
     runnable = float(summary["host"]["runnable_mean"])
     lag = summary["send_lag_us"]
@@ -176,7 +176,7 @@ def measured_parameters(
         params[f"{name}_marginal_us"] = Parameter(marginal_us, f"{batch_src} (b)", fitted=True)
         params[f"{name}_wake_us"] = Parameter(per_batch_us, f"{batch_src} (a)", fitted=True)
         # The CPU demand at the calibration rate is e (b + (1 - rho) c) per message
-        # (loopback.utilisation): a wake-up's whole CPU c (system calls, epoll and work off
+        # (loopback.utilization): a wake-up's whole CPU c (system calls, epoll and work off
         # the round trip's path included) is what is left of it.
         rho = min(0.99, rate * 1e-6 * demand[who])
         wake_cpu_us = max(0.0, (demand[who] - marginal_us * events) / (events * (1 - rho)))
@@ -441,16 +441,16 @@ def prediction_table(
 
 
 def max_utilization(scenario: Scenario, profile: Profile, rate: float) -> float:
-    """The busiest process's offered utilisation at ``rate`` (operational: measured demand)."""
-    del scenario  # one machine: the utilisation is the profile's alone
-    return max(process_utilisation(profile, rate).values())
+    """The busiest process's offered utilization at ``rate`` (operational: measured demand)."""
+    del scenario  # one machine: the utilization is the profile's alone
+    return max(process_utilization(profile, rate).values())
 
 
 def predicted_saturation(scenario: Scenario, profile: Profile) -> float:
-    """The rate at which the busiest process's offered utilisation reaches 1 (msg/s).
+    """The rate at which the busiest process's offered utilization reaches 1 (msg/s).
 
     Found by bisection: the shared cores slow each process as the rate rises, so the
-    utilisation is not linear in the rate.
+    utilization is not linear in the rate.
     """
     lo, hi = 1.0, 1e3
     while max_utilization(scenario, profile, hi) < 1.0:

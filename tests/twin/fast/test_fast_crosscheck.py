@@ -54,7 +54,7 @@ def prepared_for(name: str, rate: float, messages: int, seed: int) -> Prepared:
     # Closed loops with one account reach at most ~12k msg/s whatever the target.
     achieved = min(rate, 12_000.0) if scenario.workload.loop == "closed" else rate
     duration_s = messages / achieved
-    # A 2 ms warm-up fills the pipeline (round trips are 0.05-1 ms, utilisations <= 0.7); the
+    # A 2 ms warm-up fills the pipeline (round trips are 0.05-1 ms, utilizations <= 0.7); the
     # shipped 0.1 s would cost the reference 40,000 unrecorded messages at 400k msg/s.
     scenario = apply_overrides(scenario, rate, duration_s, seed)
     return prepare(scenario.with_fields({"workload.warmup_s": WARMUP_S}))

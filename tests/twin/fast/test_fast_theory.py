@@ -1,6 +1,6 @@
 """The fast engine against queueing theory: M/M/1, M/M/c, M/D/1 and two M/M/1 in tandem.
 
-Each case runs independent replications (:mod:`twin.replicate`) at utilisation 0.5, 0.8 and 0.95
+Each case runs independent replications (:mod:`twin.replicate`) at utilization 0.5, 0.8 and 0.95
 and checks the mean within 1%, the p99 within 3%, and that the 95% confidence interval from the
 replications covers the analytic value. Run lengths grow with the relaxation time of the queue
 (about ``1 / (1 - sqrt(rho))**2`` services), which is what makes the 0.95 cases expensive.
@@ -27,9 +27,9 @@ from twin.replicate import run_replications
 
 SERVICE_US = 1.0
 REPLICATIONS = 10
-# Messages per replication, by utilisation: enough for a 1% mean at 0.95 with margin.
+# Messages per replication, by utilization: enough for a 1% mean at 0.95 with margin.
 MESSAGES = {0.5: 4_000_000, 0.8: 24_000_000, 0.95: 160_000_000}
-UTILISATIONS = sorted(MESSAGES)
+UTILIZATIONS = sorted(MESSAGES)
 
 
 def poisson_load(arrival_per_us: float, messages: int, seed: int) -> Load:
@@ -90,7 +90,7 @@ def md1_sojourn(rho: float) -> tuple[float, float]:
     """M/D/1: Pollaczek-Khinchine mean; p99 from Erlang's waiting-time distribution.
 
     ``P(W <= t) = (1 - rho) sum_{k <= t/D} (lambda (k D - t))**k / k! exp(-lambda (k D - t))``
-    alternates with terms up to e**100 at high utilisation, so it is summed in 80-digit decimals.
+    alternates with terms up to e**100 at high utilization, so it is summed in 80-digit decimals.
     """
     getcontext().prec = 80
     lam = Decimal(rho) / Decimal(SERVICE_US)
@@ -132,7 +132,7 @@ CASES = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rho", UTILISATIONS)
+@pytest.mark.parametrize("rho", UTILIZATIONS)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_theory(case: str, rho: float) -> None:
     build, servers, theory = CASES[case]

@@ -65,7 +65,7 @@ def test_predicted_saturation_is_where_a_station_fills():
     assert predict.max_utilization(scenario, profile, 1.02 * sat) >= 1.0
 
 
-def test_utilisation_pays_wake_ups_only_when_idle():
+def test_utilization_pays_wake_ups_only_when_idle():
     """rho = r (b + c) e / (1 + r c e): wake-ups are shared as the rate rises; 1 / (b e) fills."""
     p = _profile(
         local_client_work_wake_cpu_us=40.0,
@@ -75,11 +75,11 @@ def test_utilisation_pays_wake_ups_only_when_idle():
     )
     name = "local_client_work"
     e = loopback.EVENTS_PER_MSG[name]
-    demand = [loopback.utilisation(p, name, r) / (r * 1e-6) for r in (1e3, 1e4, 1e5)]
+    demand = [loopback.utilization(p, name, r) / (r * 1e-6) for r in (1e3, 1e4, 1e5)]
     assert demand[0] > demand[1] > demand[2] > 5.0 * e
-    rho = loopback.utilisation(p, name, 1e3)
+    rho = loopback.utilization(p, name, 1e3)
     assert rho == pytest.approx(1e-3 * e * (5.0 + 40.0 * (1 - rho)))
-    assert loopback.utilisation(p, name, 1e6 / (5.0 * e)) == pytest.approx(1.0)
+    assert loopback.utilization(p, name, 1e6 / (5.0 * e)) == pytest.approx(1.0)
 
 
 def test_fit_batching_splits_per_wake_up_from_marginal_work():
@@ -103,12 +103,12 @@ def _calibration_summary() -> tuple[dict, float]:
 
 
 def test_measured_demand_is_given_back_at_the_calibration_rate():
-    """The wake-up split keeps each process's utilisation at rate x CPU per message there."""
+    """The wake-up split keeps each process's utilization at rate x CPU per message there."""
     summary, rate = _calibration_summary()
     measured = predict.measured_parameters(summary, "test")
     base = dict(load_profile(PROFILE).params)
     profile = predict.make_profile({**base, **measured})
-    got = loopback.process_utilisation(profile, rate)
+    got = loopback.process_utilization(profile, rate)
     for who in ("client", "gateway"):
         assert got[f"local_{who}_work"] == pytest.approx(
             rate * 1e-6 * summary[f"{who}_cpu_us_per_msg"], rel=1e-6
