@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup browser demo test bench lint app clean
+.PHONY: setup browser demo test bench lint docs app clean
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), f"Python >= 3.11 needed, found {sys.version}"'
@@ -37,6 +37,10 @@ lint: setup
 	$(VENV)/bin/ruff check twin engine_ext calibration app tests benchmarks tools
 	$(VENV)/bin/mypy twin engine_ext calibration
 	$(PY) tools/layers.py
+
+# The figure tables in docs/*.md, regenerated from the committed results files.
+docs: setup
+	$(PY) tools/gendocs.py
 
 app: setup
 	$(VENV)/bin/streamlit run app/explorer.py

@@ -13,18 +13,14 @@ room before every message and stops early when it runs out, so the Python side c
 call again.
 
 The Numba runtime is switched off for these kernels (``_nrt=False``): they never allocate,
-and with it on, every array of the state handed down a call is reference-counted with atomic
-instructions, which measured 4x slower (225 ns against 54 ns per trivial reject).
+and with it on every array of the state handed down a call is reference-counted atomically.
 
 Everything one message always runs through (checks, the three ``_exec_*``, book updates,
 event writing) is inlined into the loop (``inline_kernel``). A compiled call passes each array
-of the state as its whole struct (seven machine words), so calling a helper with the state
-costs some 64 stack pushes and as many loads in the callee: making ``_exec_new``,
-``_exec_cancel`` and ``_exec_modify`` calls cost 1.5-1.7x in throughput on every workload
-(measured side by side). Only the walks that run on a small share of messages
-(:func:`_match`, :func:`_fok_fillable`) stay separate functions, which keeps the loop small;
-inlining those too measured slower than keeping them apart (crypto mix 16.0M against 18.3M
-ops/s, ITCH 14.5M against 14.9M).
+of the state as its whole struct (seven machine words), so a helper call with the state is
+expensive. Only the walks that run on a small share of messages (:func:`_match`,
+:func:`_fok_fillable`) stay separate functions, which keeps the loop small. The measurements
+behind both choices are in ``docs/design-notes.md`` (matching engine).
 
 The rules (validation order, risk, self-trade prevention, outcomes) are documented once, in
 :mod:`engine_ext.types`; :mod:`engine_ext.reference` implements the same rules plainly.

@@ -33,9 +33,7 @@ alone sets. The CPU a wake-up costs beyond the work on the message's path (the p
 measured CPU per message less what the path holds, ``{name}_linger_us``) is taken as work after
 the message has left (system calls, bookkeeping, going back to its wait): it keeps the woken
 thread busy, so a message arriving then waits, and the stations' utilization is the measured
-CPU's. (Fitting the share of it
-that is off the path instead, with the kernel path, fitted the calibration run worse: its
-Nelder-Mead search in seven dimensions stopped at +13% on p50.)
+CPU's (alternatives tried: ``docs/design-notes.md``, live testbed).
 
 **Shared cores.** Both processes and the background share ``local_host_cores`` cores. A step
 really needs its process's thread *and* a core at once; a path hop holds one station at a time,

@@ -42,55 +42,14 @@ Semantics are those of :mod:`twin.des`; the structure is chosen for speed:
   empty, so every recorded message completes. The order loop's cancel leaves on the ack; a
   closed-loop account starts its next cycle at ``max(now, previous slot + period)``.
 
-Measured on the tier-1 path at 400k msg/s (25 hops, 15 of them station visits): a message makes
-14.75 calendar events (0.2 more skip it as *nothing comes first*), the heap holds about 27
-entries and a sift-down goes about 3 levels; callgrind counts about 5,400 instructions per
-message, so each event (a heap operation, a station visit and 2.7 table draws) costs about 60
-ns. The quantile tables took a message from about 1.3 to 0.9 us of CPU (no ``exp``, no branch on
-the distribution). Tried and slower, side by side (same load, interleaved runs): a 4-ary heap, a
-bottom-up sift-down, branches for exact ties, an inlined table-driven ``exp``, a min-scan over
-slots, a sorted array calendar (new events land about 11 places in, so its scan costs more than
-a sift), a bucket calendar (1024 buckets over 4 unloaded round trips, sorted bucket lists, a
-bitmap and ``tzcnt`` to find the next one, a heap beyond its span: 15% fewer instructions but
-about 30% slower, from dependent loads, a bucket-empties branch taken half the time and losing
-the shortcut), and vector batches of draws (Numba does not vectorise the refill, which then
-costs more than drawing in line). Not worth building: lookahead by the smallest time from any
-other pending position to a station (with a count of events pending at each station): it lets
-only 1.7% more arrivals skip the calendar. Nor a station-by-station sweep (each station taking
-its arrivals in sorted batches, committed up to a conservative horizon, as a tandem's Lindley
-recursions allow): its horizons come from the least time between visits, and on the tier-1 path
-the gateway threads decode an order and, after the matching engine, encode its reply, with
-nothing between the two visits but lognormal services of zero shift: that horizon is zero and
-the sweep degenerates to one event at a time. Built and measured, not kept: serving an arrival
-at a many-server station ahead of the calendar when it provably changes no wait (every other
-slot can reach the station at most once before it, no new cycle can, and more of its servers are
-idle than there are such slots). On the tier-1 path it took a message from 15.6 to 12.4 calendar
-events, but four interleaved pairs of 8-second runs could not tell it from the kernel without it
-(0.85, 0.97, 1.13, 0.74 against 0.82, 1.03, 0.99, 0.77M messages per CPU-second): the heap
-operations it saves cost about what its scan of the servers costs. Where the time goes (``perf
-record -e cpu-clock`` on that path, samples mapped to the kernel's disassembly): about 27% in
-the calendar's sift-down and sift-up, about a quarter in the table draws' loads and lerps, 9% in
-station visits. Tables of 16 steps per level instead of 32 (half the hot set) made no measurable
-difference in six interleaved pairs. Also slower, in six interleaved pairs each: skipping the
-random word for hops whose delay or service is constant (16 of the 40 draws per message on that
-path; 0.93x, so the draws are not what bounds the loop), a one-word splitmix64 generator in
-place of xoshiro256+ (fewer live registers; 0.91x), and popping the calendar's root before the
-event is handled, then pushing the rescheduled event, so that the pop's sift-down could overlap
-the event's work (0.88x), and a sift-down without an exit branch (a fixed ``floor(log2(n))``
-levels of selects that stop moving once the item has found its place; 0.93x). Compiling with
-``fastmath`` (all flags but ``nnan`` and ``ninf``, which the +inf sentinels need) and NumPy's
-error model changed nothing (0.99x). Nor does the core have room to overlap two runs: a kernel
-stepping two independent replications in turn, one event each (generated from this one, every
-name doubled; its first lane reproduced a single run exactly), simulated 0.93x the messages per
-CPU-second of two runs one after the other (three pairs: 0.66-0.69 against 0.72M).
+Measurements, and the designs tried and not kept, are in ``docs/design-notes.md`` (fast engine).
 
 All state lives in arrays owned by the caller (see :mod:`twin.fast.engine`), so a run can stop at
 a time horizon (progress bar, batches) or when it runs out of message slots, and resume exactly
 where it stopped. Helpers called on the hot path take and return scalars only, and are inlined
 (the rare tie scan is an out-of-line call over the heap arrays). That is why a delay draw, a
-service draw and a sleeping station's wake-up draw are written out in full: one
-``inline="always"`` helper taking the table arrays made the kernel 2.3-2.7x slower (0.43-0.44M
-against 0.98-1.15M messages per CPU-second, alternating runs of ``benchmarks.bench_engines``).
+service draw and a sleeping station's wake-up draw are written out in full (one helper taking
+the table arrays was measured 2.3-2.7x slower; see the design notes).
 """
 
 from __future__ import annotations

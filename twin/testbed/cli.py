@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from twin.argtypes import positive_float, positive_int, seed
+from twin.atomic import write_json
 from twin.errors import ConfigError
 from twin.kinds import Arrivals, Loop, Tier
 from twin.profile import write_profile
@@ -188,6 +189,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
             args.profile_out,
             predict.LOCAL_PROFILE_HEADER,
         )
+    if args.json_out:
+        write_json(
+            Path(args.json_out),
+            {key: value for key, value in result.items() if key != "profile"},
+        )
     print(f"calibrated on {result['calibration_rate_msgs_per_s']:.0f} msg/s")
     print(predict.format_table(result["table"]))
     print("orders and cancels apart (measured / predicted, us):")
@@ -266,5 +272,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--veth-scenario", default="scenarios/local_veth.toml")
     p.add_argument("--profile-out", metavar="PATH", help="write the fitted profile (TOML)")
+    p.add_argument(
+        "--json-out",
+        metavar="PATH",
+        help="write the prediction tables and saturation rates (JSON; docs/testbed.md reads it)",
+    )
     p.set_defaults(run=cmd_predict)
     return parser

@@ -23,11 +23,9 @@ scheduled send (:class:`twin.testbed.timer.WakeTimer`, nanosecond expiry) in one
 each wake-up reads every ready socket, handles the replies (queueing the cancels), sends the
 orders now due, and writes each connection's queued frames with one ``send``. Frames are packed
 with :mod:`struct` into reusable buffers and results are appended to lists (histograms are
-filled per interval, :mod:`twin.testbed.recorder`). Why: a sender thread and a receiver thread
-hand the interpreter lock back and forth on every message, which made the client's cost per
-message depend on the rate and on the scheduler (measured: 203 -> 106 us of CPU per message
-from 1000 to 8000 msg/s with two threads); one thread does no hand-offs and its cost per
-message is what its loop does.
+filled per interval, :mod:`twin.testbed.recorder`). One thread does no interpreter-lock
+hand-offs, so its cost per message is what its loop does (the two-thread client it replaced:
+design notes).
 
 **Open loop** (default): a cycle is sent when due whatever the replies do, and the order's round
 trip is measured from its *scheduled* time, so a client or gateway stall shows up in the tail

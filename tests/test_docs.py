@@ -1,0 +1,44 @@
+"""The docs' figure tables are generated from the committed results, and the README is short."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import gendocs  # noqa: E402
+
+
+def test_every_table_in_docs_is_up_to_date() -> None:
+    assert gendocs.main(["--check"]) == 0, "run make docs"
+
+
+def test_a_hand_edited_figure_is_detected(tmp_path: Path, monkeypatch) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    page = (ROOT / "docs" / "performance.md").read_text()
+    edited = re.sub(
+        r"(<!-- table: engines -->\n\|[^\n]*\n\|[^\n]*\n\| [^|]+\| )[^|]+", r"\g<1>9 ", page
+    )
+    assert edited != page
+    (docs / "performance.md").write_text(edited)
+    monkeypatch.setattr(gendocs, "DOCS", docs)
+    assert gendocs.main(["--check"]) == 1
+    assert gendocs.main([]) == 0 and (docs / "performance.md").read_text() == page
+
+
+def test_every_table_named_in_docs_exists_and_every_generator_is_used() -> None:
+    names = set()
+    for path in (ROOT / "docs").glob("*.md"):
+        names |= set(re.findall(r"<!-- table: ([a-z0-9-]+) -->", path.read_text()))
+    assert names == set(gendocs.TABLES)
+
+
+def test_readme_is_a_front_door_with_links_that_resolve() -> None:
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 200
+    for link in re.findall(r"\]\(((?:docs/)[^)#]+)", text):
+        assert (ROOT / link).exists(), link

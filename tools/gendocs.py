@@ -1,0 +1,280 @@
+"""Regenerate the measured-figure tables in ``docs/*.md`` from the committed results files.
+
+A table lives between ``<!-- table: NAME -->`` and ``<!-- /table -->``; everything between the
+two markers is rewritten from the JSON file :data:`TABLES` names, so no figure is copied by hand.
+Usage::
+
+    python tools/gendocs.py          # rewrite docs/ in place (make docs)
+    python tools/gendocs.py --check  # exit 1 naming every stale table (the test suite runs it)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+BLOCK = re.compile(r"(<!-- table: (?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /table -->)", re.S)
+
+
+def _load(relative: str) -> Any:
+    return json.loads((ROOT / relative).read_text())
+
+
+def _table(header: Sequence[str], align: str, rows: Iterable[Sequence[str]]) -> str:
+    """A Markdown table; ``align`` has one letter per column, ``l`` or ``r``."""
+    rule = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.2f}%"
+
+
+def _num(x: float | None, digits: int = 0) -> str:
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def crosscheck() -> str:
+    cases = _load("benchmarks/results/crosscheck_full.json")["cases"]
+    rows = [
+        (
+            c["scenario"] + (f" ({c['flows']} flows)" if c["flows"] < 64 else ""),
+            _num(c["rate_msgs_per_s"]),
+            f"{c['des_messages']:,} / {c['fast_messages']:,}",
+            *(_pct(c["diff_pct"][k]) for k in ("p50", "p90", "p99")),
+            f"{c['ks']:.4f}",
+        )
+        for c in cases
+    ]
+    header = ("scenario", "rate msg/s", "messages des / fast", "p50", "p90", "p99", "KS distance")
+    return _table(header, "lrrrrrr", rows)
+
+
+def engines() -> str:
+    e = _load("benchmarks/results/engines.json")
+    low, high = e["fast_messages_per_cpu_s_range"]
+    rows = [
+        ("fast, messages per CPU-second (median of rounds)", _num(e["fast"]["messages_per_cpu_s"])),
+        ("fast, range over the rounds", f"{_num(low)} .. {_num(high)}"),
+        ("des, messages per CPU-second", _num(e["des"]["messages_per_cpu_s"])),
+        ("fast / des, messages per CPU-second", f"{e['fast_over_des_messages_per_cpu_s']:.0f}x"),
+        (
+            "fast / des, per round",
+            ", ".join(f"{r:.0f}x" for r in e["fast_over_des_per_round"]),
+        ),
+        ("first compile (cold cache), s", f"{e['compile']['cold_first_call_s']:.1f}"),
+        ("load from Numba's cache, s", f"{e['compile']['warm_first_call_s']:.2f}"),
+        ("recompiled on a second invocation", str(e["compile"]["second_invocation_recompiled"])),
+        ("fast peak RSS, MB", f"{e['fast']['peak_rss_mb']:.0f}"),
+    ]
+    return _table(("measured", "value"), "lr", rows)
+
+
+def long_run() -> str:
+    r = _load("benchmarks/results/long_run.json")
+    rows = [
+        (
+            label,
+            f"{r[key]['simulated_s']:,.0f}",
+            f"{r[key]['recorded_messages']:,}",
+            f"{r[key]['cpu_s']:,.0f}",
+            f"{r['cpu_ns_per_message'][key]:,.0f}",
+            f"{r[key]['peak_rss_mb']:.0f}",
+        )
+        for label, key in (("short", "short"), ("one hour", "long"))
+    ]
+    header = ("run", "simulated s", "messages", "CPU s", "CPU ns/message", "peak RSS MB")
+    table = _table(header, "lrrrrr", rows)
+    return table + (
+        f"\nLong over short cost per message: {r['long_over_short_cost_per_message']:.3f}; "
+        f"one simulated day at this rate: {r['one_day_cpu_s_single_core'] / 3600:.1f} CPU-hours "
+        "on one core.\n"
+    )
+
+
+def engine_ext() -> str:
+    results = _load("benchmarks/results/engine.json")["results"]
+    rows = [
+        (
+            r["workload"],
+            f"{r['ops_per_s'] / 1e6:.1f}M",
+            f"{r['ops_per_s_cpu'] / 1e6:.1f}M" if "ops_per_s_cpu" in r else "-",
+            f"{r['p50_ns']:.0f}",
+            f"{r['p99_ns']:.0f}",
+            f"{r['p999_ns']:.0f}",
+            f"{r['reference_ops_per_s'] / 1e3:.0f}k" if r.get("reference_ops_per_s") else "-",
+        )
+        for r in results
+        if "p50_ns" in r
+    ]
+    header = ("workload", "ops/s", "ops/s (CPU time)", "p50 ns", "p99 ns", "p99.9 ns", "reference")
+    return _table(header, "lrrrrrr", rows)
+
+
+def small_benchmarks() -> str:
+    s = _load("benchmarks/results/sweep.json")
+    c = _load("benchmarks/results/calibration.json")
+    rows = [
+        (
+            f"sweep of {s['points']} points ({s['engine']}), 1 / 2 workers",
+            f"{s['wall_s_1_worker']:.1f} s / {s['wall_s_2_workers']:.1f} s "
+            f"({s['speedup_2_over_1']:.2f}x)",
+        ),
+        (
+            "calibrate the shipped profile",
+            f"{c['calibrate_shipped_profile_s']:.0f} s, {c['evaluations']} evaluations",
+        ),
+    ]
+    rows += [
+        (f"fit {name} to 1e6 samples", f"{sec:.2f} s")
+        for name, sec in c["fit_1e6_samples_s"].items()
+    ]
+    return _table(("benchmark", "measured"), "lr", rows)
+
+
+def _validation_rows(rows: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    out = []
+    for r in rows:
+        relative = r.get("unit") == "%"  # a relative figure: its error is in points
+        error = f"{r['error_pct']:+.1f} pp" if relative else f"{r['error_pct']:+.1f} %"
+        out.append(
+            (r["target"], r["statistic"], f"{r['measured']:.1f}", f"{r['predicted']:.1f}", error)
+        )
+    return out
+
+
+def fit() -> str:
+    rows = _load("calibration/validation/fit.json")["rows"]
+    header = ("target", "statistic", "measured", "fitted twin", "error")
+    return _table(header, "llrrr", _validation_rows(rows))
+
+
+def leave_one_out() -> str:
+    rows = _load("calibration/validation/leave_one_out.json")["rows"]
+    header = ("target", "statistic", "measured", "predicted (fit without it)", "error")
+    return _table(header, "llrrr", _validation_rows(rows))
+
+
+def campaign() -> str:
+    c = _load("calibration/data/local_campaign/campaign.json")
+
+    def spread(row: dict[str, Any], key: str) -> str:
+        low, high = row["spread"][key]
+        return f"{row[key]:.0f} ({low:.0f}-{high:.0f})"
+
+    rows = [
+        (
+            _num(r["rate_msgs_per_s"]),
+            _num(r["achieved_msgs_per_s"]),
+            spread(r, "p50_us"),
+            f"{r['p90_us']:.0f}",
+            spread(r, "p99_us"),
+            f"{r['client_cpu_us_per_msg']:.1f} / {r['gateway_cpu_us_per_msg']:.1f}",
+            f"{r['client_wakeups_per_msg']:.2f}",
+            f"{r['busy_pct']:.0f}",
+            f"{r['loadavg_1m']:.1f}",
+            f"{r['runnable_mean']:.1f}",
+            f"{sum(run['saturated'] for run in r['runs'])} of {r['repeats']}",
+        )
+        for r in c["rows"]
+    ]
+    header = (
+        "rate",
+        "achieved",
+        "p50 us",
+        "p90 us",
+        "p99 us",
+        "CPU us/msg client / gw",
+        "wake-ups/msg",
+        "busy %",
+        "load",
+        "runnable",
+        "saturated",
+    )
+    table = _table(header, "rrrrrrrrrrl", rows)
+    return table + f"\nMeasured saturation: {_num(c['saturation_msgs_per_s'])} msg/s.\n"
+
+
+def _prediction(table: list[dict[str, Any]]) -> str:
+    rows = []
+    for i, r in enumerate(table):
+        cells = [_num(r["rate_msgs_per_s"]) + (" (calibration)" if i == 0 else "")]
+        for key in ("p50", "p90", "p99"):
+            measured, predicted = r[f"measured_{key}_us"], r[f"predicted_{key}_us"]
+            cells += [
+                f"{measured:.0f} / {predicted:.0f}",
+                f"{100 * (predicted / measured - 1):+.0f}%",
+            ]
+        rows.append(cells)
+    header = ("rate", "p50 meas / pred", "err", "p90 meas / pred", "err", "p99 meas / pred", "err")
+    return _table(header, "rrrrrrr", rows)
+
+
+def prediction() -> str:
+    p = _load("calibration/validation/local_prediction.json")
+    return _prediction(p["table"]) + (
+        f"\nSaturation: measured {_num(p['measured_saturation_msgs_per_s'])} msg/s, predicted "
+        f"{_num(p['predicted_saturation_msgs_per_s'])} msg/s.\n"
+    )
+
+
+def prediction_veth() -> str:
+    return _prediction(_load("calibration/validation/local_prediction.json")["veth_table"])
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "crosscheck": crosscheck,
+    "engines": engines,
+    "long-run": long_run,
+    "engine-ext": engine_ext,
+    "small-benchmarks": small_benchmarks,
+    "fit": fit,
+    "leave-one-out": leave_one_out,
+    "campaign": campaign,
+    "prediction": prediction,
+    "prediction-veth": prediction_veth,
+}
+
+
+def render(text: str, source: Path) -> str:
+    """``text`` with every table block regenerated; unknown names are an error."""
+
+    def replace(m: re.Match[str]) -> str:
+        name = m.group("name")
+        if name not in TABLES:
+            raise SystemExit(f"{source}: unknown table {name!r} (known: {', '.join(TABLES)})")
+        return m.group(1) + TABLES[name]() + m.group(4)
+
+    return BLOCK.sub(replace, text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="report stale tables, change nothing")
+    args = parser.parse_args(argv)
+    stale = []
+    for path in sorted(DOCS.glob("*.md")):
+        text = path.read_text()
+        new = render(text, path)
+        if new != text:
+            stale.append(path)
+            if not args.check:
+                path.write_text(new)
+    if args.check and stale:
+        names = ", ".join(p.name for p in stale)
+        print(f"gendocs: stale tables in docs/ ({names}): run make docs", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
