@@ -15,8 +15,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from calibration.calibrate import TwinCalibrator, default_engine, evaluate_targets, fit_rows
 from calibration.readers import read
 from calibration.targets import TargetSet, load_targets
@@ -113,21 +111,6 @@ def leave_one_out(
         row["fitted_without"] = True
         rows.append(row)
     return rows
-
-
-def summarise_errors(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Median and max absolute error, absolute (%) and relative (pp) targets apart."""
-    out: dict[str, float] = {}
-    for kind, unit in (("absolute_pct", "us"), ("relative_pp", "%")):
-        errs = [
-            abs(r["error_pct"])
-            for r in rows
-            if r.get("unit") == unit and r["error_pct"] is not None
-        ]
-        if errs:
-            out[f"median_{kind}"] = float(np.median(errs))
-            out[f"max_{kind}"] = float(max(errs))
-    return out
 
 
 def exceeds(

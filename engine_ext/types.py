@@ -114,26 +114,6 @@ REJ_BOOK_FULL = 16
 REJ_OUT_OF_WINDOW = 17
 REJ_POST_ONLY_WOULD_TAKE = 18
 
-REJECT_NAMES = {
-    REJ_BAD_MSG_TYPE: "bad_msg_type",
-    REJ_UNKNOWN_SYMBOL: "unknown_symbol",
-    REJ_BAD_ACCOUNT: "bad_account",
-    REJ_BAD_ORDER_ID: "bad_order_id",
-    REJ_BAD_SIDE: "bad_side",
-    REJ_BAD_ORDER_TYPE: "bad_order_type",
-    REJ_BAD_STP: "bad_stp",
-    REJ_BAD_QTY: "bad_qty",
-    REJ_BAD_PRICE: "bad_price",
-    REJ_DUPLICATE_ID: "duplicate_id",
-    REJ_UNKNOWN_ORDER: "unknown_order",
-    REJ_NOT_OWNER: "not_owner",
-    REJ_MAX_QTY: "max_qty",
-    REJ_PRICE_BAND: "price_band",
-    REJ_EXPOSURE: "exposure",
-    REJ_BOOK_FULL: "book_full",
-    REJ_OUT_OF_WINDOW: "out_of_window",
-    REJ_POST_ONLY_WOULD_TAKE: "post_only_would_take",
-}
 
 # Prices are valid in (0, PRICE_LIMIT_TICKS); anything else (0, negatives, INT64_MIN/MAX used
 # as "no price" sentinels) is a NaN-like price and rejected with REJ_BAD_PRICE.
@@ -177,9 +157,6 @@ EVENT_DTYPE = np.dtype(
     align=True,
 )
 """One outbound event; ``msg_index`` is the position of the causing message in its stream."""
-
-EVENT_FIELDS = tuple(n for n in EVENT_DTYPE.names or () if n != "seq")
-"""Fields compared between engines (``seq`` is compared separately, as a count)."""
 
 ORDER_ROW_DTYPE = np.dtype(
     [

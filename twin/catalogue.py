@@ -11,10 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Public EC2 documentation, "Network specifications" of each instance family (bandwidth is the
-# sustained figure; "up to" sizes use their baseline).
-EC2_DOCS = "AWS EC2 instance types: network specifications"
-
 
 @dataclass(frozen=True)
 class InstanceType:
@@ -44,6 +40,8 @@ def _nitro(name: str, vcpus: int, bandwidth_gbps: float, metal: bool = False) ->
     )
 
 
+# Public EC2 documentation, "Network specifications" of each instance family (bandwidth is the
+# sustained figure; "up to" sizes use their baseline).
 CATALOGUE: dict[str, InstanceType] = {
     t.name: t
     for t in (

@@ -440,26 +440,28 @@ def prediction_table(
     return out
 
 
-def max_utilization(scenario: Scenario, profile: Profile, rate: float) -> float:
-    """The busiest process's offered utilization at ``rate`` (operational: measured demand)."""
-    del scenario  # one machine: the utilization is the profile's alone
+def max_utilization(profile: Profile, rate: float) -> float:
+    """The busiest process's offered utilization at ``rate`` (operational: measured demand).
+
+    On one machine it depends on the profile alone, not on a scenario's placement.
+    """
     return max(process_utilization(profile, rate).values())
 
 
-def predicted_saturation(scenario: Scenario, profile: Profile) -> float:
+def predicted_saturation(profile: Profile) -> float:
     """The rate at which the busiest process's offered utilization reaches 1 (msg/s).
 
     Found by bisection: the shared cores slow each process as the rate rises, so the
     utilization is not linear in the rate.
     """
     lo, hi = 1.0, 1e3
-    while max_utilization(scenario, profile, hi) < 1.0:
+    while max_utilization(profile, hi) < 1.0:
         lo, hi = hi, hi * 2
         if hi > 1e8:
             return math.inf
     while hi - lo > 1e-3 * hi:
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if max_utilization(scenario, profile, mid) < 1.0 else (lo, mid)
+        lo, hi = (mid, hi) if max_utilization(profile, mid) < 1.0 else (lo, mid)
     return (lo + hi) / 2
 
 
@@ -512,7 +514,7 @@ def predict_campaign(
         "fit_residuals_log": residuals,
         "table": prediction_table(scenario, profile, rows, root=root),
         "measured_saturation_msgs_per_s": campaign["saturation_msgs_per_s"],
-        "predicted_saturation_msgs_per_s": predicted_saturation(scenario, profile),
+        "predicted_saturation_msgs_per_s": predicted_saturation(profile),
     }
 
 

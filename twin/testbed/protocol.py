@@ -53,13 +53,6 @@ MSG_CANCEL = 2
 MSG_ACK = 3
 MSG_CANCEL_ACK = 4
 MSG_REJECT = 5
-MSG_NAMES = {
-    MSG_NEW: "new",
-    MSG_CANCEL: "cancel",
-    MSG_ACK: "ack",
-    MSG_CANCEL_ACK: "cancel_ack",
-    MSG_REJECT: "reject",
-}
 
 # Gateway protocol reject reasons (engine_ext's REJ_* risk codes stay below 100).
 REJ_BAD_MAGIC = 100  # magic or version wrong: the stream cannot be framed; connection closed

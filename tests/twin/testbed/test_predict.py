@@ -57,12 +57,11 @@ def loopback_edges() -> tuple[int, ...]:
 
 
 def test_predicted_saturation_is_where_a_station_fills():
-    scenario = load_scenario(SCENARIO)
     profile = load_profile(PROFILE)
-    sat = predict.predicted_saturation(scenario, profile)
+    sat = predict.predicted_saturation(profile)
     assert 100 < sat < 1e6
-    assert predict.max_utilization(scenario, profile, 0.98 * sat) < 1.0
-    assert predict.max_utilization(scenario, profile, 1.02 * sat) >= 1.0
+    assert predict.max_utilization(profile, 0.98 * sat) < 1.0
+    assert predict.max_utilization(profile, 1.02 * sat) >= 1.0
 
 
 def test_utilization_pays_wake_ups_only_when_idle():
