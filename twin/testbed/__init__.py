@@ -9,6 +9,9 @@
   busy/steal shares, load average, runnable threads;
 * :mod:`twin.testbed.netns` - loopback or two namespaces joined by a veth pair;
 * :mod:`twin.testbed.campaign` - one measurement per rate up to saturation.
+
+The summary a run writes and the fit of the local profile on it live in
+:mod:`calibration.testbed`.
 """
 
 from twin.testbed.campaign import campaign, is_saturated, measure

@@ -23,16 +23,17 @@ the same mean rate. It is kept apart from the rows: it changes no median, spread
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import statistics
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from calibration.testbed.summary import LoadSummary, read_summary
 from twin.atomic import write_json
 from twin.errors import ConfigError, SimulationError
 from twin.kinds import Arrivals, Loop, Tier
@@ -92,7 +93,7 @@ def measure(
     arrivals: Arrivals = Arrivals.POISSON,
     seed: int = 1,
     burst_sizes: Sequence[int] = (),
-) -> dict[str, Any]:
+) -> LoadSummary:
     """One measurement with a fresh gateway; returns the client's summary (also on disk).
 
     ``burst_sizes``: start cycles in groups of these sizes (the burst probe; open loop only).
@@ -143,33 +144,33 @@ def measure(
         )
         if client.returncode != 0:
             raise SimulationError(f"load client failed ({client.returncode}): {client.stderr}")
-    summary: dict[str, Any] = json.loads((out_dir / "summary.json").read_text())
-    summary["conditions"]["topology"] = topology
-    write_json(out_dir / "summary.json", summary)
+    summary = read_summary(out_dir)
+    summary = replace(summary, conditions=replace(summary.conditions, topology=str(topology)))
+    write_json(out_dir / "summary.json", summary.to_dict())
     return summary
 
 
-def is_saturated(summary: dict[str, Any]) -> bool:
+def is_saturated(summary: LoadSummary) -> bool:
     """True when the run could not keep up with its target rate."""
-    target = summary["conditions"]["rate_msgs_per_s"]
-    p99 = summary["rtt_us"].get("p99", float("inf"))
+    target = summary.conditions.rate_msgs_per_s
+    p99 = summary.rtt_us.get("p99", float("inf"))
     return bool(
-        summary["achieved_msgs_per_s"] < ACHIEVED_SHARE * target
-        or summary["lost"] > 0
+        summary.achieved_msgs_per_s < ACHIEVED_SHARE * target
+        or summary.lost > 0
         or p99 > SATURATED_P99_US
     )
 
 
-def campaign_row(summary: dict[str, Any]) -> dict[str, Any]:
+def campaign_row(summary: LoadSummary) -> dict[str, Any]:
     """One run's row: its percentiles, what it achieved, its cost and the host's conditions."""
-    rtt, host = summary["rtt_us"], summary["host"]
+    rtt, host = summary.rtt_us, summary.host
     return {
-        "rate_msgs_per_s": summary["conditions"]["rate_msgs_per_s"],
-        "achieved_msgs_per_s": summary["achieved_msgs_per_s"],
+        "rate_msgs_per_s": summary.conditions.rate_msgs_per_s,
+        "achieved_msgs_per_s": summary.achieved_msgs_per_s,
         **{f"{k}_us": rtt.get(k) for k in PERCENTILES},
-        "lost": summary["lost"],
+        "lost": summary.lost,
         "saturated": is_saturated(summary),
-        **{k: summary.get(k) for k in COST_KEYS},
+        **{k: getattr(summary, k) for k in COST_KEYS},
         "steal_pct": host.get("steal_pct"),
         "busy_pct": host.get("busy_pct"),
         "loadavg_1m": host.get("loadavg_1m"),
@@ -212,33 +213,6 @@ def rate_row(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
     row["runs"] = list(runs)
     return row
-
-
-def median_summary(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The elementwise median of several runs' ``summary.json`` (numbers and number lists).
-
-    What the calibration reads when a rate was measured several times: each percentile,
-    timing and count is the median over the repeats; text fields come from the first run.
-    """
-
-    def merge(values: list[Any]) -> Any:
-        head = values[0]
-        if isinstance(head, dict):
-            return {k: merge([v[k] for v in values if k in v]) for k in head}
-        if isinstance(head, list) and head and isinstance(head[0], int | float):
-            return [float(statistics.median(col)) for col in zip(*values, strict=True)]
-        if isinstance(head, bool) or not isinstance(head, int | float):
-            return head
-        return _median(values)
-
-    return dict(merge(list(summaries)))
-
-
-def run_dirs(root: Path, row: dict[str, Any]) -> list[Path]:
-    """The measurement directories of one campaign row (one per repeat)."""
-    if "runs" in row:
-        return [root / r["run"] for r in row["runs"]]
-    return [root / f"rate_{int(row['rate_msgs_per_s'])}"]
 
 
 def campaign(

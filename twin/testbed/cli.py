@@ -122,12 +122,12 @@ def cmd_load(args: argparse.Namespace) -> int:
             burst_sizes=args.burst_sizes,
         )
         summary = LoadRun(cfg, args.out).run()
-    rtt = summary["rtt_us"]
+    rtt = summary.rtt_us
     print(
         json.dumps(
             {
-                "achieved_msgs_per_s": summary["achieved_msgs_per_s"],
-                "lost": summary["lost"],
+                "achieved_msgs_per_s": summary.achieved_msgs_per_s,
+                "lost": summary.lost,
                 "p50_us": rtt.get("p50"),
                 "p99_us": rtt.get("p99"),
             }
@@ -155,8 +155,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    from calibration.testbed import fit as predict
     from twin.scenario import load_scenario
-    from twin.testbed import predict
 
     scenario = load_scenario(args.scenario)
     result = predict.predict_campaign(scenario, args.campaign)
@@ -173,7 +173,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             profile,
             summary,
             f"the veth campaign's lowest rate, "
-            f"{int(summary['conditions']['rate_msgs_per_s'])} msg/s (README, Live testbed)",
+            f"{int(summary.conditions.rate_msgs_per_s)} msg/s (docs/testbed.md)",
         )
         result["veth_table"] = predict.prediction_table(veth_scenario, profile, rows)
     if args.profile_out:

@@ -59,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from calibration.testbed.summary import LoadConditions, LoadSummary
 from twin.errors import ConfigError
 from twin.kinds import Arrivals, Loop
 from twin.testbed import hoststat
@@ -445,7 +446,7 @@ class LoadRun:
             timer.close()
 
     # -- the run ----------------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self) -> LoadSummary:
         cfg = self.cfg
         precise_timer_slack()
         os.makedirs(self.out_dir, exist_ok=True)
@@ -478,7 +479,7 @@ class LoadRun:
         a, b = times[0], times[1]
         return (b.cpu_ns - a.cpu_ns) / 1e3 / msgs, (b.wait_ns - a.wait_ns) / 1e3 / msgs
 
-    def _summary(self, totals: dict[str, Any], lost: int) -> dict[str, Any]:
+    def _summary(self, totals: dict[str, Any], lost: int) -> LoadSummary:
         cfg, tm, win = self.cfg, self.timings, self.window
         answered = self.recorded["acks"] + self.recorded["cancel_acks"]
         msgs = max(answered, 1)
@@ -486,48 +487,47 @@ class LoadRun:
         gateway_cpu, gateway_wait = self._per_msg_us(win.gateway, msgs)
         shares = hoststat.host_shares(win.host[0], win.host[-1]) if win.host else {}
         wakeups = win.wakeups[-1] - win.wakeups[0] if len(win.wakeups) > 1 else 0
-        return {
-            "tool": "twin testbed load",
-            "conditions": {
-                "host": cfg.host,
-                "port": cfg.port,
-                "rate_msgs_per_s": cfg.rate_msgs_per_s,
-                "connections": cfg.connections,
-                "duration_s": cfg.duration_s,
-                "warmup_s": cfg.warmup_s,
-                "loop": cfg.loop,
-                "arrivals": cfg.arrivals,
-                "interval_s": cfg.interval_s,
-                "seed": cfg.seed,
-                "payload_bytes": P.FRAME_BYTES,
-                "cpus": os.cpu_count(),
-                "kernel": os.uname().release,
-                "client": "one thread, epoll + timerfd",
-                "coordinated_omission_corrected": cfg.loop == Loop.OPEN,
-                "burst_sizes": list(cfg.burst_sizes),
-            },
-            "counts": dict(self.counts),
-            "recorded": dict(self.recorded),
-            "lost": lost,
-            "achieved_msgs_per_s": answered / cfg.duration_s,
-            "rtt_us": summary_us(totals["all"]),
-            "order_rtt_us": summary_us(totals["order"]),
-            "cancel_rtt_us": summary_us(totals["cancel"]),
-            "send_lag_us": timing_us(tm.lag),
-            "gateway_service_us": timing_us(tm.gateway),
-            "client_send_us": timing_us(tm.send, tm.send_n),
-            "client_recv_us": timing_us(tm.recv, tm.recv_n),
-            "work_by_idle_gap": {
+        return LoadSummary(
+            conditions=LoadConditions(
+                host=cfg.host,
+                port=cfg.port,
+                rate_msgs_per_s=cfg.rate_msgs_per_s,
+                connections=cfg.connections,
+                duration_s=cfg.duration_s,
+                warmup_s=cfg.warmup_s,
+                loop=cfg.loop,
+                arrivals=cfg.arrivals,
+                interval_s=cfg.interval_s,
+                seed=cfg.seed,
+                payload_bytes=P.FRAME_BYTES,
+                cpus=os.cpu_count() or 1,
+                kernel=os.uname().release,
+                client="one thread, epoll + timerfd",
+                coordinated_omission_corrected=cfg.loop == Loop.OPEN,
+                burst_sizes=tuple(cfg.burst_sizes),
+            ),
+            counts=dict(self.counts),
+            recorded=dict(self.recorded),
+            lost=lost,
+            achieved_msgs_per_s=answered / cfg.duration_s,
+            rtt_us=summary_us(totals["all"]),
+            order_rtt_us=summary_us(totals["order"]),
+            cancel_rtt_us=summary_us(totals["cancel"]),
+            send_lag_us=timing_us(tm.lag),
+            gateway_service_us=timing_us(tm.gateway),
+            client_send_us=timing_us(tm.send, tm.send_n),
+            client_recv_us=timing_us(tm.recv, tm.recv_n),
+            work_by_idle_gap={
                 "client": work_by_gap(
                     tm.recv_gap + tm.send_gap, tm.recv + tm.send, tm.recv_n + tm.send_n
                 ),
                 "gateway": work_by_gap(tm.gateway_gap, tm.gateway),
             },
-            "work_by_batch": {
+            work_by_batch={
                 "client": work_by_batch(tm.wake_events, tm.wake_work, tm.wake_events),
                 "gateway": work_by_batch(tm.gateway_batch, tm.gateway, [1] * len(tm.gateway_batch)),
             },
-            "work_by_batch_warm": {
+            work_by_batch_warm={
                 "client": warm_work_by_batch(
                     tm.wake_events, tm.wake_work, tm.wake_events, tm.wake_gap
                 ),
@@ -535,15 +535,15 @@ class LoadRun:
                     tm.gateway_batch, tm.gateway, [1] * len(tm.gateway), tm.gateway_read_gap
                 ),
             },
-            "client_cpu_us_per_msg": client_cpu,
-            "gateway_cpu_us_per_msg": gateway_cpu,
-            "client_runqueue_us_per_msg": client_wait,
-            "gateway_runqueue_us_per_msg": gateway_wait,
-            "client_wakeups_per_msg": wakeups / msgs,
-            "host": {
+            client_cpu_us_per_msg=client_cpu,
+            gateway_cpu_us_per_msg=gateway_cpu,
+            client_runqueue_us_per_msg=client_wait,
+            gateway_runqueue_us_per_msg=gateway_wait,
+            client_wakeups_per_msg=wakeups / msgs,
+            host={
                 **shares,
                 "loadavg_1m_start": win.host[0].loadavg_1m if win.host else None,
                 "loadavg_1m": win.host[-1].loadavg_1m if win.host else None,
                 "runnable_mean": float(np.mean(tm.runnable)) if tm.runnable else 0.0,
             },
-        }
+        )

@@ -19,6 +19,7 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogWriter
 
+from calibration.testbed.summary import LoadSummary
 from twin.atomic import write_json, write_text
 from twin.histogram import empty_counts, record_us, to_hdr
 from twin.output import hgrm_text
@@ -203,11 +204,11 @@ class IntervalRecorder:
         return {name: to_hdr(c) for name, c in self.totals.items()}
 
 
-def write_results(out_dir: Path, totals: dict[str, HdrHistogram], summary: dict[str, Any]) -> None:
+def write_results(out_dir: Path, totals: dict[str, HdrHistogram], summary: LoadSummary) -> None:
     """``rtt.hgrm`` (all round trips), ``order.hgrm``, ``cancel.hgrm`` and ``summary.json``."""
     names = {"all": "rtt.hgrm", "order": "order.hgrm", "cancel": "cancel.hgrm"}
     for name, hist in totals.items():
         if hist.get_total_count() > 0:
             counts = np.ctypeslib.as_array(hist.counts).astype(np.int64)
             write_text(out_dir / names[name], hgrm_text(counts))
-    write_json(out_dir / "summary.json", summary)
+    write_json(out_dir / "summary.json", summary.to_dict())

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from calibration.testbed.summary import read_summary
 from twin.cli import build_parser, main
 from twin.testbed import cli as testbed_cli
 from twin.testbed.client import MAX_BURST, LoadConfig, LoadRun, _schedule
@@ -113,33 +114,33 @@ def burst_run(gateway, tmp_path_factory):
 
 def test_burst_run_answers_everything_and_records_its_sizes(burst_run):
     s = burst_run
-    assert s["conditions"]["burst_sizes"] == [1, 8]
-    c = s["counts"]
-    assert s["lost"] == 0 and c["skipped_no_id"] == 0 and c["orders_sent"] > 0
+    assert s.conditions.burst_sizes == (1, 8)
+    c = s.counts
+    assert s.lost == 0 and c["skipped_no_id"] == 0 and c["orders_sent"] > 0
     assert c["acks"] == c["orders_sent"] == c["cancels_sent"] == c["cancel_acks"]
     assert c["order_rejects"] == c["cancel_rejects"] == c["other_rejects"] == 0
-    rec = s["recorded"]
+    rec = s.recorded
     assert rec["acks"] == rec["orders_sent"] == rec["cancel_acks"] == rec["cancels_sent"]
-    assert s["rtt_us"]["count"] == rec["acks"] + rec["cancel_acks"]
+    assert s.rtt_us["count"] == rec["acks"] + rec["cancel_acks"]
 
 
 def test_burst_run_has_batches_of_eight(burst_run):
     s = burst_run
-    gw = s["work_by_batch"]["gateway"]
+    gw = s.work_by_batch["gateway"]
     k8 = _class(gw, 8)
     assert gw["batch_from"][k8] == 8
     # Eight of every nine cycles are in a group of 8: their orders and cancels reach the
     # gateway eight to a read.
-    assert gw["count"][k8] >= 0.5 * s["gateway_service_us"]["count"]
+    assert gw["count"][k8] >= 0.5 * s.gateway_service_us["count"]
     assert gw["batch_mean"][k8] == pytest.approx(8, abs=1) and gw["mean_us"][k8] > 0
-    client = s["work_by_batch"]["client"]
+    client = s.work_by_batch["client"]
     assert sum(client["count"][_class(client, 8) :]) > 0
 
 
 def test_warm_batches_are_a_subset_with_the_same_layout(burst_run):
     s = burst_run
     for who in ("client", "gateway"):
-        every, warm = s["work_by_batch"][who], s["work_by_batch_warm"][who]
+        every, warm = s.work_by_batch[who], s.work_by_batch_warm[who]
         assert warm.keys() == every.keys() and warm["batch_from"] == every["batch_from"]
         assert all(w <= n for w, n in zip(warm["count"], every["count"], strict=True))
 
@@ -158,17 +159,17 @@ def test_campaign_runs_one_burst_probe_at_the_lowest_rate(tmp_path):
     probe = {"dir": "rate_500/burst", "rate_msgs_per_s": 500.0, "burst_sizes": [1, 4]}
     assert result["burst_probe"] == saved["burst_probe"] == probe, saved["burst_probe"]
     assert [r["run"] for row in saved["rows"] for r in row["runs"]] == ["rate_500", "rate_1000"]
-    s = json.loads((tmp_path / "rate_500/burst/summary.json").read_text())
-    assert s["conditions"]["burst_sizes"] == [1, 4] and s["conditions"]["rate_msgs_per_s"] == 500
-    assert s["conditions"]["connections"] == 2 and s["conditions"]["duration_s"] == 0.5
-    assert s["lost"] == 0 and s["counts"]["acks"] == s["counts"]["cancel_acks"] > 0
+    s = read_summary(tmp_path / "rate_500/burst")
+    assert s.conditions.burst_sizes == (1, 4) and s.conditions.rate_msgs_per_s == 500
+    assert s.conditions.connections == 2 and s.conditions.duration_s == 0.5
+    assert s.lost == 0 and s.counts["acks"] == s.counts["cancel_acks"] > 0
     for name in ("rtt.hlog", "rtt.hgrm"):
         assert (tmp_path / "rate_500/burst" / name).stat().st_size > 0
     # Round-robin: a group of 4 puts 2 frames on each connection, so the gateway reads 2 at once.
     # On one connection it would read all 4 together. A read of 3 is a late frame of the last
     # group (or a cancel) coalescing with the next on a busy host: allowed; reads of 4 are not.
-    gw = s["work_by_batch"]["gateway"]
+    gw = s.work_by_batch["gateway"]
     assert gw["count"][_class(gw, 2)] > 0
     assert sum(gw["count"][_class(gw, 4) :]) <= 0.05 * sum(gw["count"]), gw
-    client = s["work_by_batch"]["client"]
+    client = s.work_by_batch["client"]
     assert sum(client["count"][_class(client, 4) :]) > 0

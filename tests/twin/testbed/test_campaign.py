@@ -7,26 +7,63 @@ import json
 
 import pytest
 
-from twin.errors import SimulationError
+from calibration.testbed.summary import (
+    LoadConditions,
+    LoadSummary,
+    median_summary,
+    read_summary,
+    run_dirs,
+)
+from twin.errors import MeasurementError, SimulationError
+from twin.kinds import Arrivals, Loop
 
 # The module, not the function ``twin.testbed.campaign`` that the package re-exports.
 C = importlib.import_module("twin.testbed.campaign")
 
 
-def _summary(rate: float, p50: float, seed: int) -> dict:
-    return {
-        "conditions": {"rate_msgs_per_s": rate, "seed": seed, "client": "one thread"},
-        "achieved_msgs_per_s": rate if rate < 5000 else 0.5 * rate,
-        "lost": 0,
-        "rtt_us": {"p50": p50, "p90": 2 * p50, "p95": 3 * p50, "p99": 4 * p50, "p99_9": 5 * p50},
-        "client_cpu_us_per_msg": 50.0 + seed,
-        "gateway_cpu_us_per_msg": 20.0,
-        "client_runqueue_us_per_msg": 5.0,
-        "gateway_runqueue_us_per_msg": 1.0,
-        "client_wakeups_per_msg": 1.0,
-        "work_by_idle_gap": {"client": {"count": [1.0, 2.0 * seed]}},
-        "host": {"busy_pct": 10.0 * seed, "steal_pct": 0.0, "loadavg_1m": 1.0, "runnable_mean": 1},
-    }
+def _summary(rate: float, p50: float, seed: int) -> LoadSummary:
+    rtt = {"p50": p50, "p90": 2 * p50, "p95": 3 * p50, "p99": 4 * p50, "p99_9": 5 * p50}
+    conditions = LoadConditions(
+        host="127.0.0.1",
+        port=9000,
+        rate_msgs_per_s=rate,
+        connections=4,
+        duration_s=4.0,
+        warmup_s=1.0,
+        loop=Loop.OPEN,
+        arrivals=Arrivals.POISSON,
+        interval_s=1.0,
+        seed=seed,
+        payload_bytes=120,
+        cpus=2,
+        kernel="test",
+        client="one thread",
+        coordinated_omission_corrected=True,
+    )
+    work = {"client": {"count": [1.0, 2.0 * seed]}, "gateway": {"count": [1.0]}}
+    return LoadSummary(
+        conditions=conditions,
+        counts={"orders_sent": 10},
+        recorded={"acks": 10},
+        lost=0,
+        achieved_msgs_per_s=rate if rate < 5000 else 0.5 * rate,
+        rtt_us=rtt,
+        order_rtt_us=rtt,
+        cancel_rtt_us=rtt,
+        send_lag_us=rtt,
+        gateway_service_us=rtt,
+        client_send_us=rtt,
+        client_recv_us=rtt,
+        work_by_idle_gap=work,
+        work_by_batch=work,
+        work_by_batch_warm=work,
+        client_cpu_us_per_msg=50.0 + seed,
+        gateway_cpu_us_per_msg=20.0,
+        client_runqueue_us_per_msg=5.0,
+        gateway_runqueue_us_per_msg=1.0,
+        client_wakeups_per_msg=1.0,
+        host={"busy_pct": 10.0 * seed, "steal_pct": 0.0, "loadavg_1m": 1.0, "runnable_mean": 1},
+    )
 
 
 class Calls(list):
@@ -68,23 +105,40 @@ def test_repeats_interleave_rates_and_stop_at_saturation(tmp_path, fake_measure)
     assert [r["run"] for r in low["runs"]] == [f"rate_1000/run_{i}" for i in range(3)]
     assert result["saturation_msgs_per_s"] == 4000
     assert json.loads((tmp_path / "campaign.json").read_text())["rows"][0]["p50_us"] == 120.0
-    assert C.run_dirs(tmp_path, low) == [tmp_path / f"rate_1000/run_{i}" for i in range(3)]
+    assert run_dirs(tmp_path, low) == [tmp_path / f"rate_1000/run_{i}" for i in range(3)]
 
 
 def test_one_repeat_keeps_the_flat_layout(tmp_path, fake_measure):
     result = C.campaign(tmp_path, [1000, 2000], seed=7)
     row = result["rows"][0]
     assert row["runs"][0]["run"] == "rate_1000" and fake_measure[0] == (1000, 7)
-    assert C.run_dirs(tmp_path, {"rate_msgs_per_s": 2000.0}) == [tmp_path / "rate_2000"]
+    assert run_dirs(tmp_path, {"rate_msgs_per_s": 2000.0}) == [tmp_path / "rate_2000"]
 
 
 def test_median_summary_is_elementwise():
     runs = [_summary(1000, p, s) for p, s in ((100.0, 1), (300.0, 2), (200.0, 3))]
-    m = C.median_summary(runs)
-    assert m["rtt_us"]["p50"] == 200.0 and m["rtt_us"]["p99"] == 800.0
-    assert m["work_by_idle_gap"]["client"]["count"] == [1.0, 4.0]
-    assert m["host"]["busy_pct"] == 20.0
-    assert m["conditions"]["client"] == "one thread" and m["conditions"]["rate_msgs_per_s"] == 1000
+    m = median_summary(runs)
+    assert m.rtt_us["p50"] == 200.0 and m.rtt_us["p99"] == 800.0
+    assert m.work_by_idle_gap["client"]["count"] == [1.0, 4.0]
+    assert m.host["busy_pct"] == 20.0
+    assert m.conditions.client == "one thread" and m.conditions.rate_msgs_per_s == 1000
+    assert m.conditions.loop is Loop.OPEN
+
+
+def test_a_summary_round_trips_through_json_and_names_what_is_missing(tmp_path):
+    summary = _summary(1000, 100.0, 1)
+    (tmp_path / "summary.json").write_text(json.dumps(summary.to_dict()))
+    assert read_summary(tmp_path) == summary
+    data = summary.to_dict()
+    del data["send_lag_us"]
+    (tmp_path / "summary.json").write_text(json.dumps(data))
+    with pytest.raises(MeasurementError, match="summary.json: send_lag_us is missing"):
+        read_summary(tmp_path)
+    data = summary.to_dict()
+    data["conditions"]["loop"] = "sideways"
+    (tmp_path / "summary.json").write_text(json.dumps(data))
+    with pytest.raises(MeasurementError, match="conditions"):
+        read_summary(tmp_path)
 
 
 def test_repeats_must_be_positive(tmp_path):

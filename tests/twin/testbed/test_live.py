@@ -41,16 +41,16 @@ def test_files_written(run):
 
 def test_every_order_and_cancel_answered(run):
     _, s = run
-    c = s["counts"]
-    assert s["lost"] == 0
+    c = s.counts
+    assert s.lost == 0
     assert c["orders_sent"] > 0
     assert c["acks"] == c["orders_sent"] == c["cancels_sent"] == c["cancel_acks"]
     assert c["order_rejects"] == c["cancel_rejects"] == c["other_rejects"] == 0
-    rec = s["recorded"]
+    rec = s.recorded
     assert rec["acks"] == rec["orders_sent"] == rec["cancel_acks"]
-    assert s["rtt_us"]["count"] == rec["acks"] + rec["cancel_acks"]
+    assert s.rtt_us["count"] == rec["acks"] + rec["cancel_acks"]
     # Poisson arrivals over 2 s at 1000 msg/s: 2000 messages, give or take a few percent.
-    assert 1700 <= s["rtt_us"]["count"] <= 2300
+    assert 1700 <= s.rtt_us["count"] <= 2300
 
 
 def _log_histogram(path) -> HdrHistogram:
@@ -71,16 +71,16 @@ def _log_histogram(path) -> HdrHistogram:
 def test_json_percentiles_match_the_interval_log(run):
     out, s = run
     hist = _log_histogram(out / "rtt.hlog")
-    assert hist.get_total_count() == s["rtt_us"]["count"]
+    assert hist.get_total_count() == s.rtt_us["count"]
     for key, p in (("p50", 50), ("p90", 90), ("p99", 99), ("p99_9", 99.9)):
-        assert hist.get_value_at_percentile(p) / 1e3 == pytest.approx(s["rtt_us"][key])
+        assert hist.get_value_at_percentile(p) / 1e3 == pytest.approx(s.rtt_us[key])
 
 
 def test_calibration_reads_every_output(run):
     out, s = run
     log = calibration.read(out / "rtt.hlog")
     hgrm = calibration.read(out / "rtt.hgrm")
-    assert log.count == hgrm.count == s["rtt_us"]["count"]
+    assert log.count == hgrm.count == s.rtt_us["count"]
     # The log reader keeps every bucket (values spread uniformly inside one), so its p50 lies in
     # the bucket HDR reports (0.1% wide). The .hgrm table only has the rows python-hdrh prints
     # (0, 10, 19, 27.1, ... %); between two rows the reader interpolates linearly, so its p50
@@ -91,39 +91,37 @@ def test_calibration_reads_every_output(run):
     above = min(p for p, _ in hgrm.percentiles_us if p >= 50.0)
     lo, hi = (hist.get_value_at_percentile(q) / 1e3 for q in (below, above))
     assert lo * 0.999 <= hgrm.summary()["p50"] <= hi * 1.001
-    assert calibration.read(out / "order.hgrm").count == s["order_rtt_us"]["count"]
+    assert calibration.read(out / "order.hgrm").count == s.order_rtt_us["count"]
 
 
 def test_round_trips_are_plausible(run):
     _, s = run
-    rtt = s["rtt_us"]
+    rtt = s.rtt_us
     assert 1 < rtt["p50"] <= rtt["p90"] <= rtt["p99"] <= rtt["max"]
-    assert np.isfinite(s["client_cpu_us_per_msg"]) and s["gateway_cpu_us_per_msg"] is not None
+    assert np.isfinite(s.client_cpu_us_per_msg) and s.gateway_cpu_us_per_msg is not None
 
 
 def test_in_process_timings_reported(run):
     _, s = run
     for key in ("client_send_us", "client_recv_us", "gateway_service_us"):
-        t = s[key]
+        t = getattr(s, key)
         assert t["count"] > 0 and 0 < t["p50"] <= t["p90"] <= t["max"], key
-    assert s["client_send_us"]["count"] == s["recorded"]["orders_sent"]
+    assert s.client_send_us["count"] == s.recorded["orders_sent"]
     # Replies are timed by when they arrive, round trips by when they were scheduled.
-    assert s["client_recv_us"]["count"] == pytest.approx(s["rtt_us"]["count"], rel=0.03)
-    gaps = s["work_by_idle_gap"]
-    assert sum(gaps["gateway"]["count"]) == s["gateway_service_us"]["count"]
-    assert (
-        sum(gaps["client"]["count"]) == s["client_send_us"]["count"] + s["client_recv_us"]["count"]
-    )
-    assert s["host"]["runnable_mean"] >= 0
-    batches = s["work_by_batch"]
-    assert sum(batches["gateway"]["count"]) == s["gateway_service_us"]["count"]
+    assert s.client_recv_us["count"] == pytest.approx(s.rtt_us["count"], rel=0.03)
+    gaps = s.work_by_idle_gap
+    assert sum(gaps["gateway"]["count"]) == s.gateway_service_us["count"]
+    assert sum(gaps["client"]["count"]) == s.client_send_us["count"] + s.client_recv_us["count"]
+    assert s.host["runnable_mean"] >= 0
+    batches = s.work_by_batch
+    assert sum(batches["gateway"]["count"]) == s.gateway_service_us["count"]
     # Every busy wake-up in the window is classed by its events (replies + orders).
-    assert sum(batches["client"]["count"]) >= s["client_recv_us"]["count"]
+    assert sum(batches["client"]["count"]) >= s.client_recv_us["count"]
     for who in ("client", "gateway"):
         b = batches[who]
         for lo, n, mean in zip(b["batch_from"], b["count"], b["batch_mean"], strict=True):
             assert n == 0 or mean >= lo
-    assert s["client_cpu_us_per_msg"] > 0 and s["client_runqueue_us_per_msg"] >= 0
+    assert s.client_cpu_us_per_msg > 0 and s.client_runqueue_us_per_msg >= 0
 
 
 def test_closed_loop_keeps_one_message_in_flight_per_connection(gateway, tmp_path):
@@ -141,22 +139,22 @@ def test_closed_loop_keeps_one_message_in_flight_per_connection(gateway, tmp_pat
         gateway_pid=proc.pid,
     )
     s = LoadRun(cfg, str(tmp_path)).run()
-    c = s["counts"]
-    assert s["lost"] == 0 and c["skipped_no_id"] == 0
+    c = s.counts
+    assert s.lost == 0 and c["skipped_no_id"] == 0
     assert c["acks"] == c["orders_sent"] == c["cancels_sent"] == c["cancel_acks"] > 0
-    assert s["conditions"]["coordinated_omission_corrected"] is False
-    assert s["rtt_us"]["count"] == s["recorded"]["acks"] + s["recorded"]["cancel_acks"]
+    assert s.conditions.coordinated_omission_corrected is False
+    assert s.rtt_us["count"] == s.recorded["acks"] + s.recorded["cancel_acks"]
     # Little's law with at most one message in flight per connection.
-    assert s["achieved_msgs_per_s"] <= 1.05 * connections * 1e6 / s["rtt_us"]["mean"]
-    assert s["achieved_msgs_per_s"] < 0.5 * cfg.rate_msgs_per_s
+    assert s.achieved_msgs_per_s <= 1.05 * connections * 1e6 / s.rtt_us["mean"]
+    assert s.achieved_msgs_per_s < 0.5 * cfg.rate_msgs_per_s
 
 
 def test_warm_batches_and_no_bursts_by_default(run):
     _, s = run
-    assert s["conditions"]["burst_sizes"] == []
-    assert s["work_by_batch_warm"].keys() == s["work_by_batch"].keys() == {"client", "gateway"}
+    assert s.conditions.burst_sizes == ()
+    assert s.work_by_batch_warm.keys() == s.work_by_batch.keys() == {"client", "gateway"}
     for who in ("client", "gateway"):
-        every, warm = s["work_by_batch"][who], s["work_by_batch_warm"][who]
+        every, warm = s.work_by_batch[who], s.work_by_batch_warm[who]
         assert warm.keys() == every.keys() and warm["batch_from"] == every["batch_from"]
         assert all(w <= n for w, n in zip(warm["count"], every["count"], strict=True))
         for n, w_us, n_all, all_us in zip(

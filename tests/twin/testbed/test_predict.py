@@ -10,10 +10,10 @@ from types import MappingProxyType
 import numpy as np
 import pytest
 
+from calibration.testbed import fit as predict
 from twin.components import loopback
 from twin.profile import Parameter, Profile, load_profile
 from twin.scenario import load_scenario
-from twin.testbed import predict
 
 pytestmark = pytest.mark.timeout(120)
 ROOT = Path(__file__).resolve().parents[3]
@@ -98,7 +98,7 @@ def _calibration_summary() -> tuple[dict, float]:
     root = ROOT / "calibration" / "data" / "local_campaign"
     rows = json.loads((root / "campaign.json").read_text())["rows"]
     summary, _ = predict.calibration_summary(root, rows)
-    return summary, float(summary["conditions"]["rate_msgs_per_s"])
+    return summary, float(summary.conditions.rate_msgs_per_s)
 
 
 def test_measured_demand_is_given_back_at_the_calibration_rate():
@@ -110,7 +110,7 @@ def test_measured_demand_is_given_back_at_the_calibration_rate():
     got = loopback.process_utilization(profile, rate)
     for who in ("client", "gateway"):
         assert got[f"local_{who}_work"] == pytest.approx(
-            rate * 1e-6 * summary[f"{who}_cpu_us_per_msg"], rel=1e-6
+            rate * 1e-6 * summary.cpu_us_per_msg(who), rel=1e-6
         )
 
 
@@ -121,7 +121,7 @@ def test_shipped_profile_reproduces_its_calibration_run():
     summary, rate = _calibration_summary()
     assert rate == profile.value("local_calibration_rate_msgs_per_s")
     got = predict.simulate(scenario, profile, rate, 5.0)
-    assert got.rtt_us["p50"] == pytest.approx(summary["rtt_us"]["p50"], rel=0.35)
+    assert got.rtt_us["p50"] == pytest.approx(summary.rtt_us["p50"], rel=0.35)
 
 
 def test_the_local_path_has_two_sleeping_threads():
@@ -157,7 +157,7 @@ def test_the_calibration_reads_the_burst_probe_when_the_campaign_has_one():
     root = ROOT / "calibration" / "data" / "local_campaign"
     campaign = json.loads((root / "campaign.json").read_text())
     probe = predict.burst_probe(root, campaign)
-    assert probe is not None and probe["conditions"]["burst_sizes"]
+    assert probe is not None and probe.conditions.burst_sizes
     assert (
         predict.burst_probe(root, {k: v for k, v in campaign.items() if k != "burst_probe"}) is None
     )

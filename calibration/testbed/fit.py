@@ -20,7 +20,7 @@ What comes from where (written into the profile's ``source`` of each parameter; 
 
 When the lowest rate was measured several times (``twin testbed campaign --repeats N``), the
 calibration reads the elementwise median of its runs' summaries
-(:func:`twin.testbed.campaign.median_summary`). Nothing of the other rates is looked at: they
+(:func:`calibration.testbed.summary.median_summary`). Nothing of the other rates is looked at: they
 are what the twin then predicts.
 """
 
@@ -36,12 +36,13 @@ from typing import Any
 
 import numpy as np
 
+from calibration.testbed.summary import LoadSummary, median_summary, read_summary, run_dirs
 from twin.components.loopback import EVENTS_PER_MSG, STALL_SHAPES, process_utilization
+from twin.errors import MeasurementError
 from twin.profile import Parameter, Profile
 from twin.results import RunResult
 from twin.scenario import Scenario
 from twin.simulation import prepare, run_prepared
-from twin.testbed.campaign import median_summary, run_dirs
 
 Z99 = 2.3263  # standard normal quantile of 0.99
 Z90 = 1.2816  # standard normal quantile of 0.90
@@ -61,12 +62,6 @@ FITTED = (
     "local_wake_median_us",
     "local_wake_cold_us",
 )
-
-
-def read_summary(run_dir: str | Path) -> dict[str, Any]:
-    """The ``summary.json`` of one testbed measurement."""
-    data: dict[str, Any] = json.loads((Path(run_dir) / "summary.json").read_text())
-    return data
 
 
 def _sigma_from(p50: float, p90: float) -> float:
@@ -121,8 +116,18 @@ def fit_batching(by_batch: Mapping[str, list[float]]) -> tuple[float, float]:
     return float(per_batch), float(marginal)
 
 
+def _cpu_us_per_msg(summary: LoadSummary, process: str, where: str) -> float:
+    value = summary.cpu_us_per_msg(process)
+    if value is None:
+        raise MeasurementError(
+            f"{where}: {process}_cpu_us_per_msg is null (the process's CPU times could not be "
+            "read): the fit needs it"
+        )
+    return float(value)
+
+
 def measured_parameters(
-    summary: Mapping[str, Any], where: str, probe: Mapping[str, Any] | None = None
+    summary: LoadSummary, where: str, probe: LoadSummary | None = None
 ) -> dict[str, Parameter]:
     """Per-message work, wake-ups, background and the threads' wake-up latency of a run.
 
@@ -132,39 +137,35 @@ def measured_parameters(
     """
     src = f"measurement: {where}"
     send, recv, gw = (
-        summary["client_send_us"],
-        summary["client_recv_us"],
-        summary["gateway_service_us"],
+        summary.client_send_us,
+        summary.client_recv_us,
+        summary.gateway_service_us,
     )
     # The spread of each process's work: its in-process timings (per round trip the client
     # writes one order for two messages and handles one reply).
     client_sigma = _sigma_from(send["p50"] / 2 + recv["p50"], send["p90"] / 2 + recv["p90"])
     gw_sigma = _sigma_from(gw["p50"], gw["p90"])
-    rate = float(summary["conditions"]["rate_msgs_per_s"])
+    rate = float(summary.conditions.rate_msgs_per_s)
     # Service demand per message answered: on-CPU time (schedstat).
-    demand = {who: float(summary[f"{who}_cpu_us_per_msg"]) for who in ("client", "gateway")}
+    demand = {who: _cpu_us_per_msg(summary, who, where) for who in ("client", "gateway")}
     # The client samples the runnable threads itself, excluding itself: the gateway's own
     # utilization is in the sample, the rest is background.
-    gateway_busy = rate * 1e-6 * float(summary["gateway_cpu_us_per_msg"])
-    runnable = float(summary["host"]["runnable_mean"])
-    lag = summary["send_lag_us"]
+    gateway_busy = rate * 1e-6 * demand["gateway"]
+    runnable = float(summary.host.get("runnable_mean") or 0.0)
+    lag = summary.send_lag_us
     lag_sigma = max(0.05, math.log(max(lag["p99"], lag["p50"] * 1.01) / lag["p50"]) / Z99)
-    cpus = float(summary["conditions"]["cpus"])
+    cpus = float(summary.conditions.cpus)
     gap_src = f"fit: work by idle gap of {where} (least squares on class medians)"
-    # Warm batches only (after an idle gap < 50 us) where the summary has them: a batch after
+    # Warm batches only (after an idle gap < 50 us): a batch after
     # a long sleep is slower per event for its cold start, which is counted apart.
     source = probe if probe is not None else summary
-    warm = "work_by_batch_warm" in source
-    batches = source["work_by_batch_warm" if warm else "work_by_batch"]
-    batch_where = (
-        f"{'the warm batches of ' if warm else ''}"
-        f"{'the burst probe at ' if probe is not None else ''}{where}"
-    )
+    batches = source.work_by_batch_warm
+    batch_where = f"the warm batches of {'the burst probe at ' if probe is not None else ''}{where}"
     params: dict[str, Parameter] = {}
     for who in ("client", "gateway"):
         name = f"local_{who}_work"
         events = EVENTS_PER_MSG[name]
-        _, cold, idle = fit_cold_start(summary["work_by_idle_gap"][who])
+        _, cold, idle = fit_cold_start(summary.work_by_idle_gap[who])
         params[f"{name}_cold_us"] = Parameter(cold, gap_src, fitted=True)
         params[f"{name}_idle_us"] = Parameter(idle, gap_src, fitted=True)
         per_batch_us, marginal_us = fit_batching(batches[who])
@@ -248,10 +249,10 @@ def _target_name(kind: str, pct: str) -> str:
 
 def fit_local(
     scenario: Scenario,
-    summary: Mapping[str, Any],
+    summary: LoadSummary,
     where: str,
     *,
-    probe: Mapping[str, Any] | None = None,
+    probe: LoadSummary | None = None,
     duration_s: float = 10.0,
 ) -> tuple[Profile, dict[str, float]]:
     """Fit the kernel path and the threads' wake-up latency to one run.
@@ -272,18 +273,18 @@ def fit_local(
 
 def _fit_path(
     scenario: Scenario,
-    summary: Mapping[str, Any],
+    summary: LoadSummary,
     where: str,
     shape: int,
     duration_s: float,
-    probe: Mapping[str, Any] | None,
+    probe: LoadSummary | None,
 ) -> tuple[Profile, dict[str, float], float]:
     """:func:`fit_local` for one stall shape: the profile, its residuals and its cost."""
     from scipy.optimize import minimize
 
     measured = measured_parameters(summary, where, probe)
-    target = np.log([summary[_SUMMARY_KEY[kind]][p] for kind, p in FIT_TARGETS])
-    rate = float(summary["conditions"]["rate_msgs_per_s"])
+    target = np.log([getattr(summary, _SUMMARY_KEY[kind])[p] for kind, p in FIT_TARGETS])
+    rate = float(summary.conditions.rate_msgs_per_s)
 
     def profile_for(x: np.ndarray, source: str = "fit", fitted: bool = False) -> Profile:
         params = {
@@ -307,8 +308,8 @@ def _fit_path(
         got = np.log([kinds[kind][p] for kind, p in FIT_TARGETS])
         return np.asarray(FIT_WEIGHTS * (got - target))
 
-    p50 = float(summary["rtt_us"]["p50"])
-    p99 = float(summary["rtt_us"]["p99"])
+    p50 = float(summary.rtt_us["p50"])
+    p99 = float(summary.rtt_us["p99"])
     lo = np.array([0.1, 0.05, 1e-4, 1.0, 0.1, 0.01])
     hi = np.array([10 * p50, 3.0, 0.2, 20 * p99, 10 * p50, 10 * p50])
 
@@ -340,7 +341,7 @@ def _fit_path(
 def fit_veth(
     scenario: Scenario,
     profile: Profile,
-    summary: Mapping[str, Any],
+    summary: LoadSummary,
     where: str,
     *,
     duration_s: float = 10.0,
@@ -353,8 +354,8 @@ def fit_veth(
     """
     from scipy.optimize import minimize_scalar
 
-    target = np.log([summary["rtt_us"][k] for k in ("p50", "p90", "p99")])
-    rate = float(summary["conditions"]["rate_msgs_per_s"])
+    target = np.log([summary.rtt_us[k] for k in ("p50", "p90", "p99")])
+    rate = float(summary.conditions.rate_msgs_per_s)
     params = dict(profile.params)
 
     def residuals(veth_us: float) -> np.ndarray:
@@ -362,7 +363,7 @@ def fit_veth(
         r = simulate(scenario, make_profile(params), rate, duration_s)
         return np.asarray(np.log([r.rtt_us[k] for k in ("p50", "p90", "p99")]) - target)
 
-    p50 = float(summary["rtt_us"]["p50"])
+    p50 = float(summary.rtt_us["p50"])
     best = minimize_scalar(
         lambda v: float(residuals(v)[0] ** 2), bounds=(0.0, p50), method="bounded"
     )
@@ -376,7 +377,7 @@ def fit_veth(
 
 # Comment lines at the top of the local profile (``twin/profiles/local.toml``).
 LOCAL_PROFILE_HEADER = (
-    "Local testbed profile: written by twin.testbed.predict.fit_local (do not hand-edit\n"
+    "Local testbed profile: written by calibration.testbed.fit.fit_local (do not hand-edit\n"
     "fitted values; re-run calibration/notebooks/04_local_testbed.ipynb)."
 )
 
@@ -395,7 +396,8 @@ def kind_medians(root: Path, row: Mapping[str, Any]) -> dict[str, dict[str, floa
     summaries = [read_summary(d) for d in run_dirs(root, dict(row))]
     return {
         kind: {
-            k: float(np.median([s[f"{kind}_rtt_us"][k] for s in summaries])) for k in ("p50", "p99")
+            k: float(np.median([getattr(s, f"{kind}_rtt_us")[k] for s in summaries]))
+            for k in ("p50", "p99")
         }
         for kind in KINDS
     }
@@ -467,7 +469,7 @@ def predicted_saturation(profile: Profile) -> float:
 
 def calibration_summary(
     root: Path, rows: list[dict[str, Any]], where: str | None = None
-) -> tuple[dict[str, Any], str]:
+) -> tuple[LoadSummary, str]:
     """The lowest rate's summary (the median over its repeats) and how to name it."""
     row = min(rows, key=lambda r: float(r["rate_msgs_per_s"]))
     dirs = run_dirs(root, row)
@@ -478,7 +480,7 @@ def calibration_summary(
     return merged, f"{name} (median of {len(dirs)} runs' summaries)"
 
 
-def burst_probe(root: Path, campaign: Mapping[str, Any]) -> dict[str, Any] | None:
+def burst_probe(root: Path, campaign: Mapping[str, Any]) -> LoadSummary | None:
     """The summary of the campaign's burst probe at its lowest rate (None if not measured)."""
     entry = campaign.get("burst_probe") or {}
     if "dir" not in entry:
@@ -503,7 +505,7 @@ def predict_campaign(
     campaign = json.loads((root / "campaign.json").read_text())
     rows = campaign["rows"]
     summary, label = calibration_summary(root, rows, where)
-    lowest = int(summary["conditions"]["rate_msgs_per_s"])
+    lowest = int(summary.conditions.rate_msgs_per_s)
     residuals: dict[str, float] | None = None
     if profile is None:
         probe = burst_probe(root, campaign)
