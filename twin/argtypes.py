@@ -37,3 +37,23 @@ def seed(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
     return value
+
+
+def assignment(text: str) -> tuple[str, object]:
+    """``dotted.field=value`` (``--set``): the value read as a TOML value, else as text.
+
+    ``workload.accounts=8`` gives the integer 8, ``hosts.client.tls=true`` a boolean and
+    ``workload.loop=closed`` the text ``closed``; the scenario then validates it as it would
+    the file.
+    """
+    import tomllib
+
+    field, sep, raw = text.partition("=")
+    field = field.strip()
+    if not sep or not field or any(not part for part in field.split(".")):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected dotted.field=value")
+    try:
+        value: object = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    return field, value

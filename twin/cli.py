@@ -16,11 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from engine_ext.errors import EngineError
-from twin.argtypes import positive_float, positive_int, seed
+from twin.argtypes import assignment, positive_float, positive_int, seed
 from twin.console import format_bands, format_intervals, format_result
 from twin.errors import TwinError
 from twin.scenario import load_scenario, shipped_scenarios
-from twin.simulation import DEFAULT_ENGINE, ENGINES, apply_overrides, prepare, run_prepared
+from twin.simulation import (
+    DEFAULT_ENGINE,
+    ENGINES,
+    apply_overrides,
+    prepare,
+    run_prepared,
+    what_if,
+)
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 # Profiles drawn for --bands, each simulated once; the band's ends are their 5th and 95th
@@ -49,7 +56,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from twin.output import write_run
     from twin.replicate import default_workers, run_prepared_replicated
 
-    scenario = apply_overrides(load_scenario(args.scenario), args.rate, args.duration, args.seed)
+    scenario = what_if(load_scenario(args.scenario), args.profile, args.set)
+    scenario = apply_overrides(scenario, args.rate, args.duration, args.seed)
     prepared = prepare(scenario)
     ci95: dict[str, tuple[float, float]] = {}
     replications = None
@@ -158,6 +166,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="override workload.duration_s (measured time after warm-up)",
     )
     p.add_argument("--seed", type=seed, metavar="N", help="override workload.seed")
+    p.add_argument(
+        "--profile",
+        metavar="PROFILE",
+        help="calibration profile: a shipped name (default, local) or a .toml file",
+    )
+    p.add_argument(
+        "--set",
+        type=assignment,
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="change a dotted scenario field, e.g. workload.loop=closed (repeatable)",
+    )
     p.add_argument(
         "--engine",
         default=DEFAULT_ENGINE,

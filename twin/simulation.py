@@ -7,6 +7,7 @@ of them give the same number for the same scenario and seed. Engines register th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -105,6 +106,24 @@ def apply_overrides(
     if seed is not None:
         changes["workload.seed"] = seed
     return scenario.with_fields(changes) if changes else scenario
+
+
+def what_if(
+    scenario: Scenario,
+    profile: str | None = None,
+    changes: Sequence[tuple[str, Any]] = (),
+) -> Scenario:
+    """The scenario with another profile and dotted fields changed (``twin run --profile --set``).
+
+    ``profile`` is a shipped name or a ``.toml`` path (relative to the working directory, as a
+    user types it); it is checked by loading it. Fields are validated like the file's.
+    """
+    fields: dict[str, Any] = dict(changes)
+    if profile is not None:
+        path = resolve_profile_path(profile)
+        load_profile(path)  # a missing or bad profile fails here, naming the file
+        fields["profile"] = str(path.resolve()) if path.suffix == ".toml" else profile
+    return scenario.with_fields(fields) if fields else scenario
 
 
 def prepare(

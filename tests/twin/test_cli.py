@@ -24,6 +24,7 @@ from twin.errors import (
     TopologyError,
     TwinError,
 )
+from twin.profile import profiles_dir
 
 TIER1 = str(SCENARIOS / "tier1_peering_cpg.toml")
 
@@ -153,3 +154,33 @@ def test_every_twin_error_is_also_a_builtin() -> None:
         assert issubclass(kind, TwinError) and issubclass(kind, ValueError)
     for kind in (SimulationError, TopologyError):
         assert issubclass(kind, TwinError) and issubclass(kind, RuntimeError)
+
+
+def test_profile_and_set_change_one_run_without_copying_files(capsys, tmp_path: Path) -> None:
+    base = [str(SCENARIOS / "local_loopback.toml"), "--duration", "0.2", "--json"]
+    assert main(["run", *base]) == 0
+    open_loop = json.loads(capsys.readouterr().out)
+    profile = tmp_path / "p.toml"
+    profile.write_text((profiles_dir() / "local.toml").read_text())
+    args = ["--profile", str(profile), "--set", "workload.loop=closed"]
+    assert main(["run", *base, *args, "--set", "workload.accounts=4"]) == 0
+    closed = json.loads(capsys.readouterr().out)
+    assert closed["rtt_us"] != open_loop["rtt_us"]
+    assert main(["run", *base, "--out", str(tmp_path / "out"), *args]) == 0
+    written = (tmp_path / "out" / "scenario.toml").read_text()
+    assert 'loop = "closed"' in written and str(profile.resolve()) in written
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--set", "workload.loop=sideways"], "workload.loop = 'sideways': allowed: open, closed"),
+        (["--set", "workload.accounts=0"], "workload.accounts"),
+        (["--profile", "/nonexistent/p.toml"], "/nonexistent/p.toml: profile file not found"),
+        (["--profile", "no_such_shipped_profile"], "no_such_shipped_profile.toml"),
+    ],
+)
+def test_bad_what_if_is_one_line_and_exit_2(capsys, args, message) -> None:
+    assert main(["run", str(SCENARIOS / "local_loopback.toml"), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
