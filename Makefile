@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup browser demo test bench lint docs app clean
+.PHONY: setup browser lab-tools demo test bench lint docs app clean
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), f"Python >= 3.11 needed, found {sys.version}"'
@@ -23,10 +23,18 @@ browser:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	fi
 
+# Debian's sockperf (a system the project did not write, measured by `twin testbed lab`) and
+# iproute2 (network namespaces for the veth topology).
+lab-tools:
+	@if ! command -v sockperf >/dev/null || ! command -v ip >/dev/null; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq sockperf iproute2 >/dev/null; \
+	fi
+
 demo: setup
 	$(VENV)/bin/twin demo
 
-test: setup browser
+test: setup browser lab-tools
 	$(PY) -m pytest -q
 
 bench: setup

@@ -35,8 +35,8 @@ from calibration.targets import FreeGroup, Target, TargetSet
 from twin.components import fabric
 from twin.errors import ConfigError
 from twin.histogram import min_from_counts_us, percentile_from_counts_us
-from twin.percentiles import PERCENTILES
-from twin.profile import Parameter, Profile, load_profile, profiles_dir
+from twin.percentiles import ALL_PERCENTILES
+from twin.profile import Parameter, Profile, load_profile, profiles_dir, resolve_profile_path
 from twin.profile import write_profile as twin_write_profile
 from twin.provenance import git_commit
 from twin.results import EngineOutput
@@ -120,7 +120,7 @@ def _pooled_stat(results: Sequence[_Outcome], stat: str) -> float:
     counts = np.sum([r.counts for r in results if r.counts is not None], axis=0)
     if stat == "min":
         return min_from_counts_us(counts)
-    return percentile_from_counts_us(counts, PERCENTILES[stat])
+    return percentile_from_counts_us(counts, ALL_PERCENTILES[stat])
 
 
 def _placement_seed(base_seed: int, k: int) -> int:
@@ -326,12 +326,15 @@ class TwinCalibrator:
     def get_params(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self._constraints}
 
-    def _prior_profile(self) -> Profile:
+    def _prior_profile(self, targets: TargetSet) -> Profile:
+        """The given prior; else the targets file's ``[meta] prior``; else the shipped prior."""
         if isinstance(self.prior, Profile):
             return self.prior
-        if self.prior is None:
-            return load_profile(profiles_dir() / "prior.toml")
-        return load_profile(self.prior)
+        if self.prior is not None:
+            return load_profile(self.prior)
+        if targets.prior is not None:
+            return load_profile(resolve_profile_path(targets.prior))
+        return load_profile(profiles_dir() / "prior.toml")
 
     def fit(self, targets: TargetSet) -> TwinCalibrator:
         if self.max_nfev < 1:
@@ -339,7 +342,7 @@ class TwinCalibrator:
         if not 0 < self.diff_step < 1:
             raise ConfigError(f"TwinCalibrator: diff_step = {self.diff_step}; allowed (0, 1)")
         started = time.perf_counter()
-        prior = self._prior_profile()
+        prior = self._prior_profile(targets)
         groups = tuple(g for g in targets.free if self.groups is None or g.name in set(self.groups))
         if not groups:
             raise ConfigError(f"{targets.path}: no free parameter group selected")
@@ -443,18 +446,25 @@ class TwinCalibrator:
                         f"{old.value:g}) to {self.targets_.path.name}: {', '.join(rows)}"
                     ),
                 )
+        measured = self._measurements()
+        name = prior.name if measured else "default"
+        what = "the measurements" if measured else "the published figures"
         meta = {
-            "name": "default",
-            "description": "Fitted to the published figures (see [meta.calibration]).",
+            "name": name,
+            "description": f"Fitted to {what} (see [meta.calibration]).",
             "status": "fitted",
             "calibration": self.provenance(),
         }
         return Profile(
-            name="default",
+            name=name,
             params=MappingProxyType(params),
             meta=MappingProxyType(meta),
             path="<fitted>",
         )
+
+    def _measurements(self) -> list[str]:
+        """The measured files or folders the targets read (none for published figures)."""
+        return sorted({t.measurement for t in self.targets_.targets if t.measurement})
 
     def provenance(self) -> dict[str, Any]:
         """Which targets, which data, when and which code version produced this fit."""
@@ -467,7 +477,7 @@ class TwinCalibrator:
         return {
             "targets_file": targets_file,
             "targets_sha256": t.sha256,
-            "data": "calibration/data/published_figures.csv",
+            "data": self._measurements() or "calibration/data/published_figures.csv",
             "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "code_version": git_commit() or "unknown",
             "engine": self.engine_,

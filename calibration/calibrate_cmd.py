@@ -6,7 +6,9 @@ writes a profile with values, uncertainties and provenance. ``twin validate PROF
 (with none, the profile's own calibration targets), exits 1 when a ``--tolerance`` is exceeded;
 ``--leave-one-out`` refits without each target in turn and predicts it. ``--json`` prints one
 object ``{"rows": [{"target", "statistic", "measured", "predicted", "error_pct"}, ...]}``.
-Exit codes follow :mod:`twin.cli`: 0 ok, 1 tolerance exceeded, 2 bad input.
+``twin validate --matrix CORPUS`` prints the load corpus's accuracy matrix
+(:mod:`calibration.matrix`). Exit codes follow :mod:`twin.cli`: 0 ok, 1 tolerance exceeded,
+2 bad input.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from calibration.targets import FreeGroup, TargetSet, load_targets
-from twin.profile import load_profile, profiles_dir
+from twin.profile import load_profile
 
 __all__ = ["add_parser", "format_rows", "run_calibrate", "run_validate"]
 
@@ -33,9 +35,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--profile-out", required=True, metavar="FILE", help="profile to write")
     p.add_argument(
         "--prior",
-        default=str(profiles_dir() / "prior.toml"),
         metavar="PROFILE",
-        help="profile whose values the free factors scale (default: the shipped prior)",
+        help="profile whose values the free factors scale (default: the targets file's "
+        "[meta] prior, else the shipped prior)",
     )
     p.add_argument("--max-nfev", type=int, default=15, metavar="N", help="optimiser iterations")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -45,7 +47,16 @@ def add_parser(subparsers: Any) -> None:
         "validate",
         help="measured vs predicted for a profile; leave-one-out accuracy",
     )
-    p.add_argument("profile", metavar="PROFILE", help="profile file or shipped name")
+    p.add_argument("profile", nargs="?", metavar="PROFILE", help="profile file or shipped name")
+    p.add_argument(
+        "--matrix",
+        metavar="CORPUS",
+        help="the accuracy matrix of a load corpus (twin testbed lab): per system, calibrate "
+        "on its lowest-load point, predict every other point",
+    )
+    p.add_argument(
+        "--json-out", metavar="PATH", help="with --matrix: also write the JSON object to PATH"
+    )
     p.add_argument(
         "measurements",
         nargs="*",
@@ -91,6 +102,7 @@ def _merge(paths: Sequence[str]) -> TargetSet:
         targets=tuple(t for s in sets for t in s.targets),
         free=tuple(free.values()),
         excluded=tuple(e for s in sets for e in s.excluded),
+        prior=first.prior,
     )
 
 
@@ -132,6 +144,25 @@ def run_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_matrix(args: argparse.Namespace) -> int:
+    """``twin validate --matrix CORPUS [--json] [--json-out PATH]``."""
+    from calibration.matrix import accuracy_matrix, format_matrix
+    from twin.atomic import write_json
+
+    if args.profile is not None or args.measurements:
+        print("twin validate: --matrix takes no PROFILE or MEASUREMENTS", file=sys.stderr)
+        return 2
+    matrix = accuracy_matrix(
+        args.matrix, lambda name: print(f"calibrated and predicted {name}", file=sys.stderr)
+    )
+    if args.json_out:
+        from pathlib import Path
+
+        write_json(Path(args.json_out), matrix)
+    print(json.dumps(matrix) if args.json else format_matrix(matrix))
+    return 0
+
+
 def run_validate(args: argparse.Namespace) -> int:
     from calibration.validate import (
         exceeds,
@@ -143,6 +174,11 @@ def run_validate(args: argparse.Namespace) -> int:
     from twin.profile import resolve_profile_path
     from twin.scenario import load_scenario
 
+    if args.matrix is not None:
+        return run_matrix(args)
+    if args.profile is None:
+        print("twin validate: give a PROFILE, or --matrix CORPUS", file=sys.stderr)
+        return 2
     profile = load_profile(resolve_profile_path(args.profile))
     target_files = [m for m in args.measurements if m.endswith(".toml")]
     bench_files = [m for m in args.measurements if not m.endswith(".toml")]

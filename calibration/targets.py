@@ -16,24 +16,39 @@ A targets file (``calibration/targets/*.toml``) holds:
   ``latent_placement`` (a label shared by absolute targets measured on one pair of instances
   whose placement was not stated: the pair's placement class is estimated with the fit, see
   :func:`calibration.calibrate.evaluate_targets`; ``placement_seeds`` then counts seeds per class);
+- ``[[target]]`` with ``measurement = "PATH"`` instead of ``row``/``statistic``/``value``: a
+  measured file or folder (anything :func:`calibration.read` reads, relative to the targets
+  file) taken under the conditions of ``scenario`` + ``overrides``. It stands for its whole
+  distribution: one target per percentile of
+  :data:`~twin.percentiles.DISTRIBUTION_WEIGHTS` (p10 to p99.9) that the file covers, ids
+  ``<id>:<key>``, each with ``tolerance`` divided by the percentile's weight; and, for a closed
+  loop whose file states what it achieved, one ``throughput`` target. A file that contradicts
+  its scenario (another loop or connection count, an open-loop rate it did not achieve within
+  :data:`RATE_AGREEMENT`, half round trips) is refused;
 - ``[[excluded]]``: published rows not used, each with its ``row`` and ``reason``.
+
+``[meta] prior`` optionally names the profile (shipped name or path relative to the file) whose
+values the free factors scale when no other prior is given.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from twin.errors import ProfileError
+from twin.errors import ProfileError, TwinError
+from twin.percentiles import ALL_PERCENTILES, DISTRIBUTION_WEIGHTS
 from twin.tomlio import parse_toml, read_toml_bytes
 
 __all__ = ["FreeGroup", "Target", "TargetSet", "load_targets", "ABSOLUTE_STATS", "RELATIVE_STATS"]
 
-ABSOLUTE_STATS = ("p50", "p90", "p99", "p99_9", "mean", "min", "throughput")
+ABSOLUTE_STATS = (*ALL_PERCENTILES, "mean", "min", "throughput")
+# How far an open loop's achieved rate may be from its scenario's rate (a share of the latter).
+RATE_AGREEMENT = 0.10
 RELATIVE_STATS = ("p50_cut", "p90_cut", "p99_cut", "mean_cut", "throughput_gain")
 
 
@@ -65,6 +80,7 @@ class Target:
     duration_s: float = 0.1
     note: str = ""
     latent_placement: str | None = None
+    measurement: str | None = None  # the measured file or folder a distribution target reads
 
     @property
     def relative(self) -> bool:
@@ -87,13 +103,18 @@ class TargetSet:
     targets: tuple[Target, ...]
     free: tuple[FreeGroup, ...]
     excluded: tuple[Mapping[str, str], ...]
+    prior: str | None = None
+
+    def with_targets(self, targets: tuple[Target, ...]) -> TargetSet:
+        """The same free groups and prior with other targets."""
+        return replace(self, targets=targets)
 
     def without(self, target_id: str) -> TargetSet:
         """The same set without one target (leave-one-out)."""
         kept = tuple(t for t in self.targets if t.id != target_id)
         if len(kept) == len(self.targets):
             raise ProfileError(f"{self.path}: no target {target_id!r}")
-        return TargetSet(self.name, self.path, self.sha256, kept, self.free, self.excluded)
+        return replace(self, targets=kept)
 
     def with_values(self, values: Mapping[str, float]) -> TargetSet:
         """The same set with other measured values (synthetic data, bootstraps)."""
@@ -101,7 +122,7 @@ class TargetSet:
             Target(**{**t.__dict__, "value": float(values.get(t.id, t.value))})
             for t in self.targets
         )
-        return TargetSet(self.name, self.path, self.sha256, targets, self.free, self.excluded)
+        return replace(self, targets=targets)
 
 
 def _err(path: Path, where: str, value: Any, problem: str) -> ProfileError:
@@ -131,6 +152,11 @@ def load_targets(path: str | Path) -> TargetSet:
         if not isinstance(tid, str) or tid in seen:
             raise _err(path, f"{where}.id", tid, "a unique string")
         seen.add(tid)
+        if "measurement" in t:
+            expanded = measurement_targets(path, where, t)
+            seen.update(x.id for x in expanded)
+            targets.extend(expanded)
+            continue
         stat = t.get("statistic")
         if stat not in ABSOLUTE_STATS + RELATIVE_STATS:
             raise _err(
@@ -197,4 +223,97 @@ def load_targets(path: str | Path) -> TargetSet:
         targets=tuple(targets),
         free=tuple(free),
         excluded=tuple(MappingProxyType(dict(e)) for e in data.get("excluded", [])),
+        prior=_prior(path, data.get("meta", {}).get("prior")),
     )
+
+
+def _prior(path: Path, prior: Any) -> str | None:
+    if prior is None:
+        return None
+    if not isinstance(prior, str) or not prior:
+        raise _err(path, "meta.prior", prior, "a shipped profile name or a .toml path")
+    return str((path.parent / prior).resolve()) if prior.endswith(".toml") else prior
+
+
+def measurement_targets(path: Path, where: str, t: Mapping[str, Any]) -> list[Target]:
+    """The targets of one ``measurement = "PATH"`` entry (see the module docstring)."""
+    from calibration.readers import read
+    from twin.scenario import load_scenario
+
+    tid = t["id"]
+    file = t["measurement"]
+    if not isinstance(file, str) or not file:
+        raise _err(path, f"{where}.measurement", file, "a path to a measured file or folder")
+    if "scenario" not in t:
+        raise _err(path, f"{where}.scenario", None, "a measurement needs its scenario")
+    overrides = t.get("overrides", {})
+    if not isinstance(overrides, dict):
+        raise _err(path, f"{where}.overrides", overrides, "a table of dotted scenario fields")
+    tolerance = t.get("tolerance", 0.05)
+    if not isinstance(tolerance, int | float) or isinstance(tolerance, bool) or tolerance <= 0:
+        raise _err(path, f"{where}.tolerance", tolerance, "a number > 0")
+    scenario_path = (path.parent / t["scenario"]).resolve()
+    try:
+        measured = read(path.parent / file)
+        scenario = load_scenario(scenario_path).with_fields(overrides)
+    except TwinError as exc:
+        raise ProfileError(f"{path}: {where} ({tid}): {exc}") from None
+    _check_agreement(path, f"{where} ({tid})", measured, scenario)
+    common = {
+        "row": f"{tid} ({file})",
+        "scenario": scenario_path,
+        "overrides": MappingProxyType(dict(overrides)),
+        "duration_s": float(t.get("duration_s", scenario.workload.duration_s)),
+        "note": str(t.get("note", "")),
+        "measurement": str((path.parent / file).resolve()),
+    }
+    out = [
+        Target(
+            id=f"{tid}:{key}",
+            statistic=key,
+            value=measured.percentile_us(p),
+            unit="us",
+            tolerance=float(tolerance) / DISTRIBUTION_WEIGHTS[key],
+            **common,
+        )
+        for key, p in ((k, ALL_PERCENTILES[k]) for k in DISTRIBUTION_WEIGHTS)
+        if measured.covers(p)
+    ]
+    achieved = measured.conditions.get("achieved_msgs_per_s")
+    if scenario.workload.loop == "closed" and isinstance(achieved, int | float) and achieved > 0:
+        out.append(
+            Target(
+                id=f"{tid}:throughput",
+                statistic="throughput",
+                value=float(achieved),
+                unit="msg/s",
+                tolerance=float(tolerance),
+                **common,
+            )
+        )
+    if not out:
+        raise _err(path, f"{where}.measurement", file, "covers none of p10..p99.9")
+    return out
+
+
+def _check_agreement(path: Path, where: str, measured: Any, scenario: Any) -> None:
+    """Refuse a measurement whose stated conditions contradict its target's scenario."""
+    c, w = measured.conditions, scenario.workload
+    problems = []
+    if c.get("statistic") == "half_round_trip":
+        problems.append("the file holds half round trips (sockperf without --full-rtt)")
+    if "loop" in c and str(c["loop"]) != str(w.loop):
+        problems.append(f"the file's loop is {c['loop']}, the scenario's {w.loop}")
+    if "connections" in c and int(c["connections"]) != w.accounts:
+        problems.append(
+            f"the file used {c['connections']} connections, the scenario {w.accounts} accounts"
+        )
+    achieved = c.get("achieved_msgs_per_s")
+    rate = w.rate_msgs_per_s
+    if w.loop == "open" and isinstance(achieved, int | float):
+        if abs(achieved - rate) > RATE_AGREEMENT * rate:
+            problems.append(
+                f"the file achieved {achieved:g} msg/s, the scenario asks {rate:g} msg/s"
+            )
+    if problems:
+        raise ProfileError(f"{path}: {where}: {'; '.join(problems)}")

@@ -18,11 +18,17 @@ class Tier(StrEnum):
     CLOUDFRONT = "cloudfront"
     LOOPBACK = "loopback"
     VETH = "veth"
+    RELAY = "relay"
 
     @property
     def local(self) -> bool:
-        """True for the tiers of one machine (the live testbed: client and gateway together)."""
-        return self in (Tier.LOOPBACK, Tier.VETH)
+        """True for the tiers of one machine (the live testbed: client and gateway together;
+        ``relay``: loopback through the delaying relay of ``twin testbed relay``)."""
+        return self in (Tier.LOOPBACK, Tier.VETH, Tier.RELAY)
+
+
+#: The links the testbed's gateway and load client can run over (the relay carries sockperf).
+TESTBED_TIERS = (Tier.LOOPBACK, Tier.VETH)
 
 
 class Strategy(StrEnum):

@@ -3,6 +3,8 @@
 A key (``p99_9``) names a percentile in JSON, Parquet columns and Python mappings; its label
 (``p99.9``) is how people read it in tables and charts. :data:`PERCENTILES` maps each key to
 its percentile in percent, lowest first; every result, measurement, band and table uses it.
+:data:`ALL_PERCENTILES` adds p10, p25 and p75, which a fit to a whole distribution matches
+(:data:`DISTRIBUTION_WEIGHTS`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,19 @@ from types import MappingProxyType
 
 PERCENTILES: Mapping[str, float] = MappingProxyType(
     {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99_9": 99.9}
+)
+# The percentiles a calibration on a whole measured distribution matches (p10 to p99.9), each
+# with its weight: the body is weighed fully; p10 and p99.9 half, the lowest quantiles being
+# pinned by the floor alone and p99.9 resting on a thousandth of a run's messages (its sampling
+# error is several times p50's); p99 three quarters.
+DISTRIBUTION_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {"p10": 0.5, "p25": 0.75, "p50": 1.0, "p75": 1.0, "p90": 1.0, "p99": 0.75, "p99_9": 0.5}
+)
+# Every percentile that has a key: the reported ones and the distribution's.
+ALL_PERCENTILES: Mapping[str, float] = MappingProxyType(
+    dict(
+        sorted({**PERCENTILES, "p10": 10.0, "p25": 25.0, "p75": 75.0}.items(), key=lambda kv: kv[1])
+    )
 )
 # The percentiles that fit a narrow table or chart (p95 left out).
 HEADLINE = ("p50", "p90", "p99", "p99_9")

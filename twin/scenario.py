@@ -39,6 +39,7 @@ MTU_BYTES = {
     Tier.CLOUDFRONT: 1500,
     Tier.LOOPBACK: 65536,  # Linux lo default MTU
     Tier.VETH: 1500,  # veth default MTU
+    Tier.RELAY: 65536,  # over loopback, both legs
 }
 # IPv4 + TCP headers without options.
 TCP_IP_HEADER_BYTES = 40

@@ -4,11 +4,14 @@
 and merges the caller's conditions over those the file states. Detection rules, first match
 wins, looking at the first non-blank lines:
 
+A folder is a run folder (:mod:`calibration.readers.folders`): a ``twin testbed load --out``
+run (format ``testbed``) or a sockperf run of ``twin testbed lab``. For files:
+
 =================  ========================================================================
 format             recognised by
 =================  ========================================================================
 ``published``      header ``id,source,system,metric,statistic,value,unit,...``
-``sockperf``       lines starting ``sockperf:``
+``sockperf``       lines starting ``sockperf:`` (with ``--full-log``, one row per message)
 ``netperf``        a ``TCP|UDP REQUEST/RESPONSE TEST`` banner, the classic RR table header
                    (``bytes  Bytes  bytes    bytes   secs.    per sec``), omni ``-o`` titles
                    (``... Latency Microseconds``) or ``-k`` lines (``P99_LATENCY=71``)
@@ -34,6 +37,7 @@ from typing import Any
 
 from calibration.measurement import Measurement
 from calibration.readers._common import US_PER_UNIT, VALUE_UNIT, Source, load
+from calibration.readers.folders import is_run_folder, read_run_folder
 from calibration.readers.hdr import (
     looks_like_hgrm,
     looks_like_interval_log,
@@ -50,6 +54,7 @@ from calibration.readers.published import (
 from calibration.readers.samples_csv import looks_like_samples, read_samples
 from calibration.readers.sockperf import looks_like_sockperf, read_sockperf
 from calibration.readers.tlb_csv import looks_like_tlb_csv, read_tlb_csv
+from twin.errors import MeasurementError
 
 __all__ = ["FORMATS", "PublishedFigure", "detect_format", "read", "read_published"]
 
@@ -109,6 +114,10 @@ def read(path: str | Path, **conditions: Any) -> Measurement:
         MeasurementError: the file is missing, empty, truncated, malformed or of an unknown
             format; the message starts ``path:line:``.
     """
+    if is_run_folder(Path(path)):
+        if VALUE_UNIT in conditions:
+            raise MeasurementError(f"{path}: value_unit= does not apply to a run folder")
+        return read_run_folder(Path(path), conditions)
     source = load(path)
     name = detect_format(source)
     unit = conditions.get(VALUE_UNIT)

@@ -12,6 +12,15 @@
     sockperf: ---> percentile 25.000 =   47.810
     sockperf: ---> <MIN> observation =   34.955
 
+With ``--full-log FILE`` sockperf writes the same summary followed by one line per message::
+
+    packet, txTime(sec), rxTime(sec), rtt(usec)
+    0, 2.402837320, 2.402885973, 48.653
+
+(``latency(usec)``, half the round trip, without ``--full-rtt``). Such a file is read as
+**samples** (every message's value; the summary lines are then only checked, not used), so any
+percentile can be taken from it.
+
 Values are microseconds. sockperf 3.x prints the full round trip (``avg-rtt``, "Round trip
 is") when run with ``--full-rtt`` and in newer releases; older releases print half of it
 (``avg-latency``, "Latency is"). The reader keeps the numbers as printed and records which
@@ -23,6 +32,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from calibration.measurement import Measurement
 from calibration.readers._common import Source, number
@@ -38,14 +49,38 @@ _VALID = re.compile(r"\[Valid Duration\]\s*RunTime=([^\s;]+)\s*sec")
 _SERVER = re.compile(r"Printing statistics for Server No:\s*(\d+)")
 _PROTO = re.compile(r"PORT\s*=\s*\d+\s*#\s*(TCP|UDP)")
 _VERSION = re.compile(r"== version #(\S+)")
+_LOG_HEADER = re.compile(
+    r"^\s*packet,\s*txTime\(sec\),\s*rxTime\(sec\),\s*(rtt|latency)\(usec\)\s*$"
+)
 
 
 def looks_like_sockperf(lines: list[tuple[int, str]]) -> bool:
     return any(_PREFIX.match(_ANSI.sub("", text)) for _, text in lines[:60])
 
 
+def _full_log(source: Source) -> tuple[str, list[float]] | None:
+    """``(statistic, values)`` of a ``--full-log`` file's per-message rows, or None."""
+    for i, text in enumerate(source.lines):
+        m = _LOG_HEADER.match(text)
+        if m is None:
+            continue
+        values = []
+        for line, row in enumerate(source.lines[i + 1 :], start=i + 2):
+            if not row.strip() or row.startswith("-"):
+                continue
+            cells = row.split(",")
+            if len(cells) != 4:
+                raise source.error(line, f"expected 4 comma-separated values, got {len(cells)}")
+            values.append(number(source, line, cells[3], m.group(1)))
+        if not values:
+            raise source.error(i + 1, "a full log with no message rows: the run was cut short")
+        return ("round_trip" if m.group(1) == "rtt" else "half_round_trip"), values
+    return None
+
+
 def read_sockperf(source: Source, conditions: Mapping[str, Any]) -> Measurement:
     found: dict[str, Any] = {"tool": "sockperf"}
+    log = _full_log(source)
     table: list[tuple[int, float, float]] = []
     count = mean = min_us = max_us = None
     servers: list[int] = []
@@ -101,6 +136,20 @@ def read_sockperf(source: Source, conditions: Mapping[str, Any]) -> Measurement:
             raise source.error(
                 l1, f"percentile {p1:g} = {v1:g} is above percentile {p0:g} = {v0:g}"
             )
+    if log is not None:
+        statistic, values = log
+        if count is not None and count != len(values):
+            raise source.error(
+                len(source.lines),
+                f"the summary counts {count} observations, the log has {len(values)} rows: "
+                "a truncated or spliced log",
+            )
+        return Measurement(
+            format="sockperf",
+            source=source.where(first),
+            samples_us=np.asarray(values),
+            conditions={**found, "statistic": statistic, **conditions},
+        )
     ordered = tuple(sorted((p, v) for _, p, v in table))
     if ordered and max_us is not None and ordered[-1][1] > max_us:
         raise source.error(table[0][0], f"percentile {ordered[-1][0]:g} is above <MAX> {max_us:g}")

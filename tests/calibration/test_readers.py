@@ -351,6 +351,45 @@ def test_sockperf_bad_inputs(fixture_path, variant):
         read(variant("two.txt", two))
 
 
+def test_sockperf_full_log_is_read_as_samples(fixture_path, variant):
+    m = read(fixture_path("sockperf_full_log.csv"))
+    assert m.samples_us is not None and m.count == 30
+    assert m.samples_us[0] == 48.653 and m.samples_us[-1] == 56.535
+    assert m.conditions["statistic"] == "round_trip"
+    assert m.percentile_us(10) <= m.percentile_us(50) <= m.percentile_us(99)
+    text = fixture_path("sockperf_full_log.csv").read_text()
+    with pytest.raises(MeasurementError, match=r"cut\.csv:\d+: the summary counts 30 .* 29 rows"):
+        read(variant("cut.csv", text.rsplit("\n", 2)[0] + "\n"))
+    with pytest.raises(MeasurementError, match=r"bad\.csv:\d+: expected 4 comma-separated"):
+        read(variant("bad.csv", text.replace("3, 2.404337323,", "3,")))
+    half = text.replace("rtt(usec)", "latency(usec)")
+    assert read(variant("half.csv", half)).conditions["statistic"] == "half_round_trip"
+
+
+def test_run_folders_read_with_their_conditions(fixture_path):
+    corpus = fixture_path("load_small")
+    testbed = read(corpus / "testbed-loopback" / "open-c1-r4000" / "run_0")
+    assert testbed.format == "testbed" and testbed.count and testbed.count > 1000
+    c = testbed.conditions
+    assert (c["loop"], c["connections"], c["rate_msgs_per_s"]) == ("open", 1, 4000.0)
+    assert c["achieved_msgs_per_s"] == pytest.approx(4000, rel=0.1)
+    assert c["statistic"] == "round_trip" and "busy_pct" in c
+    sock = read(corpus / "sockperf-udp-loopback" / "under-load-r4000" / "run_0")
+    assert sock.format == "sockperf" and sock.conditions["tool"] == "sockperf"
+    assert sock.conditions["achieved_msgs_per_s"] == pytest.approx(4000, rel=0.02)
+    assert sock.covers(10) and sock.percentile_us(10) <= sock.percentile_us(99.9)
+
+
+def test_unfinished_run_folder_is_one_error(tmp_path, fixture_path):
+    import shutil
+
+    run = tmp_path / "run_0"
+    shutil.copytree(fixture_path("load_small") / "testbed-loopback" / "closed-c1" / "run_0", run)
+    (run / "rtt.hgrm").unlink()
+    with pytest.raises(MeasurementError, match=r"run_0/rtt\.hgrm: no such file"):
+        read(run)
+
+
 # ---------------------------------------------------------------- trading-latency-benchmark CSV
 
 

@@ -50,11 +50,12 @@ single-threaded processes the cores never bind and the stations alone decide.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from twin.components.stages import sources, stage
-from twin.dists import ZERO, Dist, Empirical, ShiftedLognormal
+from twin.dists import ZERO, Dist, Empirical, Exponential, ShiftedLognormal
 from twin.kinds import Tier
 from twin.path import Hop, Station
 from twin.profile import Profile
@@ -230,19 +231,52 @@ def _path_delay(profile: Profile) -> Empirical:
 
 
 def path_hops(label: str, tier: Tier, profile: Profile) -> list[Hop]:
-    """The kernel path between the two processes, one direction."""
+    """The kernel path between the two processes, one direction (through the relay: twice)."""
     fixed = profile.value("local_veth_us") if tier == Tier.VETH else 0.0
     names = ["local_path_median_us", "local_path_stall_prob"]
     names += ["local_veth_us"] if tier == Tier.VETH else []
+    kernel = Hop(
+        f"{label} {tier}",
+        "kernel",
+        fixed_us=fixed,
+        delay=_path_delay(profile),
+        source=sources(profile, *names),
+    )
+    if tier != Tier.RELAY:
+        return [kernel]
+    return [kernel, *relay_hops(label, profile), _renamed(kernel, f"{label} relay→peer")]
+
+
+def relay_hops(label: str, profile: Profile) -> list[Hop]:
+    """The delaying relay (``twin testbed relay``): its one thread, then its drawn delay.
+
+    The thread is one station for both directions; a message holds it for a read and a write
+    (``2 x local_relay_work_us``, exponential: the relay's measured work per event is skewed, p90
+    about three times p50). The delay is the relay's configured law, ``local_relay_floor_us +
+    Exp(local_relay_mean_us)``: a pure delay, many messages may be held at once.
+    """
+    work = 2.0 * profile.value("local_relay_work_us")
+    mean = profile.value("local_relay_mean_us")
     return [
         Hop(
-            f"{label} {tier}",
-            "kernel",
-            fixed_us=fixed,
-            delay=_path_delay(profile),
-            source=sources(profile, *names),
-        )
+            f"{label} relay thread",
+            "relay",
+            service=Exponential(work) if work > 0 else ZERO,
+            station=Station("relay thread", 1),
+            source=sources(profile, "local_relay_work_us"),
+        ),
+        Hop(
+            f"{label} relay delay",
+            "relay",
+            fixed_us=profile.value("local_relay_floor_us"),
+            delay=Exponential(mean) if mean > 0 else ZERO,
+            source=sources(profile, "local_relay_floor_us", "local_relay_mean_us"),
+        ),
     ]
+
+
+def _renamed(hop: Hop, name: str) -> Hop:
+    return replace(hop, name=name)
 
 
 def gateway_hops(profile: Profile, rate_msgs_per_s: float) -> list[Hop]:

@@ -36,11 +36,11 @@ from typing import Any
 from calibration.testbed.summary import LoadSummary, read_summary
 from twin.atomic import write_json
 from twin.errors import ConfigError, SimulationError
-from twin.kinds import Arrivals, Loop, Tier
+from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier
 from twin.percentiles import PERCENTILES
 from twin.testbed.netns import VethPair
 
-TOPOLOGIES = tuple(t for t in Tier if t.local)
+TOPOLOGIES = TESTBED_TIERS
 # A rate is saturated when the client achieves less than this share of it, loses messages, or
 # its p99 passes SATURATED_P99_US: the queue no longer drains within the run.
 ACHIEVED_SHARE = 0.95

@@ -1,4 +1,4 @@
-"""``twin testbed serve | load | campaign``: the live testbed's command line."""
+"""``twin testbed serve | load | campaign | predict | relay | lab``: the testbed's commands."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from twin.argtypes import positive_float, positive_int, seed
 from twin.atomic import write_json
 from twin.errors import ConfigError
-from twin.kinds import Arrivals, Loop, Tier
+from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier
 from twin.profile import write_profile
 
 # The campaign's burst probe (``twin.testbed.campaign.DEFAULT_PROBE_BURSTS``, not imported
@@ -64,7 +64,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-LOCAL_TIERS = tuple(t for t in Tier if t.local)
+LOCAL_TIERS = TESTBED_TIERS
 
 
 def _load_options(p: argparse.ArgumentParser) -> None:
@@ -151,6 +151,34 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         **_run_options(args),
     )
     print(json.dumps({"saturation_msgs_per_s": result["saturation_msgs_per_s"]}))
+    return 0
+
+
+def cmd_relay(args: argparse.Namespace) -> int:
+    from twin.testbed.relay import RelayDelay, run_relay
+
+    delay = RelayDelay(args.delay_floor_us, args.delay_mean_us)
+    stats = Path(args.stats) if args.stats else None
+    run_relay(args.listen, args.to, args.protocol, delay, stats, seed=args.seed)
+    return 0
+
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from twin.testbed.lab import QUICK, LabPlan, run_lab
+
+    plan = QUICK if args.quick else LabPlan()
+    if args.repeats is not None:
+        plan = replace(plan, repeats=args.repeats)
+    if args.duration is not None:
+        plan = replace(plan, duration_s=args.duration)
+    command = "twin testbed lab " + " ".join(sys.argv[3:])
+    result = run_lab(
+        Path(args.out), plan, command, lambda line: print(line, file=sys.stderr, flush=True)
+    )
+    points = sum(len(s["points"]) for s in result["systems"])
+    print(f"{args.out}: {len(result['systems'])} systems, {points} points")
     return 0
 
 
@@ -261,6 +289,28 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     _load_options(p)
     p.set_defaults(run=cmd_campaign)
+
+    p = tsub.add_parser(
+        "relay", help="a delaying UDP/TCP relay: a userspace stand-in for one fabric hop"
+    )
+    p.add_argument("--listen", type=_endpoint, required=True, metavar="HOST:PORT")
+    p.add_argument("--to", type=_endpoint, required=True, metavar="HOST:PORT")
+    p.add_argument("--protocol", choices=("udp", "tcp"), default="udp")
+    p.add_argument("--delay-floor-us", type=float, default=20.0, metavar="US")
+    p.add_argument("--delay-mean-us", type=float, default=10.0, metavar="US")
+    p.add_argument("--stats", metavar="PATH", help="write the relay's measured cost (JSON)")
+    p.add_argument("--seed", type=seed, default=1)
+    p.set_defaults(run=cmd_relay)
+
+    p = tsub.add_parser(
+        "lab",
+        help="measure the load-response corpus: the testbed and sockperf across load (resumes)",
+    )
+    p.add_argument("--out", default="calibration/data/load", metavar="DIR")
+    p.add_argument("--quick", action="store_true", help="a small plan (tests, a first look)")
+    p.add_argument("--repeats", type=positive_int, metavar="N", help="override the plan's")
+    p.add_argument("--duration", type=positive_float, metavar="S", help="seconds per run")
+    p.set_defaults(run=cmd_lab)
 
     p = tsub.add_parser(
         "predict", help="calibrate on a campaign's lowest rate, predict the rest (and saturation)"

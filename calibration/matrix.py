@@ -1,0 +1,347 @@
+"""The accuracy matrix: per measured system, calibrate on one point, predict every other load.
+
+A corpus folder (``twin testbed lab``, :mod:`twin.testbed.lab`) holds ``manifest.json``: systems,
+each with its scenario, the point it is calibrated on and its points (conditions, the dotted
+scenario fields that reproduce them, run folders). For each system :func:`system_matrix`
+
+1. fits the free groups of :data:`LOCAL_TARGETS` (``[meta] prior`` is the starting profile) to
+   the whole distribution of every run of the calibration point (p10..p99.9, each run a set of
+   targets: :func:`calibration.targets.measurement_targets`), and nothing else;
+2. predicts every point (the calibration point too, as a check of the fit) with the fitted
+   profile and the point's overrides, on the default engine;
+3. compares p50, p90, p99 (median over the point's runs) and throughput (the runs' median
+   achieved rate) with the prediction;
+4. gives the saturation rate: measured, the highest throughput any point achieved; predicted,
+   the rate at which the busiest station's offered utilization reaches 1 (bisection, the
+   shared cores making utilization non-linear in the rate).
+
+The **goal** for a point below :data:`GOAL_LOAD_SHARE` of the measured saturation: p50 within
+:data:`GOAL_P50_PCT` and p99 within :data:`GOAL_P99_PCT`. The summary counts predicted points
+(calibration points left out), the median absolute p50 and p99 errors and the share of points
+under the load limit that meet the goal.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from calibration.calibrate import TwinCalibrator
+from calibration.measurement import Measurement
+from calibration.readers import read
+from calibration.targets import TargetSet, load_targets, measurement_targets
+from twin.errors import MeasurementError, TwinError
+from twin.profile import Profile
+from twin.results import offered_utilization
+from twin.scenario import Scenario, load_scenario
+from twin.simulation import prepare, run_prepared
+
+MANIFEST = "manifest.json"
+LOCAL_TARGETS = Path(__file__).resolve().parent / "targets" / "local.toml"
+COMPARED = ("p50", "p90", "p99")
+GOAL_LOAD_SHARE = 0.8
+GOAL_P50_PCT = 15.0
+GOAL_P99_PCT = 25.0
+# Simulated seconds per predicted point and calibration evaluation (the runs measured 2 s).
+PREDICT_DURATION_S = 2.0
+CALIBRATION_NFEV = 15
+
+
+@dataclass(frozen=True)
+class CorpusPoint:
+    id: str
+    conditions: Mapping[str, Any]
+    overrides: Mapping[str, Any]
+    runs: tuple[Path, ...]
+
+
+@dataclass(frozen=True)
+class CorpusSystem:
+    name: str
+    scenario: Path
+    calibrated_on: str
+    points: tuple[CorpusPoint, ...]
+
+    def point(self, point_id: str) -> CorpusPoint:
+        return next(p for p in self.points if p.id == point_id)
+
+
+def _field(where: str, data: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    value = data.get(key)
+    if not isinstance(value, kind):
+        raise MeasurementError(
+            f"{where}: {key} = {value!r}: expected {getattr(kind, '__name__', kind)}"
+        )
+    return value
+
+
+def load_corpus(root: str | Path) -> list[CorpusSystem]:
+    """Read and check a corpus's manifest: every point has runs, every run is on disk."""
+    root = Path(root)
+    path = root / MANIFEST
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise MeasurementError(f"{path}: no such file (not a lab corpus?)") from None
+    except (OSError, ValueError) as exc:
+        raise MeasurementError(f"{path}: not readable JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise MeasurementError(f"{path}: expected a JSON object")
+    systems = []
+    for i, raw in enumerate(_field(str(path), data, "systems", list)):
+        where = f"{path}: systems[{i}]"
+        if not isinstance(raw, dict):
+            raise MeasurementError(f"{where}: expected an object")
+        name = _field(where, raw, "system", str)
+        points = []
+        for j, p in enumerate(_field(where, raw, "points", list)):
+            pw = f"{path}: {name} points[{j}]"
+            if not isinstance(p, dict):
+                raise MeasurementError(f"{pw}: expected an object")
+            pid = _field(pw, p, "id", str)
+            runs = tuple(root / str(r) for r in _field(pw, p, "runs", list))
+            if not runs:
+                raise MeasurementError(f"{path}: {name} point {pid}: no runs (a missing point)")
+            for run in runs:
+                if not run.exists():
+                    raise MeasurementError(f"{run}: no such run (named by {path}, {name} {pid})")
+            points.append(
+                CorpusPoint(
+                    pid,
+                    dict(_field(pw, p, "conditions", dict)),
+                    dict(_field(pw, p, "overrides", dict)),
+                    runs,
+                )
+            )
+        calibrated_on = _field(where, raw, "calibrated_on", str)
+        if calibrated_on not in {p.id for p in points}:
+            raise MeasurementError(f"{where}: calibrated_on = {calibrated_on!r}: no such point")
+        scenario = (root / _field(where, raw, "scenario", str)).resolve()
+        systems.append(CorpusSystem(name, scenario, calibrated_on, tuple(points)))
+    if not systems:
+        raise MeasurementError(f"{path}: no systems")
+    return systems
+
+
+def measured_point(point: CorpusPoint) -> dict[str, float | None]:
+    """p50, p90, p99 (us) and throughput (msg/s) of a point: medians over its runs."""
+    runs = [read(r) for r in point.runs]
+    out: dict[str, float | None] = {
+        key: statistics.median(m.percentile_us(float(key[1:])) for m in runs) for key in COMPARED
+    }
+    out["throughput"] = _median_known([_achieved(m) for m in runs])
+    return out
+
+
+def _achieved(m: Measurement) -> float | None:
+    value = m.conditions.get("achieved_msgs_per_s")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _median_known(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return float(statistics.median(known)) if known else None
+
+
+def calibration_targets(system: CorpusSystem, manifest: Path) -> TargetSet:
+    """The local free groups with the calibration point's runs as distribution targets."""
+    base = load_targets(LOCAL_TARGETS)
+    point = system.point(system.calibrated_on)
+    targets = []
+    for k, run in enumerate(point.runs):
+        entry = {
+            "id": f"{system.name}:{point.id}:run_{k}",
+            "measurement": str(run.resolve()),
+            "scenario": str(system.scenario),
+            "overrides": dict(point.overrides),
+            "duration_s": PREDICT_DURATION_S,
+        }
+        targets.extend(measurement_targets(manifest, f"{system.name} {point.id}", entry))
+    return base.with_targets(tuple(targets))
+
+
+def _scenario(system: CorpusSystem, point: CorpusPoint) -> Scenario:
+    return load_scenario(system.scenario).with_fields(
+        {**point.overrides, "workload.duration_s": PREDICT_DURATION_S}
+    )
+
+
+def predicted_point(scenario: Scenario, profile: Profile) -> dict[str, float | None]:
+    result = run_prepared(prepare(scenario, profile))
+    if not result.stable:
+        return {key: None for key in (*COMPARED, "throughput")}
+    out: dict[str, float | None] = {key: result.rtt_us[key] for key in COMPARED}
+    out["throughput"] = result.throughput_msgs_per_s
+    return out
+
+
+def max_utilization(scenario: Scenario, profile: Profile, rate: float) -> float:
+    prepared = prepare(scenario.with_fields({"workload.rate_msgs_per_s": rate}), profile)
+    rho = offered_utilization(prepared.path, prepared.load)
+    return float(rho.max()) if rho.size else 0.0
+
+
+def predicted_saturation(scenario: Scenario, profile: Profile) -> float | None:
+    """Open-loop rate (msg/s) at which the busiest station's utilization reaches 1."""
+    open_loop = scenario.with_fields({"workload.loop": "open"})
+    lo, hi = 1.0, 1000.0
+    while max_utilization(open_loop, profile, hi) < 1.0:
+        lo, hi = hi, hi * 2
+        if hi > 1e8:
+            return None
+    while hi - lo > 0.005 * hi:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if max_utilization(open_loop, profile, mid) < 1.0 else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _error_pct(measured: float | None, predicted: float | None) -> float | None:
+    if measured is None or predicted is None or measured <= 0:
+        return None
+    return 100.0 * (predicted - measured) / measured
+
+
+def system_matrix(system: CorpusSystem, manifest: Path) -> dict[str, Any]:
+    """One system's entry of the matrix (see the module docstring)."""
+    fit = TwinCalibrator(max_nfev=CALIBRATION_NFEV).fit(calibration_targets(system, manifest))
+    profile = fit.profile_
+    points: list[dict[str, Any]] = []
+    throughputs: list[float] = []
+    for point in system.points:
+        measured = measured_point(point)
+        if measured["throughput"] is not None:
+            throughputs.append(measured["throughput"])
+        predicted = predicted_point(_scenario(system, point), profile)
+        points.append(
+            {
+                "id": point.id,
+                "conditions": dict(point.conditions),
+                "measured": measured,
+                "predicted": predicted,
+                "error_pct": {k: _error_pct(measured[k], predicted[k]) for k in measured},
+                "calibration": point.id == system.calibrated_on,
+            }
+        )
+    calibration_point = system.point(system.calibrated_on)
+    saturation = {
+        "measured": max(throughputs) if throughputs else None,
+        "predicted": predicted_saturation(_scenario(system, calibration_point), profile),
+    }
+    return {
+        "system": system.name,
+        "calibrated_on": system.calibrated_on,
+        "fit": {"chi2": fit.chi2_, "log_factors": fit.log_factors_},
+        "points": points,
+        "saturation": saturation,
+    }
+
+
+def within_goal(point: Mapping[str, Any], saturation: float | None) -> bool | None:
+    """Whether a point meets the goal; None when it is above the load limit or unpredicted."""
+    throughput = point["measured"]["throughput"]
+    if saturation is None or throughput is None or throughput >= GOAL_LOAD_SHARE * saturation:
+        return None
+    p50, p99 = point["error_pct"]["p50"], point["error_pct"]["p99"]
+    if p50 is None or p99 is None:
+        return False
+    return abs(p50) <= GOAL_P50_PCT and abs(p99) <= GOAL_P99_PCT
+
+
+def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    predicted = [p for s in systems for p in s["points"] if not p["calibration"]]
+    judged = [
+        within_goal(p, s["saturation"]["measured"])
+        for s in systems
+        for p in s["points"]
+        if not p["calibration"]
+    ]
+    judged_known = [j for j in judged if j is not None]
+
+    def median_abs(key: str) -> float | None:
+        errors = [abs(p["error_pct"][key]) for p in predicted if p["error_pct"][key] is not None]
+        return float(statistics.median(errors)) if errors else None
+
+    return {
+        "points": len(predicted),
+        "p50_median_abs_err_pct": median_abs("p50"),
+        "p99_median_abs_err_pct": median_abs("p99"),
+        "share_within_goal": (sum(judged_known) / len(judged_known) if judged_known else None),
+        "goal": (
+            f"below {GOAL_LOAD_SHARE:.0%} of measured saturation: p50 within "
+            f"{GOAL_P50_PCT:g}%, p99 within {GOAL_P99_PCT:g}%"
+        ),
+        "points_under_load_limit": len(judged_known),
+    }
+
+
+def accuracy_matrix(
+    root: str | Path, progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """The whole matrix: ``{"systems": [...], "summary": {...}}``."""
+    root = Path(root)
+    corpus = load_corpus(root)
+    systems = []
+    for system in corpus:
+        try:
+            systems.append(system_matrix(system, root / MANIFEST))
+        except TwinError as exc:
+            raise type(exc)(f"{root / MANIFEST}: {system.name}: {exc}") from None
+        if progress is not None:
+            progress(system.name)
+    return {"systems": systems, "summary": summary(systems)}
+
+
+def format_matrix(matrix: Mapping[str, Any]) -> str:
+    """The matrix as text: one block per system, a line per point, then the summary."""
+    lines = []
+    for s in matrix["systems"]:
+        sat = s["saturation"]
+        lines.append(
+            f"{s['system']} (calibrated on {s['calibrated_on']}; saturation measured "
+            f"{_num(sat['measured'])} msg/s, predicted {_num(sat['predicted'])} msg/s)"
+        )
+        lines.append(
+            f"  {'point':22s}"
+            + "".join(f" {k + ' meas':>10s} {k + ' pred':>10s} {'err':>7s}" for k in COMPARED)
+            + f" {'msg/s meas':>11s} {'msg/s pred':>11s}"
+        )
+        for p in s["points"]:
+            m, pr, e = p["measured"], p["predicted"], p["error_pct"]
+            mark = "*" if p["calibration"] else " "
+            lines.append(
+                f" {mark}{p['id']:22s}"
+                + "".join(
+                    f" {_num(m[k]):>10s} {_num(pr[k]):>10s} {_pct(e[k]):>7s}" for k in COMPARED
+                )
+                + f" {_num(m['throughput']):>11s} {_num(pr['throughput']):>11s}"
+            )
+    sm = matrix["summary"]
+    lines.append(
+        f"summary: {sm['points']} predicted points; median |error| p50 "
+        f"{_pct(sm['p50_median_abs_err_pct'], sign=False)}, p99 "
+        f"{_pct(sm['p99_median_abs_err_pct'], sign=False)}; within goal "
+        f"{_share(sm['share_within_goal'])} of {sm['points_under_load_limit']} points "
+        f"({sm['goal']}); * = calibration point"
+    )
+    return "\n".join(lines)
+
+
+def _num(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:,.0f}" if value >= 1000 else f"{value:.1f}"
+
+
+def _pct(value: float | None, sign: bool = True) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.0f}%" if sign else f"{value:.0f}%"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"

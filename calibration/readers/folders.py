@@ -1,0 +1,89 @@
+"""Run folders: one measurement kept as a folder of files, read as one Measurement.
+
+* a ``twin testbed load --out`` folder (format ``testbed``): its ``rtt.hgrm`` with the
+  conditions of its ``summary.json``;
+* a sockperf run of ``twin testbed lab`` (format ``sockperf``): its ``rtt.hgrm`` (every round
+  trip of sockperf's full log) with the conditions of its ``sockperf.txt`` (sockperf's summary:
+  protocol, version, valid duration and count, from which ``achieved_msgs_per_s``) and of its
+  ``host.json``.
+
+A testbed folder's ``summary.json`` (:class:`calibration.testbed.summary.LoadSummary`) says what the
+run was asked to do and what it achieved; the round trips are read from ``rtt.hgrm`` (every
+order and cancel round trip, microseconds). Conditions recorded: ``tool``, ``statistic``
+(``round_trip``), ``loop``, ``connections``, ``arrivals``, ``rate_msgs_per_s`` (asked),
+``achieved_msgs_per_s``, ``lost``, ``topology`` (when a campaign or the lab set it) and the
+host's ``busy_pct`` / ``steal_pct`` / ``loadavg_1m`` during the run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from calibration.measurement import Measurement
+from calibration.readers._common import load
+from calibration.readers.hdr import read_hgrm
+from calibration.readers.sockperf import read_sockperf
+from calibration.testbed.summary import read_summary
+from twin.errors import MeasurementError
+
+SUMMARY, ROUND_TRIPS, SOCKPERF_SUMMARY, HOST = (
+    "summary.json",
+    "rtt.hgrm",
+    "sockperf.txt",
+    "host.json",
+)
+
+
+def is_run_folder(path: Path) -> bool:
+    return path.is_dir() and any((path / n).is_file() for n in (SUMMARY, SOCKPERF_SUMMARY))
+
+
+def read_run_folder(path: Path, conditions: Mapping[str, Any]) -> Measurement:
+    """A testbed or sockperf run folder (see the module docstring)."""
+    if not (path / ROUND_TRIPS).is_file():
+        raise MeasurementError(f"{path / ROUND_TRIPS}: no such file (an unfinished run?)")
+    if (path / SUMMARY).is_file():
+        return read_testbed_run(path, conditions)
+    return read_sockperf_run(path, conditions)
+
+
+def read_sockperf_run(path: Path, conditions: Mapping[str, Any]) -> Measurement:
+    """A lab sockperf run: ``rtt.hgrm`` with ``sockperf.txt``'s and ``host.json``'s conditions."""
+    summary = read_sockperf(load(path / SOCKPERF_SUMMARY), {})
+    stated = dict(summary.conditions)
+    if summary.count and stated.get("duration_s"):
+        stated["achieved_msgs_per_s"] = summary.count / float(stated["duration_s"])
+    if (path / HOST).is_file():
+        try:
+            host = json.loads((path / HOST).read_text())
+        except (OSError, ValueError) as exc:
+            raise MeasurementError(f"{path / HOST}: not JSON ({exc})") from None
+        if not isinstance(host, dict):
+            raise MeasurementError(f"{path / HOST}: expected an object")
+        stated.update({k: host.get(k) for k in ("busy_pct", "steal_pct", "loadavg_1m")})
+    measurement = read_hgrm(load(path / ROUND_TRIPS), {})
+    return replace(measurement, format="sockperf", conditions={**stated, **conditions})
+
+
+def read_testbed_run(path: Path, conditions: Mapping[str, Any]) -> Measurement:
+    """The run's round trips (``rtt.hgrm``) and conditions (``summary.json``)."""
+    summary = read_summary(path)
+    c = summary.conditions
+    stated: dict[str, Any] = {
+        "tool": summary.tool,
+        "statistic": "round_trip",
+        "loop": str(c.loop),
+        "connections": c.connections,
+        "arrivals": str(c.arrivals),
+        "rate_msgs_per_s": c.rate_msgs_per_s,
+        "achieved_msgs_per_s": summary.achieved_msgs_per_s,
+        "lost": summary.lost,
+        **({"topology": c.topology} if c.topology is not None else {}),
+        **{k: summary.host.get(k) for k in ("busy_pct", "steal_pct", "loadavg_1m")},
+    }
+    measurement = read_hgrm(load(path / ROUND_TRIPS), {})
+    return replace(measurement, format="testbed", conditions={**stated, **conditions})

@@ -1,0 +1,169 @@
+"""The load-response lab's calibration side: distribution targets, the accuracy matrix, and the
+end-to-end path a user takes (calibrate on one measured run, predict another load)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from calibration.targets import load_targets
+from twin.cli import main
+from twin.errors import ProfileError
+from twin.percentiles import DISTRIBUTION_WEIGHTS
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = Path(__file__).parent / "fixtures" / "load_small"
+RUN_1000 = CORPUS / "testbed-loopback" / "open-c1-r1000" / "run_0"
+
+
+def _targets(tmp_path: Path, rate: float = 1000, run: Path = RUN_1000) -> Path:
+    path = tmp_path / "t.toml"
+    free = (REPO / "calibration" / "targets" / "local.toml").read_text().split("[[target]]")[0]
+    path.write_text(
+        free
+        + f"""
+[[target]]
+id = "one_run"
+measurement = "{run}"
+scenario = "{REPO / "scenarios" / "local_loopback.toml"}"
+overrides = {{ "workload.accounts" = 1, "workload.rate_msgs_per_s" = {rate} }}
+duration_s = 1.0
+"""
+    )
+    return path
+
+
+def test_a_measurement_target_is_its_whole_distribution(tmp_path) -> None:
+    targets = load_targets(_targets(tmp_path))
+    stats = [t.statistic for t in targets.targets]
+    assert stats == list(DISTRIBUTION_WEIGHTS)  # p10..p99.9, an open loop: no throughput target
+    p50 = next(t for t in targets.targets if t.statistic == "p50")
+    p999 = next(t for t in targets.targets if t.statistic == "p99_9")
+    assert p999.tolerance == pytest.approx(2 * p50.tolerance)  # half the weight
+    assert p50.value < p999.value and targets.prior == "local"
+
+
+def test_calibrate_on_one_file_then_predict_another_load(tmp_path, capsys) -> None:
+    profile = tmp_path / "p.toml"
+    assert main(["calibrate", str(_targets(tmp_path)), "--profile-out", str(profile)]) == 0
+    capsys.readouterr()
+    fitted = profile.read_text()
+    assert "fitted = true" in fitted and "one_run" in fitted
+    run = [str(REPO / "scenarios" / "local_loopback.toml"), "--profile", str(profile), "--json"]
+    point = ["--set", "workload.accounts=1", "--duration", "1"]
+    assert main(["run", *run, *point, "--set", "workload.rate_msgs_per_s=1000"]) == 0
+    at_1000 = json.loads(capsys.readouterr().out)
+    assert main(["run", *run, *point, "--set", "workload.rate_msgs_per_s=4000"]) == 0
+    at_4000 = json.loads(capsys.readouterr().out)
+    from calibration import read
+
+    measured = read(RUN_1000).percentile_us(50)
+    # The fit reproduces its own point's median...
+    assert at_1000["rtt_us"]["p50"] == pytest.approx(measured, rel=0.25)
+    # ...and the prediction at four times the load is a stable run at that rate.
+    assert at_4000["stable"] and at_4000["throughput_msgs_per_s"] == pytest.approx(4000, rel=0.1)
+
+
+def test_a_target_whose_file_did_not_achieve_its_rate_is_refused(tmp_path, capsys) -> None:
+    out = tmp_path / "p.toml"
+    assert main(["calibrate", str(_targets(tmp_path, rate=8000)), "--profile-out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "t.toml" in err
+    assert "achieved" in err and "asks 8000 msg/s" in err and not out.exists()
+
+
+def test_an_unreadable_measurement_is_one_line(tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text("hello\n")
+    targets = _targets(tmp_path, run=bad)
+    with pytest.raises(ProfileError, match=r"t\.toml: target\[0\] \(one_run\): .*bad\.txt:1"):
+        load_targets(targets)
+    assert main(["calibrate", str(targets), "--profile-out", str(tmp_path / "p.toml")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_matrix_json_contract(tmp_path, capsys) -> None:
+    out = tmp_path / "matrix.json"
+    assert main(["validate", "--matrix", str(CORPUS), "--json", "--json-out", str(out)]) == 0
+    matrix = json.loads(capsys.readouterr().out)
+    assert json.loads(out.read_text()) == matrix
+    assert {s["system"] for s in matrix["systems"]} == {
+        "testbed-loopback",
+        "sockperf-udp-loopback",
+    }
+    for system in matrix["systems"]:
+        assert set(system) >= {"system", "calibrated_on", "points", "saturation"}
+        assert set(system["saturation"]) == {"measured", "predicted"}
+        measured = [p["measured"]["throughput"] for p in system["points"]]
+        assert system["saturation"]["measured"] == max(measured)
+        for point in system["points"]:
+            assert set(point) >= {"conditions", "measured", "predicted", "error_pct"}
+            assert set(point["measured"]) == {"p50", "p90", "p99", "throughput"}
+        own = next(p for p in system["points"] if p["id"] == system["calibrated_on"])
+        assert abs(own["error_pct"]["p50"]) < 25  # the fit reproduces its own point
+    summary = matrix["summary"]
+    assert summary["points"] == 4  # six points, two of them calibration points
+    assert set(summary) >= {
+        "points",
+        "p50_median_abs_err_pct",
+        "p99_median_abs_err_pct",
+        "share_within_goal",
+    }
+
+
+def test_matrix_text_has_a_line_per_point(capsys) -> None:
+    assert main(["validate", "--matrix", str(CORPUS)]) == 0
+    text = capsys.readouterr().out
+    for point in ("open-c1-r1000", "open-c1-r4000", "closed-c1", "ping-pong", "under-load-r4000"):
+        assert point in text
+    assert "summary: 4 predicted points" in text
+
+
+def _broken_corpus(tmp_path: Path, edit) -> Path:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(CORPUS, corpus)
+    manifest = json.loads((corpus / "manifest.json").read_text())
+    edit(corpus, manifest)
+    (corpus / "manifest.json").write_text(json.dumps(manifest))
+    return corpus
+
+
+def _drop_runs(corpus: Path, manifest: dict) -> None:
+    manifest["systems"][0]["points"][1]["runs"] = []
+
+
+def _delete_run(corpus: Path, manifest: dict) -> None:
+    shutil.rmtree(corpus / manifest["systems"][1]["points"][2]["runs"][0])
+
+
+def _corrupt_run(corpus: Path, manifest: dict) -> None:
+    (corpus / manifest["systems"][0]["points"][0]["runs"][0] / "summary.json").write_text("{")
+
+
+def _unknown_calibration(corpus: Path, manifest: dict) -> None:
+    manifest["systems"][0]["calibrated_on"] = "open-c99-r1"
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (_drop_runs, "point open-c1-r4000: no runs"),
+        (_delete_run, "no such run"),
+        (_corrupt_run, "summary.json"),
+        (_unknown_calibration, "calibrated_on = 'open-c99-r1': no such point"),
+    ],
+)
+def test_bad_corpus_is_one_line_and_nothing_written(tmp_path, capsys, edit, message) -> None:
+    corpus = _broken_corpus(tmp_path, edit)
+    out = tmp_path / "matrix.json"
+    assert main(["validate", "--matrix", str(corpus), "--json-out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and not out.exists()
+
+
+def test_matrix_of_a_folder_without_manifest(tmp_path, capsys) -> None:
+    assert main(["validate", "--matrix", str(tmp_path)]) == 2
+    assert "manifest.json: no such file" in capsys.readouterr().err

@@ -1,0 +1,303 @@
+"""The load-response lab: real systems measured across load, into one corpus folder.
+
+``twin testbed lab --out calibration/data/load`` measures, with every repeat interleaved (pass
+``i`` runs every point once, in plan order, before pass ``i + 1`` starts, so a drift of the host
+hits every point alike):
+
+* **the project's testbed** (``twin testbed load``; systems ``testbed-loopback`` and
+  ``testbed-veth``): open loop at each rate of :attr:`LabPlan.open_rates` with each connection
+  count of :attr:`LabPlan.open_connections`, and closed loop with each of
+  :attr:`LabPlan.closed_connections` (paced at :data:`CLOSED_PACING`, above what a connection
+  reaches, so each runs back to back);
+* **sockperf** (:mod:`twin.testbed.sockperf`; systems ``sockperf-<udp|tcp>-<route>``): ping-pong
+  (a closed loop of one) and under-load at each rate of :attr:`LabPlan.sockperf_rates`, over
+  loopback, a veth pair and the delaying relay.
+
+Layout: ``DIR/<system>/<point>/run_<i>/`` (each run folder readable by
+:func:`calibration.read`), host conditions beside every run (``summary.json``'s ``host`` for the
+testbed, ``host.json`` for sockperf), and ``DIR/manifest.json``: per system, its scenario
+(relative to the manifest), the point it is calibrated on (its lowest load), and per point the
+conditions, the dotted scenario fields that reproduce them in the twin (``overrides``) and its
+runs. The manifest is rewritten (atomically) after every run, and a run whose folder is complete
+is not measured again: an interrupted lab resumes where it stopped. """
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from twin.atomic import write_json
+from twin.errors import ConfigError
+from twin.kinds import Arrivals, Loop, Tier
+from twin.testbed.relay import RelayDelay
+from twin.testbed.sockperf import Protocol, Route, SockperfRun, measure_sockperf
+
+MANIFEST = "manifest.json"
+# The closed loop's pacing rate: above what any connection reaches, so each runs back to back.
+CLOSED_PACING = 400_000.0
+# sockperf ping-pong has no rate; the twin paces its one account above what it reaches.
+PING_PONG_PACING = 1_000_000.0
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = {"testbed": REPO / "scenarios" / "local_loopback.toml"}
+SOCKPERF_SCENARIO = REPO / "scenarios" / "local_sockperf.toml"
+
+
+@dataclass(frozen=True)
+class LabPlan:
+    """What the lab measures. The defaults are the shipped corpus's plan."""
+
+    open_rates: tuple[float, ...] = (1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000)
+    open_connections: tuple[int, ...] = (1, 4, 16)
+    closed_connections: tuple[int, ...] = (1, 2, 4, 8, 16)
+    topologies: tuple[Tier, ...] = (Tier.LOOPBACK, Tier.VETH)
+    sockperf_rates: tuple[float, ...] = (1000, 2000, 5000, 10000, 20000, 50000)
+    sockperf_protocols: tuple[Protocol, ...] = (Protocol.UDP, Protocol.TCP)
+    sockperf_routes: tuple[Route, ...] = (Route.LOOPBACK, Route.VETH, Route.RELAY)
+    repeats: int = 3
+    duration_s: float = 2.0
+    warmup_s: float = 0.5
+    relay: RelayDelay = field(default_factory=RelayDelay)
+
+    def __post_init__(self) -> None:
+        if self.repeats < 1 or self.duration_s <= 0 or self.warmup_s < 0:
+            raise ConfigError(
+                f"lab plan: repeats {self.repeats} (>= 1), duration {self.duration_s} s (> 0), "
+                f"warm-up {self.warmup_s} s (>= 0)"
+            )
+
+
+#: A small plan for tests and a first look (a minute): one system of each kind, two loads each.
+QUICK = LabPlan(
+    open_rates=(1000, 4000),
+    open_connections=(1,),
+    closed_connections=(1,),
+    topologies=(Tier.LOOPBACK,),
+    sockperf_rates=(1000, 4000),
+    sockperf_protocols=(Protocol.UDP,),
+    sockperf_routes=(Route.LOOPBACK,),
+    repeats=1,
+    duration_s=0.5,
+    warmup_s=0.2,
+)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One operating point of one system: its conditions and how to measure one run of it."""
+
+    system: str
+    id: str
+    conditions: dict[str, Any]
+    overrides: dict[str, Any]
+    measure: Callable[[Path, int], Path]
+
+    def run_dir(self, root: Path, repeat: int) -> Path:
+        return root / self.system / self.id / f"run_{repeat}"
+
+
+def _testbed_points(plan: LabPlan) -> Iterator[Point]:
+    from twin.testbed.campaign import measure
+
+    for topology in plan.topologies:
+        system = f"testbed-{topology}"
+        base = {"connectivity.tier": str(topology)}
+
+        def run(rate: float, conns: int, loop: Loop, topology: Tier) -> Callable[[Path, int], Path]:
+            def go(out: Path, repeat: int) -> Path:
+                measure(
+                    out,
+                    rate_msgs_per_s=rate,
+                    connections=conns,
+                    duration_s=plan.duration_s,
+                    warmup_s=plan.warmup_s,
+                    topology=topology,
+                    loop=loop,
+                    arrivals=Arrivals.POISSON,
+                    seed=1 + repeat,
+                )
+                return out
+
+            return go
+
+        for conns in plan.open_connections:
+            for rate in plan.open_rates:
+                yield Point(
+                    system,
+                    f"open-c{conns}-r{int(rate)}",
+                    {"loop": "open", "connections": conns, "rate_msgs_per_s": rate},
+                    {
+                        **base,
+                        "workload.loop": "open",
+                        "workload.accounts": conns,
+                        "workload.rate_msgs_per_s": rate,
+                    },
+                    run(rate, conns, Loop.OPEN, topology),
+                )
+        for conns in plan.closed_connections:
+            yield Point(
+                system,
+                f"closed-c{conns}",
+                {"loop": "closed", "connections": conns, "rate_msgs_per_s": CLOSED_PACING},
+                {
+                    **base,
+                    "workload.loop": "closed",
+                    "workload.accounts": conns,
+                    "workload.rate_msgs_per_s": CLOSED_PACING,
+                },
+                run(CLOSED_PACING, conns, Loop.CLOSED, topology),
+            )
+
+
+def _sockperf_points(plan: LabPlan) -> Iterator[Point]:
+    for protocol in plan.sockperf_protocols:
+        for route in plan.sockperf_routes:
+            system = f"sockperf-{protocol}-{route}"
+            base: dict[str, Any] = {"connectivity.tier": str(route), "workload.accounts": 1}
+
+            def run(
+                mps: float | None, protocol: Protocol, route: Route
+            ) -> Callable[[Path, int], Path]:
+                spec = SockperfRun(protocol, route, mps, plan.duration_s, plan.relay)
+
+                def go(out: Path, repeat: int) -> Path:
+                    del repeat  # sockperf's schedule is evenly spaced: no seed
+                    return measure_sockperf(out, spec)
+
+                return go
+
+            yield Point(
+                system,
+                "ping-pong",
+                {"mode": "ping-pong", "protocol": str(protocol), "route": str(route)},
+                {**base, "workload.loop": "closed", "workload.rate_msgs_per_s": PING_PONG_PACING},
+                run(None, protocol, route),
+            )
+            for rate in plan.sockperf_rates:
+                yield Point(
+                    system,
+                    f"under-load-r{int(rate)}",
+                    {
+                        "mode": "under-load",
+                        "protocol": str(protocol),
+                        "route": str(route),
+                        "rate_msgs_per_s": rate,
+                    },
+                    {
+                        **base,
+                        "workload.loop": "open",
+                        "workload.arrivals": "uniform",
+                        "workload.rate_msgs_per_s": rate,
+                    },
+                    run(rate, protocol, route),
+                )
+
+
+def plan_points(plan: LabPlan) -> list[Point]:
+    return [*_testbed_points(plan), *_sockperf_points(plan)]
+
+
+def _calibration_point(points: list[Point]) -> str:
+    """The lowest-load point: the lowest open-loop rate with the fewest connections."""
+    open_loop = [p for p in points if p.overrides.get("workload.loop") == "open"]
+    return min(
+        open_loop,
+        key=lambda p: (p.conditions.get("connections", 1), p.conditions["rate_msgs_per_s"]),
+    ).id
+
+
+def _complete(run_dir: Path) -> Path | None:
+    """The run's folder when the run finished (its last file written), else None."""
+    done = (
+        ("summary.json",)
+        if run_dir.parent.parent.name.startswith("testbed")
+        else (
+            "rtt.hgrm",
+            "sockperf.txt",
+        )
+    )
+    return run_dir if all((run_dir / name).is_file() for name in done) else None
+
+
+def manifest(root: Path, plan: LabPlan, points: list[Point], command: str) -> dict[str, Any]:
+    """The corpus manifest for what is on disk now (runs that finished)."""
+    systems: dict[str, list[Point]] = {}
+    for p in points:
+        systems.setdefault(p.system, []).append(p)
+    out = []
+    for name, pts in systems.items():
+        scenario = SOCKPERF_SCENARIO if name.startswith("sockperf") else SCENARIOS["testbed"]
+        rows = []
+        for p in pts:
+            runs = []
+            for i in range(plan.repeats):
+                found = _complete(p.run_dir(root, i))
+                if found is not None:
+                    runs.append(found.relative_to(root).as_posix())
+            rows.append(
+                {"id": p.id, "conditions": p.conditions, "overrides": p.overrides, "runs": runs}
+            )
+        out.append(
+            {
+                "system": name,
+                "tool": "sockperf" if name.startswith("sockperf") else "twin testbed",
+                "scenario": _relative(scenario, root),
+                "calibrated_on": _calibration_point(pts),
+                "points": rows,
+            }
+        )
+    return {
+        "corpus": "load-response lab",
+        "command": command,
+        "plan": _plan_dict(plan),
+        "host": {
+            "cpus": _cpus(),
+            "kernel": platform.release(),
+            "machine": platform.machine(),
+            "python": platform.python_version(),
+        },
+        "systems": out,
+    }
+
+
+def _cpus() -> int:
+    import os
+
+    return os.cpu_count() or 0
+
+
+def _relative(path: Path, root: Path) -> str:
+    import os
+
+    return Path(os.path.relpath(path, root.resolve())).as_posix()
+
+
+def _plan_dict(plan: LabPlan) -> dict[str, Any]:
+    raw = asdict(plan)
+    return {k: [str(x) for x in v] if k in ("topologies",) else v for k, v in raw.items()}
+
+
+def run_lab(
+    root: Path, plan: LabPlan, command: str, progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Measure every point ``plan.repeats`` times, interleaved, skipping finished runs."""
+    root.mkdir(parents=True, exist_ok=True)
+    points = plan_points(plan)
+    for repeat in range(plan.repeats):
+        for point in points:
+            out = point.run_dir(root, repeat)
+            if _complete(out) is not None:
+                continue
+            started = time.monotonic()
+            point.measure(out, repeat)
+            write_json(root / MANIFEST, manifest(root, plan, points, command))
+            if progress is not None:
+                progress(
+                    f"{point.system} {point.id} run_{repeat}: {time.monotonic() - started:.1f} s"
+                )
+    result = manifest(root, plan, points, command)
+    write_json(root / MANIFEST, result)
+    return result

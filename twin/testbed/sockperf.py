@@ -1,0 +1,217 @@
+"""sockperf (Debian's ``sockperf`` package): a system the project did not write, measured here.
+
+:func:`measure_sockperf` starts ``sockperf server`` and runs one client, over loopback, across a
+veth pair of namespaces (server in one, client in the other) or through the delaying relay
+(:mod:`twin.testbed.relay`, standing in for a fabric hop). Modes:
+
+* ``ping-pong`` (``--mps max``): one message in flight, the next sent when the reply is back: a
+  closed loop of one account;
+* ``under-load --mps R --reply-every 1``: messages sent at R per second whatever the replies
+  (an open loop of one connection), every one answered and timed, so the server's load is R.
+
+Always ``--full-rtt`` (round trips, not halves) and ``--full-log``: the per-message log, which
+:func:`calibration.read` reads as samples. The run's folder keeps sockperf's summary (the log is
+read, then cut to its summary: ``sockperf.txt``), ``rtt.hgrm`` (every round trip of the log as
+an HDR histogram, microseconds: compact where the log runs to megabytes), ``host.json`` (the
+host's load and CPU during the run) and, through the relay, ``relay.json`` (the relay's own
+measured cost).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from twin.atomic import write_json, write_text
+from twin.errors import ConfigError, SimulationError
+from twin.testbed.hoststat import host_counters
+from twin.testbed.netns import VethPair
+from twin.testbed.relay import RelayDelay
+
+SOCKPERF = "sockperf"
+FULL_LOG_HEADER = "packet, txTime(sec)"
+# sockperf's own warm-up (messages it sends and discards before timing) is part of its run.
+START_WAIT_S = 0.3
+
+
+class Route(StrEnum):
+    """Where a sockperf message travels between client and server."""
+
+    LOOPBACK = "loopback"
+    VETH = "veth"
+    RELAY = "relay"
+
+
+class Protocol(StrEnum):
+    UDP = "udp"
+    TCP = "tcp"
+
+
+@dataclass(frozen=True)
+class SockperfRun:
+    """One sockperf measurement's conditions. ``mps`` None is ping-pong at full speed."""
+
+    protocol: Protocol
+    path: Route
+    mps: float | None
+    duration_s: float = 2.0
+    relay: RelayDelay = RelayDelay()
+
+    def client_args(self, host: str, port: int, log: Path) -> list[str]:
+        mode = (
+            ["ping-pong", "--mps=max"]
+            if self.mps is None
+            else [
+                "under-load",
+                f"--mps={int(self.mps)}",
+                "--reply-every=1",
+            ]
+        )
+        proto = ["--tcp"] if self.protocol == Protocol.TCP else []
+        return [
+            SOCKPERF,
+            *mode,
+            "-i",
+            host,
+            "-p",
+            str(port),
+            *proto,
+            "-t",
+            str(max(1, math.ceil(self.duration_s))),  # whole seconds; 0.4 s of it is warm-up
+            "--full-rtt",
+            "--full-log",
+            str(log),
+        ]
+
+
+def sockperf_available() -> str | None:
+    """None when sockperf can run here, else why not."""
+    if shutil.which(SOCKPERF) is None:
+        return "sockperf is not installed (Debian package `sockperf`: make lab-tools)"
+    return None
+
+
+def _free_port(protocol: Protocol) -> int:
+    kind = socket.SOCK_STREAM if protocol == Protocol.TCP else socket.SOCK_DGRAM
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _process(cmd: Sequence[str], wait_line: str | None = None) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        if wait_line is not None:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            if wait_line not in line:
+                raise SimulationError(f"{cmd[0]} did not start (exit {proc.poll()}): {line!r}")
+        else:
+            time.sleep(START_WAIT_S)
+            if proc.poll() is not None:
+                raise SimulationError(f"`{' '.join(cmd)}` exited at once ({proc.returncode})")
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def _host_share(before: object, after: object) -> dict[str, float]:
+    total = after.total - before.total  # type: ignore[attr-defined]
+    idle = after.idle - before.idle  # type: ignore[attr-defined]
+    steal = after.steal - before.steal  # type: ignore[attr-defined]
+    return {
+        "busy_pct": 100.0 * (total - idle) / total if total > 0 else 0.0,
+        "steal_pct": 100.0 * steal / total if total > 0 else 0.0,
+        "loadavg_1m": after.loadavg_1m,  # type: ignore[attr-defined]
+        "cpus": float(os.cpu_count() or 0),
+    }
+
+
+def measure_sockperf(out_dir: Path, run: SockperfRun) -> Path:
+    """One sockperf run into ``out_dir``; returns the ``rtt.hgrm`` written there."""
+    from calibration import read
+    from twin.histogram import empty_counts, record_us
+    from twin.output import hgrm_text
+
+    reason = sockperf_available()
+    if reason is not None:
+        raise ConfigError(reason)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log = out_dir / "sockperf.log.partial"
+    proto = ["--tcp"] if run.protocol == Protocol.TCP else []
+    with contextlib.ExitStack() as stack:
+        if run.path == Route.VETH:
+            pair = stack.enter_context(VethPair())
+            server_prefix, client_prefix = pair.exec_prefix("gateway"), pair.exec_prefix("client")
+            host = pair.gateway_addr
+        else:
+            server_prefix, client_prefix, host = [], [], "127.0.0.1"
+        port = _free_port(run.protocol)
+        server = [SOCKPERF, "server", "-i", host, "-p", str(port), *proto]
+        stack.enter_context(_process([*server_prefix, *server]))
+        if run.path == Route.RELAY:
+            relay_port = _free_port(run.protocol)
+            stats = out_dir / "relay.json"
+            relay_cmd = [
+                sys.executable,
+                "-m",
+                "twin",
+                "testbed",
+                "relay",
+                "--listen",
+                f"127.0.0.1:{relay_port}",
+                "--to",
+                f"127.0.0.1:{port}",
+                "--protocol",
+                run.protocol,
+                "--delay-floor-us",
+                str(run.relay.floor_us),
+                "--delay-mean-us",
+                str(run.relay.mean_us),
+                "--stats",
+                str(stats),
+            ]
+            stack.enter_context(_process(relay_cmd, wait_line="relay listening on"))
+            port = relay_port
+        before = host_counters()
+        client = subprocess.run(
+            [*client_prefix, *run.client_args(host, port, log)],
+            capture_output=True,
+            text=True,
+            timeout=run.duration_s + 60,
+        )
+        after = host_counters()
+    if client.returncode != 0 or not log.exists():
+        raise SimulationError(
+            f"sockperf client failed ({client.returncode}): {client.stderr.strip()[-300:]}"
+        )
+    measurement = read(log)
+    if measurement.samples_us is None:
+        raise SimulationError(f"{log}: sockperf wrote no per-message log")
+    counts = empty_counts()
+    record_us(counts, measurement.samples_us)
+    write_json(out_dir / "host.json", _host_share(before, after))
+    write_text(out_dir / "rtt.hgrm", hgrm_text(counts))
+    summary, _, _ = log.read_text().partition(FULL_LOG_HEADER)
+    write_text(out_dir / "sockperf.txt", summary)
+    log.unlink()
+    return out_dir / "rtt.hgrm"
