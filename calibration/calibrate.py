@@ -294,7 +294,11 @@ class TwinCalibrator:
     prior by default), ``groups`` (names of the free groups to fit; all by default), ``max_nfev``,
     ``diff_step`` (finite-difference step in log-factor space), ``base_seed`` (the common random
     numbers), ``prior_sd`` (sd of the weak prior on each log-factor; None: a quarter of the log
-    width of the group's bounds), ``x0`` (starting log-factors by group name).
+    width of the group's bounds), ``x0`` (starting log-factors by group name), ``starts``
+    (quasi-random points, a scrambled Sobol sequence over the bounds in log-factor space, whose
+    cost is evaluated; a second local fit starts from the best of them and the better of the two
+    fits is kept: for objectives whose simulated percentiles move in steps, where a trust region
+    started far away shrinks to nothing; 0, the default, fits from ``x0`` only).
 
     Fitted: ``groups_``, ``log_factors_``, ``covariance_`` (log-factor space), ``factor_sd_``,
     ``predictions_``, ``latent_placements_`` (the placement class estimated for each pair of
@@ -302,7 +306,16 @@ class TwinCalibrator:
     ``profile_`` (a :class:`~twin.profile.Profile` with fitted values and sd).
     """
 
-    _constraints = ("prior", "groups", "max_nfev", "diff_step", "base_seed", "prior_sd", "x0")
+    _constraints = (
+        "prior",
+        "groups",
+        "max_nfev",
+        "diff_step",
+        "base_seed",
+        "prior_sd",
+        "x0",
+        "starts",
+    )
 
     def __init__(
         self,
@@ -314,6 +327,7 @@ class TwinCalibrator:
         base_seed: int = 1,
         prior_sd: float | None = None,
         x0: Mapping[str, float] | None = None,
+        starts: int = 0,
     ) -> None:
         self.prior = prior
         self.groups = groups
@@ -322,6 +336,7 @@ class TwinCalibrator:
         self.base_seed = base_seed
         self.prior_sd = prior_sd
         self.x0 = x0
+        self.starts = starts
 
     def get_params(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self._constraints}
@@ -337,6 +352,8 @@ class TwinCalibrator:
         return load_profile(profiles_dir() / "prior.toml")
 
     def fit(self, targets: TargetSet) -> TwinCalibrator:
+        if self.starts < 0:
+            raise ConfigError(f"TwinCalibrator: starts = {self.starts}; allowed >= 0")
         if self.max_nfev < 1:
             raise ConfigError(f"TwinCalibrator: max_nfev = {self.max_nfev}; allowed >= 1")
         if not 0 < self.diff_step < 1:
@@ -391,15 +408,26 @@ class TwinCalibrator:
                 cols.append((residuals(xi) - f0) / step)
             return np.stack(cols, axis=1)
 
-        sol = optimize.least_squares(
-            residuals,
-            x0,
-            jac=jacobian,
-            bounds=(lo, hi),
-            method="trf",
-            x_scale="jac",
-            max_nfev=self.max_nfev,
-        )
+        def local_fit(start: np.ndarray) -> Any:
+            return optimize.least_squares(
+                residuals,
+                start,
+                jac=jacobian,
+                bounds=(lo, hi),
+                method="trf",
+                x_scale="jac",
+                max_nfev=self.max_nfev,
+            )
+
+        sol = local_fit(x0)
+        if self.starts > 0:
+            from scipy.stats import qmc
+
+            unit = qmc.Sobol(len(groups), scramble=True, seed=self.base_seed).random(self.starts)
+            best = min(
+                (lo + (hi - lo) * u for u in unit), key=lambda x: float(np.sum(residuals(x) ** 2))
+            )
+            sol = min(sol, local_fit(best), key=lambda found: float(found.cost))
         jac = np.asarray(sol.jac)
         n_t = len(targets.targets)
         fit_res = sol.fun[:n_t]

@@ -231,7 +231,107 @@ def prediction_veth() -> str:
     return _prediction(_load("calibration/validation/local_prediction.json")["veth_table"])
 
 
+LOAD_MATRIX = "calibration/validation/load_matrix.json"
+
+
+def _signed(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.0f}%"
+
+
+def _us(x: float | None) -> str:
+    return "-" if x is None else (f"{x:,.0f}" if x >= 100 else f"{x:.1f}")
+
+
+def load_summary() -> str:
+    """One row per system: its calibration point, saturation, and its points' median errors."""
+    matrix = _load(LOAD_MATRIX)
+    rows = []
+    for s in matrix["systems"]:
+        predicted = [p for p in s["points"] if not p["calibration"]]
+
+        def median_abs(key: str, points: list[dict[str, Any]] = predicted) -> str:
+            errs = sorted(
+                abs(p["error_pct"][key]) for p in points if p["error_pct"][key] is not None
+            )
+            return "-" if not errs else f"{errs[len(errs) // 2]:.0f}%"
+
+        sat = s["saturation"]
+        rows.append(
+            (
+                s["system"],
+                s["calibrated_on"],
+                str(len(predicted)),
+                median_abs("p50"),
+                median_abs("p99"),
+                ("" if sat.get("reached") else ">= ") + _num(sat["measured"]),
+                _num(sat["predicted"]),
+            )
+        )
+    sm = matrix["summary"]
+    share = sm["share_within_goal"]
+    rows.append(
+        (
+            "**all**",
+            "",
+            str(sm["points"]),
+            f"{sm['p50_median_abs_err_pct']:.0f}%",
+            f"{sm['p99_median_abs_err_pct']:.0f}%",
+            "",
+            f"within goal: {'-' if share is None else f'{share:.0%}'} of "
+            f"{sm['points_under_load_limit']}",
+        )
+    )
+    header = (
+        "system",
+        "calibrated on",
+        "predicted points",
+        "median abs err p50",
+        "median abs err p99",
+        "saturation measured msg/s",
+        "predicted msg/s",
+    )
+    return _table(header, "llrrrrr", rows)
+
+
+def load_points() -> str:
+    """Every point: measured vs predicted p50, p99 and throughput (calibration points bold)."""
+    rows = []
+    for s in _load(LOAD_MATRIX)["systems"]:
+        for p in s["points"]:
+            m, pr, e = p["measured"], p["predicted"], p["error_pct"]
+            name = f"**{p['id']}**" if p["calibration"] else p["id"]
+            rows.append(
+                (
+                    s["system"],
+                    name,
+                    _us(m["p50"]),
+                    _us(pr["p50"]),
+                    _signed(e["p50"]),
+                    _us(m["p99"]),
+                    _us(pr["p99"]),
+                    _signed(e["p99"]),
+                    _num(m["throughput"]),
+                    _num(pr["throughput"]),
+                )
+            )
+    header = (
+        "system",
+        "point",
+        "p50 meas",
+        "p50 pred",
+        "err",
+        "p99 meas",
+        "p99 pred",
+        "err",
+        "msg/s meas",
+        "msg/s pred",
+    )
+    return _table(header, "llrrrrrrrr", rows)
+
+
 TABLES: dict[str, Callable[[], str]] = {
+    "load-summary": load_summary,
+    "load-points": load_points,
     "crosscheck": crosscheck,
     "engines": engines,
     "long-run": long_run,

@@ -96,7 +96,7 @@ def test_matrix_json_contract(tmp_path, capsys) -> None:
     }
     for system in matrix["systems"]:
         assert set(system) >= {"system", "calibrated_on", "points", "saturation"}
-        assert set(system["saturation"]) == {"measured", "predicted"}
+        assert set(system["saturation"]) == {"measured", "predicted", "reached"}
         measured = [p["measured"]["throughput"] for p in system["points"]]
         assert system["saturation"]["measured"] == max(measured)
         for point in system["points"]:

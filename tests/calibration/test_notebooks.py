@@ -9,7 +9,13 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "calibration" / "notebooks"
-OURS = ("01_published_figures", "02_engine_service_time", "03_validation", "04_local_testbed")
+OURS = (
+    "01_published_figures",
+    "02_engine_service_time",
+    "03_validation",
+    "04_local_testbed",
+    "05_load_response",
+)
 
 
 @pytest.mark.parametrize("name", OURS)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from twin.errors import ConfigError, SimulationError
 from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier
 from twin.percentiles import PERCENTILES
 from twin.testbed.netns import VethPair
+from twin.testbed.processes import stop
 
 TOPOLOGIES = TESTBED_TIERS
 # A rate is saturated when the client achieves less than this share of it, loses messages, or
@@ -70,15 +70,7 @@ def gateway_process(
             raise SimulationError(f"gateway did not start (exit {proc.poll()}): {line!r}")
         yield proc, int(line.rsplit(":", 1)[1])
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop(proc)
 
 
 def measure(

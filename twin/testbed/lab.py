@@ -34,7 +34,13 @@ from twin.atomic import write_json
 from twin.errors import ConfigError
 from twin.kinds import Arrivals, Loop, Tier
 from twin.testbed.relay import RelayDelay
-from twin.testbed.sockperf import Protocol, Route, SockperfRun, measure_sockperf
+from twin.testbed.sockperf import (
+    Protocol,
+    Route,
+    SockperfRun,
+    ensure_sockperf,
+    measure_sockperf,
+)
 
 MANIFEST = "manifest.json"
 # The closed loop's pacing rate: above what any connection reaches, so each runs back to back.
@@ -284,8 +290,10 @@ def run_lab(
     root: Path, plan: LabPlan, command: str, progress: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
     """Measure every point ``plan.repeats`` times, interleaved, skipping finished runs."""
-    root.mkdir(parents=True, exist_ok=True)
     points = plan_points(plan)
+    if any(p.system.startswith("sockperf") for p in points):
+        ensure_sockperf()
+    root.mkdir(parents=True, exist_ok=True)
     for repeat in range(plan.repeats):
         for point in points:
             out = point.run_dir(root, repeat)

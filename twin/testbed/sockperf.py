@@ -36,6 +36,7 @@ from twin.atomic import write_json, write_text
 from twin.errors import ConfigError, SimulationError
 from twin.testbed.hoststat import host_counters
 from twin.testbed.netns import VethPair
+from twin.testbed.processes import stop
 from twin.testbed.relay import RelayDelay
 
 SOCKPERF = "sockperf"
@@ -101,6 +102,25 @@ def sockperf_available() -> str | None:
     return None
 
 
+def ensure_sockperf() -> None:
+    """Install Debian's ``sockperf`` package with apt when it is missing (sudo unless root)."""
+    if shutil.which(SOCKPERF) is not None:
+        return
+    if shutil.which("apt-get") is None:
+        raise ConfigError("sockperf is not installed and this is not a Debian system (no apt-get)")
+    sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
+    print("twin testbed lab: installing Debian's sockperf package", file=sys.stderr)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", SOCKPERF]):
+        done = subprocess.run([*sudo, *cmd], capture_output=True, text=True, env=env)
+        if done.returncode != 0:
+            raise ConfigError(
+                f"`{' '.join(cmd)}` failed ({done.returncode}): {done.stderr.strip()[-200:]}"
+            )
+    if shutil.which(SOCKPERF) is None:
+        raise ConfigError("apt-get installed sockperf but it is not on PATH")
+
+
 def _free_port(protocol: Protocol) -> int:
     kind = socket.SOCK_STREAM if protocol == Protocol.TCP else socket.SOCK_DGRAM
     with socket.socket(socket.AF_INET, kind) as s:
@@ -123,15 +143,7 @@ def _process(cmd: Sequence[str], wait_line: str | None = None) -> Iterator[subpr
                 raise SimulationError(f"`{' '.join(cmd)}` exited at once ({proc.returncode})")
         yield proc
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop(proc, timeout_s=10.0)
 
 
 def _host_share(before: object, after: object) -> dict[str, float]:

@@ -1,0 +1,96 @@
+"""The load-response lab, live: the delaying relay and a quick lab run with sockperf."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from calibration import read
+from twin.cli import main
+
+
+def _udp_echo() -> tuple[socket.socket, int]:
+    server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    server.bind(("127.0.0.1", 0))
+
+    def echo() -> None:
+        while True:
+            try:
+                data, peer = server.recvfrom(2048)
+            except OSError:
+                return
+            server.sendto(data, peer)
+
+    threading.Thread(target=echo, daemon=True).start()
+    return server, server.getsockname()[1]
+
+
+def test_relay_delays_every_message_and_measures_its_cost(tmp_path: Path) -> None:
+    server, port = _udp_echo()
+    stats = tmp_path / "relay.json"
+    relay = subprocess.Popen(
+        [
+            sys.executable, "-m", "twin", "testbed", "relay",
+            "--listen", "127.0.0.1:0", "--to", f"127.0.0.1:{port}", "--protocol", "udp",
+            "--delay-floor-us", "300", "--delay-mean-us", "0", "--stats", str(stats),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert relay.stdout is not None
+        line = relay.stdout.readline()
+        relay_port = int(line.rsplit(":", 1)[1])
+        client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        client.settimeout(2.0)
+        rtts = []
+        for i in range(40):
+            start = time.perf_counter()
+            client.sendto(f"ping {i}".encode(), ("127.0.0.1", relay_port))
+            assert client.recv(2048) == f"ping {i}".encode()
+            rtts.append((time.perf_counter() - start) * 1e6)
+    finally:
+        relay.terminate()
+        relay.wait(timeout=10)
+        server.close()
+    assert min(rtts) >= 600.0  # 300 us each way, never earlier than the drawn deadline
+    cost = json.loads(stats.read_text())
+    assert cost["delay"] == {"floor_us": 300.0, "mean_us": 0.0}
+    assert cost["lateness"]["count"] == 80 and cost["work"]["count"] >= 160
+    assert 0 < cost["work"]["p50_us"] < 1000
+
+
+def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "load"
+    assert main(["testbed", "lab", "--quick", "--out", str(out)]) == 0
+    assert "2 systems, 6 points" in capsys.readouterr().out
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["plan"]["repeats"] == 1 and manifest["host"]["cpus"] == os.cpu_count()
+    for system in manifest["systems"]:
+        assert system["calibrated_on"] in {p["id"] for p in system["points"]}
+        for point in system["points"]:
+            (run,) = point["runs"]
+            measured = read(out / run)
+            assert measured.count and measured.count > 100
+            assert measured.conditions["busy_pct"] is not None  # host conditions beside it
+    stamp = (out / manifest["systems"][0]["points"][0]["runs"][0] / "rtt.hgrm").stat().st_mtime
+    started = time.monotonic()
+    assert main(["testbed", "lab", "--quick", "--out", str(out)]) == 0  # nothing left to do
+    assert time.monotonic() - started < 5
+    after = out / manifest["systems"][0]["points"][0]["runs"][0] / "rtt.hgrm"
+    assert after.stat().st_mtime == stamp
+
+
+@pytest.mark.parametrize("args", [["--duration", "0"], ["--repeats", "-1"]])
+def test_bad_lab_options_exit_2(tmp_path: Path, args: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["testbed", "lab", "--quick", "--out", str(tmp_path), *args])
+    assert exc.value.code == 2
