@@ -5,8 +5,9 @@ each with its scenario, the point it is calibrated on and its points (conditions
 scenario fields that reproduce them, run folders). For each system :func:`system_matrix`
 
 1. fits the free groups of :data:`LOCAL_TARGETS` (``[meta] prior`` is the starting profile;
-   :data:`CALIBRATION_STARTS` quasi-random starts) to the whole distribution of every run of the calibration point (p10..p99.9, each run a set of
-   targets: :func:`calibration.targets.measurement_targets`), and nothing else;
+   :data:`CALIBRATION_STARTS` quasi-random starts) to the whole distribution of every run of
+   the calibration point (p10..p99.9, each run a set of targets:
+   :func:`calibration.targets.measurement_targets`), and nothing else;
 2. predicts every point (the calibration point too, as a check of the fit) with the fitted
    profile and the point's overrides, on the default engine;
 3. compares p50, p90, p99 (median over the point's runs) and throughput (the runs' median
@@ -215,7 +216,8 @@ def _error_pct(measured: float | None, predicted: float | None) -> float | None:
 
 def system_matrix(system: CorpusSystem, manifest: Path) -> dict[str, Any]:
     """One system's entry of the matrix (see the module docstring)."""
-    fit = TwinCalibrator(max_nfev=CALIBRATION_NFEV, starts=CALIBRATION_STARTS).fit(calibration_targets(system, manifest))
+    calibrator = TwinCalibrator(max_nfev=CALIBRATION_NFEV, starts=CALIBRATION_STARTS)
+    fit = calibrator.fit(calibration_targets(system, manifest))
     profile = fit.profile_
     points: list[dict[str, Any]] = []
     throughputs: list[float] = []
