@@ -4,7 +4,9 @@ A corpus folder (``twin testbed lab``, :mod:`twin.testbed.lab`) holds ``manifest
 each with its scenario, the point it is calibrated on and its points (conditions, the dotted
 scenario fields that reproduce them, run folders). For each system :func:`system_matrix`
 
-1. fits the free groups of :data:`LOCAL_TARGETS` (``[meta] prior`` is the starting profile;
+1. takes what the calibration point's runs measured directly (:func:`measured_prior`: a
+   testbed run's CPU demand and work split) and fits the other free groups of
+   :data:`LOCAL_TARGETS` (the shipped ``local`` profile is the starting point;
    :data:`CALIBRATION_STARTS` quasi-random starts) to the whole distribution of every run of
    the calibration point (p10..p99.9, each run a set of targets:
    :func:`calibration.targets.measurement_targets`), and nothing else;
@@ -31,16 +33,19 @@ import json
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from calibration.calibrate import TwinCalibrator
 from calibration.measurement import Measurement
 from calibration.readers import read
 from calibration.targets import TargetSet, load_targets, measurement_targets
+from calibration.testbed.fit import measured_parameters
+from calibration.testbed.summary import median_summary, read_summary
 from twin.errors import MeasurementError, TwinError
-from twin.profile import Profile
+from twin.profile import Profile, load_profile, resolve_profile_path
 from twin.results import offered_utilization
 from twin.scenario import Scenario, load_scenario
 from twin.simulation import prepare, run_prepared
@@ -156,9 +161,37 @@ def _median_known(values: Sequence[float | None]) -> float | None:
     return float(statistics.median(known)) if known else None
 
 
-def calibration_targets(system: CorpusSystem, manifest: Path) -> TargetSet:
-    """The local free groups with the calibration point's runs as distribution targets."""
+def measured_prior(system: CorpusSystem, prior: Profile) -> tuple[Profile, frozenset[str]]:
+    """The prior with what the calibration point's runs measured directly, and those names.
+
+    Testbed runs state each process's CPU per message (schedstat), its work by batch size and
+    idle gap, the spread of its in-process timings and the host's background:
+    :func:`calibration.testbed.fit.measured_parameters` turns their median summary into the
+    model's work, wake-up CPU, cold start, linger, spread and core parameters (operational
+    laws, the same as ``twin testbed predict``), so the fit moves only what latency alone
+    tells. Runs of other tools state none of it: the prior is returned unchanged.
+    """
+    point = system.point(system.calibrated_on)
+    if not all((run / "summary.json").is_file() for run in point.runs):
+        return prior, frozenset()
+    summary = median_summary([read_summary(run) for run in point.runs])
+    measured = measured_parameters(summary, f"{system.name} {point.id}")
+    params = {**prior.params, **measured}
+    return replace(prior, params=MappingProxyType(params)), frozenset(measured)
+
+
+def calibration_targets(
+    system: CorpusSystem, manifest: Path, measured: frozenset[str] = frozenset()
+) -> TargetSet:
+    """The local free groups (less the ``measured`` parameters) with the calibration point's
+    runs as distribution targets."""
     base = load_targets(LOCAL_TARGETS)
+    free = tuple(
+        replace(g, params=tuple(p for p in g.params if p not in measured))
+        for g in base.free
+        if any(p not in measured for p in g.params)
+    )
+    base = replace(base, free=free)
     point = system.point(system.calibrated_on)
     targets = []
     for k, run in enumerate(point.runs):
@@ -216,8 +249,9 @@ def _error_pct(measured: float | None, predicted: float | None) -> float | None:
 
 def system_matrix(system: CorpusSystem, manifest: Path) -> dict[str, Any]:
     """One system's entry of the matrix (see the module docstring)."""
-    calibrator = TwinCalibrator(max_nfev=CALIBRATION_NFEV, starts=CALIBRATION_STARTS)
-    fit = calibrator.fit(calibration_targets(system, manifest))
+    prior, known = measured_prior(system, load_profile(resolve_profile_path("local")))
+    calibrator = TwinCalibrator(prior=prior, max_nfev=CALIBRATION_NFEV, starts=CALIBRATION_STARTS)
+    fit = calibrator.fit(calibration_targets(system, manifest, known))
     profile = fit.profile_
     points: list[dict[str, Any]] = []
     throughputs: list[float] = []

@@ -15,6 +15,7 @@ import pytest
 
 from calibration import read
 from twin.cli import main
+from twin.testbed.processes import stop
 
 
 def _udp_echo() -> tuple[socket.socket, int]:
@@ -49,17 +50,16 @@ def test_relay_delays_every_message_and_measures_its_cost(tmp_path: Path) -> Non
         assert relay.stdout is not None
         line = relay.stdout.readline()
         relay_port = int(line.rsplit(":", 1)[1])
-        client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        client.settimeout(2.0)
         rtts = []
-        for i in range(40):
-            start = time.perf_counter()
-            client.sendto(f"ping {i}".encode(), ("127.0.0.1", relay_port))
-            assert client.recv(2048) == f"ping {i}".encode()
-            rtts.append((time.perf_counter() - start) * 1e6)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as client:
+            client.settimeout(2.0)
+            for i in range(40):
+                start = time.perf_counter()
+                client.sendto(f"ping {i}".encode(), ("127.0.0.1", relay_port))
+                assert client.recv(2048) == f"ping {i}".encode()
+                rtts.append((time.perf_counter() - start) * 1e6)
     finally:
-        relay.terminate()
-        relay.wait(timeout=10)
+        stop(relay)
         server.close()
     assert min(rtts) >= 600.0  # 300 us each way, never earlier than the drawn deadline
     cost = json.loads(stats.read_text())
