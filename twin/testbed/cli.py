@@ -1,4 +1,4 @@
-"""``twin testbed serve | load | campaign | predict | relay | lab``: the testbed's commands."""
+"""``twin testbed serve | load | campaign | predict | relay | wakeprobe | lab``: the testbed."""
 
 from __future__ import annotations
 
@@ -163,6 +163,15 @@ def cmd_relay(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_wakeprobe(args: argparse.Namespace) -> int:
+    from twin.testbed.wakeprobe import write_probe
+
+    result = write_probe(Path(args.out), samples=args.samples, seed=args.seed)
+    for gap, p in result["percentiles_us"].items():
+        print(f"slept {float(gap):>8,.0f} us: " + "  ".join(f"{k} {v:7.1f}" for k, v in p.items()))
+    return 0
+
+
 def cmd_lab(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
@@ -301,6 +310,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--stats", metavar="PATH", help="write the relay's measured cost (JSON)")
     p.add_argument("--seed", type=seed, default=1)
     p.set_defaults(run=cmd_relay)
+
+    p = tsub.add_parser(
+        "wakeprobe", help="how long a thread that slept for a gap takes to run again, per gap"
+    )
+    p.add_argument("--out", required=True, metavar="FILE", help="the result (JSON)")
+    p.add_argument("--samples", type=positive_int, default=300, metavar="N", help="per gap")
+    p.add_argument("--seed", type=seed, default=1)
+    p.set_defaults(run=cmd_wakeprobe)
 
     p = tsub.add_parser(
         "lab",

@@ -19,7 +19,7 @@ testbed, ``host.json`` for sockperf), and ``DIR/manifest.json``: per system, its
 (relative to the manifest), the point it is calibrated on (its lowest load), and per point the
 conditions, the dotted scenario fields that reproduce them in the twin (``overrides``) and its
 runs. The manifest is rewritten (atomically) after every run, and a run whose folder is complete
-is not measured again: an interrupted lab resumes where it stopped. """
+is not measured again: an interrupted lab resumes where it stopped."""
 
 from __future__ import annotations
 
@@ -56,11 +56,22 @@ SOCKPERF_SCENARIO = REPO / "scenarios" / "local_sockperf.toml"
 class LabPlan:
     """What the lab measures. The defaults are the shipped corpus's plan."""
 
-    open_rates: tuple[float, ...] = (1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000)
+    open_rates: tuple[float, ...] = (
+        1000,
+        2000,
+        4000,
+        8000,
+        16000,
+        32000,
+        64000,
+        128000,
+        192000,
+        256000,
+    )
     open_connections: tuple[int, ...] = (1, 4, 16)
     closed_connections: tuple[int, ...] = (1, 2, 4, 8, 16)
     topologies: tuple[Tier, ...] = (Tier.LOOPBACK, Tier.VETH)
-    sockperf_rates: tuple[float, ...] = (1000, 2000, 5000, 10000, 20000, 50000)
+    sockperf_rates: tuple[float, ...] = (1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000)
     sockperf_protocols: tuple[Protocol, ...] = (Protocol.UDP, Protocol.TCP)
     sockperf_routes: tuple[Route, ...] = (Route.LOOPBACK, Route.VETH, Route.RELAY)
     repeats: int = 3
@@ -105,57 +116,48 @@ class Point:
         return root / self.system / self.id / f"run_{repeat}"
 
 
-def _testbed_points(plan: LabPlan) -> Iterator[Point]:
+def _testbed_point(
+    plan: LabPlan, topology: Tier, point_id: str, loop: Loop, conns: int, rate: float
+) -> Point:
     from twin.testbed.campaign import measure
 
+    def go(out: Path, repeat: int) -> Path:
+        measure(
+            out,
+            rate_msgs_per_s=rate,
+            connections=conns,
+            duration_s=plan.duration_s,
+            warmup_s=plan.warmup_s,
+            topology=topology,
+            loop=loop,
+            arrivals=Arrivals.POISSON,
+            seed=1 + repeat,
+        )
+        return out
+
+    return Point(
+        f"testbed-{topology}",
+        point_id,
+        {"loop": str(loop), "connections": conns, "rate_msgs_per_s": rate},
+        {
+            "connectivity.tier": str(topology),
+            "workload.loop": str(loop),
+            "workload.accounts": conns,
+            "workload.rate_msgs_per_s": rate,
+        },
+        go,
+    )
+
+
+def _testbed_points(plan: LabPlan) -> Iterator[Point]:
     for topology in plan.topologies:
-        system = f"testbed-{topology}"
-        base = {"connectivity.tier": str(topology)}
-
-        def run(rate: float, conns: int, loop: Loop, topology: Tier) -> Callable[[Path, int], Path]:
-            def go(out: Path, repeat: int) -> Path:
-                measure(
-                    out,
-                    rate_msgs_per_s=rate,
-                    connections=conns,
-                    duration_s=plan.duration_s,
-                    warmup_s=plan.warmup_s,
-                    topology=topology,
-                    loop=loop,
-                    arrivals=Arrivals.POISSON,
-                    seed=1 + repeat,
-                )
-                return out
-
-            return go
-
         for conns in plan.open_connections:
             for rate in plan.open_rates:
-                yield Point(
-                    system,
-                    f"open-c{conns}-r{int(rate)}",
-                    {"loop": "open", "connections": conns, "rate_msgs_per_s": rate},
-                    {
-                        **base,
-                        "workload.loop": "open",
-                        "workload.accounts": conns,
-                        "workload.rate_msgs_per_s": rate,
-                    },
-                    run(rate, conns, Loop.OPEN, topology),
-                )
+                point_id = f"open-c{conns}-r{int(rate)}"
+                yield _testbed_point(plan, topology, point_id, Loop.OPEN, conns, rate)
         for conns in plan.closed_connections:
-            yield Point(
-                system,
-                f"closed-c{conns}",
-                {"loop": "closed", "connections": conns, "rate_msgs_per_s": CLOSED_PACING},
-                {
-                    **base,
-                    "workload.loop": "closed",
-                    "workload.accounts": conns,
-                    "workload.rate_msgs_per_s": CLOSED_PACING,
-                },
-                run(CLOSED_PACING, conns, Loop.CLOSED, topology),
-            )
+            point_id = f"closed-c{conns}"
+            yield _testbed_point(plan, topology, point_id, Loop.CLOSED, conns, CLOSED_PACING)
 
 
 def _sockperf_points(plan: LabPlan) -> Iterator[Point]:

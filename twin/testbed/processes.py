@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import signal
 import subprocess
+from typing import Any
 
 
-def stop(proc: subprocess.Popen[str], timeout_s: float = 15.0) -> None:
+def stop(proc: subprocess.Popen[Any], timeout_s: float = 15.0) -> None:
     """SIGTERM a child (it may drain), SIGKILL it after ``timeout_s``; close its stdout pipe."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)

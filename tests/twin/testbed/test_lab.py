@@ -89,6 +89,19 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
     assert after.stat().st_mtime == stamp
 
 
+def test_wakeprobe_measures_each_gap(tmp_path: Path) -> None:
+    from twin.testbed.wakeprobe import write_probe
+
+    out = tmp_path / "probe.json"
+    result = write_probe(out, gaps_us=(10, 1000), samples=40)
+    assert json.loads(out.read_text()) == result
+    for gap in ("10.0", "1000.0"):
+        values = result["latency_us"][gap]
+        assert len(values) == 40 and all(0 < v < 1e6 for v in values)
+        p = result["percentiles_us"][gap]
+        assert p["p10"] <= p["p50"] <= p["p90"] <= p["p99"]
+
+
 @pytest.mark.parametrize("args", [["--duration", "0"], ["--repeats", "-1"]])
 def test_bad_lab_options_exit_2(tmp_path: Path, args: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:
