@@ -53,6 +53,9 @@ class _Model:
         self.cold_us = [float(x) for x in wake["cold_us"]]
         self.cold_tau_us = [float(x) for x in wake["cold_tau_us"]]
         self.linger_us = [float(x) for x in wake["linger_us"]]
+        self.batch_us = [float(x) for x in wake["batch_us"]]
+        # When each batching station took its current batch (a later arrival starts the next).
+        self.batch_taken = [-np.inf] * path.n_stations
         self.sleeps = [
             draw is not None or cold > 0 or linger > 0
             for draw, cold, linger in zip(self.wake, self.cold_us, self.linger_us, strict=True)
@@ -103,10 +106,14 @@ class _Model:
                 idle_us = 0.0
                 if self.sleeps[st] and resource.count == 0 and not resource.queue:
                     idle_us = env.now - self.last_free[st]
+                arrived = env.now
                 req = resource.request()
                 yield req
                 serve = self.service[i]
                 s = serve() if serve is not None else 0.0
+                if self.batch_us[st] > 0 and arrived > self.batch_taken[st]:
+                    s += self.batch_us[st]
+                    self.batch_taken[st] = env.now
                 linger = 0.0
                 if idle_us > 0:
                     s += self.wake_up_us(st, idle_us)

@@ -50,6 +50,7 @@ WAKE_DTYPE = np.dtype(
         ("cold_us", np.float64),
         ("cold_tau_us", np.float64),
         ("linger_us", np.float64),
+        ("batch_us", np.float64),
     ],
     align=True,
 )

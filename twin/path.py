@@ -39,6 +39,13 @@ class Station:
     ``linger_us``: after serving the message that woke it, the server stays busy that long
     before it can serve the next (its work off that message's path: bookkeeping, going back to
     its wait), without delaying the message itself.
+
+    ``batch_us``: the server takes everything waiting as one **batch** (an event loop's
+    ``epoll_wait`` returning every ready event) and pays ``batch_us`` once per batch, on top of
+    each message's own service: the first message of a batch carries it and the others wait
+    behind it in order. A message belongs to the batch the server takes next after it arrives:
+    it starts a new batch if it arrived after the current one was taken. So the per-batch cost
+    is shared as batches grow with the load (work per message ``service + batch_us / n``).
     """
 
     name: str
@@ -47,8 +54,16 @@ class Station:
     cold_us: float = 0.0
     cold_tau_us: float = 0.0
     linger_us: float = 0.0
+    batch_us: float = 0.0
 
     def __post_init__(self) -> None:
+        if not (self.batch_us >= 0 and math.isfinite(self.batch_us)):
+            raise ModelError(f"Station {self.name!r}: batch_us must be >= 0, got {self.batch_us}")
+        if self.batch_us > 0 and self.servers != 1:
+            raise ModelError(
+                f"Station {self.name!r}: only a one-server station takes batches (batch_us), "
+                f"it has {self.servers} servers"
+            )
         if self.servers < 1:
             raise ModelError(f"Station {self.name!r} needs >= 1 server, got {self.servers}")
         if not (self.cold_us >= 0 and math.isfinite(self.cold_us)):
@@ -189,6 +204,7 @@ def compile_path(hops: list[Hop]) -> CompiledPath:
         wake[k]["cold_us"] = st.cold_us
         wake[k]["cold_tau_us"] = st.cold_tau_us
         wake[k]["linger_us"] = st.linger_us
+        wake[k]["batch_us"] = st.batch_us
     max_len = max((len(t) for t in tables), default=1)
     table_array = np.zeros((max(len(tables), 1), max_len))
     lengths = np.zeros(max(len(tables), 1), dtype=np.int64)

@@ -75,12 +75,14 @@ HOP_I_COLS = 8  # a power of two: a row start is a shift
 # Bits of hop_i[:, HI_FLAGS].
 FLAG_IN_ORDER = 1  # the hop's arrivals come in time order: no calendar event needed
 FLAG_SLEEPS = 2  # its station sleeps when idle: an arrival finding it idle pays a wake-up
+FLAG_BATCHES = 4  # its station pays a cost per batch it takes (see twin.path.Station)
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none),
 # station_cold the cold start's size (us), the inverse of its idle time constant (1/us) and
-# how long the woken server lingers busy after the message leaves (us).
+# how long the woken server lingers busy after the message leaves (us), and the cost of each
+# batch the server takes (us; batch_taken_us holds when it took its current one).
 WI_Q, WI_ROW = 0, 1
-WC_COLD, WC_INV_TAU, WC_LINGER = 0, 1, 2
+WC_COLD, WC_INV_TAU, WC_LINGER, WC_BATCH = 0, 1, 2, 3
 
 # Columns of the per-slot arrays.
 SF_ENTER, SF_SEND, SF_NEXT_START = 0, 1, 2  # float64 slot_f
@@ -128,6 +130,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     station_wake_i: np.ndarray,
     station_cold: np.ndarray,
     server_free_us: np.ndarray,
+    batch_taken_us: np.ndarray,
     quantiles: np.ndarray,
     tables: np.ndarray,
     table_lengths: np.ndarray,
@@ -282,6 +285,10 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     s += tables[row, min(int(u * n_row), n_row - 1)]
                 linger = 0.0
                 flags = hop_il[hi + np.uint64(HI_FLAGS)]
+                if flags & FLAG_BATCHES and t > batch_taken_us[st]:
+                    # Arrived after the current batch was taken: it starts the next one.
+                    s += station_cold[st, WC_BATCH]
+                    batch_taken_us[st] = start
                 if flags & FLAG_SLEEPS and t > free_t:
                     # The arrival wakes the sleeping (one-server) station: a drawn wake-up plus
                     # a cold start growing with how long it sat idle.

@@ -82,6 +82,7 @@ def hop_tables(
             wake["cold_us"],
             np.divide(1.0, tau, out=np.zeros(len(tau)), where=tau > 0),
             wake["linger_us"],
+            wake["batch_us"],
         ]
     )
     sleeps = (wake["wake_code"] != Zero.code) | (wake["cold_us"] > 0) | (wake["linger_us"] > 0)
@@ -90,6 +91,8 @@ def hop_tables(
     hop_i[:, k.HI_STATION] = station
     hop_i[:, k.HI_FLAGS] = np.where(in_order_hops(path, load), k.FLAG_IN_ORDER, 0)
     hop_i[queued, k.HI_FLAGS] |= np.where(sleeps[station[queued]], k.FLAG_SLEEPS, 0)
+    batches = wake["batch_us"] > 0
+    hop_i[queued, k.HI_FLAGS] |= np.where(batches[station[queued]], k.FLAG_BATCHES, 0)
     servers = np.asarray(path.station_servers, dtype=np.int64)
     first = np.concatenate([[0], np.cumsum(servers)[:-1]])
     hop_i[queued, k.HI_SERVER] = first[station[queued]]
@@ -148,6 +151,7 @@ class _Run:
         self.slot_f = np.zeros((slots, k.SLOT_F_COLS))
         self.slot_i = np.zeros((slots, k.SLOT_I_COLS), dtype=np.int64)
         self.server_free_us = np.zeros(int(path.station_servers.sum()))
+        self.batch_taken_us = np.full(path.n_stations, -np.inf)
         # One histogram per message of a cycle (the order loop's order and cancel).
         self.counts = np.tile(empty_counts(), (load.messages_per_cycle, 1))
         self.hop_sum_us = np.zeros(path.n_hops)
@@ -182,6 +186,7 @@ class _Run:
                 self.station_wake_i,
                 self.station_cold,
                 self.server_free_us,
+                self.batch_taken_us,
                 self.quantiles,
                 self.tables,
                 self.table_lengths,
