@@ -15,7 +15,7 @@ message leaves no earlier than the one ahead of it.
 **Its own cost**, which the model must include, is measured by the relay itself and written as
 JSON to ``--stats`` on SIGTERM: per event (one read, or one write), the **work** on the relay's
 one thread (a single-server station: two events per message and direction) and the **lateness**
-(send time minus the drawn deadline: the timer's wake-up and the queue behind other messages).
+(send time minus the drawn deadline: the polling loop's delay and the queue behind other messages).
 While it holds a message the relay polls instead of sleeping (a timed sleep on this 2-vCPU VM
 woke 160 us late at p90, more than the delay itself), so it burns a core only while messages are
 in flight.
@@ -23,7 +23,6 @@ in flight.
 
 from __future__ import annotations
 
-import ctypes
 import heapq
 import json
 import random
@@ -40,7 +39,6 @@ import numpy as np
 from twin.atomic import write_json
 from twin.errors import ConfigError
 
-PR_SET_TIMERSLACK = 29
 CHUNK = 65536
 Address = tuple[str, int]
 
@@ -59,17 +57,6 @@ class RelayDelay:
             )
 
 
-def _precise_timers() -> None:
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # not Linux: select wakes later, the measured lateness says by how much
-
-
-class _Stopped(Exception):
-    """Raised by the SIGTERM/SIGINT handler: ends the loop even inside a blocking select."""
-
-
 class _Relay:
     def __init__(self, delay: RelayDelay, seed: int) -> None:
         self.delay = delay
@@ -78,6 +65,7 @@ class _Relay:
         self.queue: list[tuple[float, int, socket.socket, bytes, Address | None]] = []
         self.last_deadline: dict[int, float] = {}
         self.sequence = 0
+        self.running = True
         self.work_ns: list[int] = []
         self.lateness_ns: list[int] = []
 
@@ -110,7 +98,8 @@ class _Relay:
         return None if not self.queue else 0.0
 
     def loop(self) -> None:
-        while True:
+        """Relay until :attr:`running` is cleared (between two events: nothing half done)."""
+        while self.running:
             for key, _ in self.selector.select(self.timeout()):
                 key.data(key.fileobj)
             self.flush_due()
@@ -209,21 +198,24 @@ def run_relay(
     """Relay until SIGTERM or SIGINT; prints ``relay listening on HOST:PORT``; returns the stats."""
     if protocol not in ("udp", "tcp"):
         raise ConfigError(f"relay protocol {protocol!r}: allowed udp, tcp")
-    _precise_timers()
     relay = _Relay(delay, seed)
     sock = (_udp if protocol == "udp" else _tcp)(relay, listen, target)
 
+    # A signal only clears ``running``; its wake-up byte makes a blocking select return.
+    wake_read, wake_write = socket.socketpair()
+    for end in (wake_read, wake_write):
+        end.setblocking(False)
+    signal.set_wakeup_fd(wake_write.fileno())
+    relay.selector.register(wake_read, selectors.EVENT_READ, lambda s: s.recv(64))
+
     def stop(*_: object) -> None:
-        raise _Stopped
+        relay.running = False
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     host, port = sock.getsockname()[:2]
     print(f"relay listening on {host}:{port}", flush=True)
-    try:
-        relay.loop()
-    except _Stopped:
-        pass
+    relay.loop()
     stats = relay.stats()
     if stats_path is not None:
         write_json(stats_path, stats)
