@@ -14,12 +14,12 @@ object ``{"rows": [{"target", "statistic", "measured", "predicted", "error_pct"}
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from calibration.targets import FreeGroup, TargetSet, load_targets
+from twin.jsontext import dumps
 from twin.profile import load_profile
 
 __all__ = ["add_parser", "format_rows", "run_calibrate", "run_validate"]
@@ -132,7 +132,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     path = write_profile(cal.profile_, args.profile_out)
     rows = fit_rows(targets.targets, cal.predictions_, cal.latent_placements_)
     if args.json:
-        print(json.dumps({"profile": str(path), "elapsed_s": cal.elapsed_s_, "rows": rows}))
+        print(dumps({"profile": str(path), "elapsed_s": cal.elapsed_s_, "rows": rows}))
     else:
         print(
             format_rows(
@@ -159,7 +159,7 @@ def run_matrix(args: argparse.Namespace) -> int:
         from pathlib import Path
 
         write_json(Path(args.json_out), matrix)
-    print(json.dumps(matrix) if args.json else format_matrix(matrix))
+    print(dumps(matrix) if args.json else format_matrix(matrix))
     return 0
 
 
@@ -205,7 +205,7 @@ def run_validate(args: argparse.Namespace) -> int:
         title = f"validation of {profile.path}"
     bad = exceeds(rows, args.tolerance, args.tolerance_pp)
     if args.json:
-        print(json.dumps({"rows": rows}))
+        print(dumps({"rows": rows}))
     else:
         print(format_rows(rows, title))
     if bad:

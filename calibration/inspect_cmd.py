@@ -8,13 +8,13 @@ stderr, naming the file and line).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from calibration.readers import read
 from twin import percentiles
 from twin.errors import MeasurementError
+from twin.jsontext import dumps
 from twin.percentiles import PERCENTILES
 
 __all__ = ["add_parser", "run"]
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         )
         payload["source"] = measurement.source
         payload["conditions"] = {k: _jsonable(v) for k, v in measurement.conditions.items()}
-        print(json.dumps(payload, sort_keys=False))
+        print(dumps(payload, sort_keys=False))
         return 0
     rows = [("file", str(args.file)), ("format", measurement.format)]
     for name, _ in _ROWS:

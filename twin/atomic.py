@@ -7,12 +7,13 @@ and an interrupted or failed write never leaves a partial file.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from twin.jsontext import dumps
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
@@ -41,4 +42,4 @@ def write_text(path: Path, text: str) -> None:
 
 
 def write_json(path: Path, payload: Any) -> None:
-    write_text(path, json.dumps(payload, indent=2) + "\n")
+    write_text(path, dumps(payload, indent=2) + "\n")

@@ -7,7 +7,6 @@ With ``--json`` stdout carries exactly one JSON object; progress and notes go to
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -19,11 +18,13 @@ from engine_ext.errors import EngineError
 from twin.argtypes import assignment, positive_float, positive_int, seed
 from twin.console import format_bands, format_intervals, format_result
 from twin.errors import TwinError
+from twin.jsontext import dumps
 from twin.scenario import load_scenario, shipped_scenarios
 from twin.simulation import (
     DEFAULT_ENGINE,
     ENGINES,
     apply_overrides,
+    check_run_cost,
     prepare,
     run_prepared,
     what_if,
@@ -58,6 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     scenario = what_if(load_scenario(args.scenario), args.profile, args.set)
     scenario = apply_overrides(scenario, args.rate, args.duration, args.seed)
+    check_run_cost(scenario, args.replications or 1, force=args.force)
     prepared = prepare(scenario)
     ci95: dict[str, tuple[float, float]] = {}
     replications = None
@@ -107,7 +109,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 k: {"predicted": b.predicted_us, "low": b.low_us, "high": b.high_us}
                 for k, b in bands.items()
             }
-        print(json.dumps(payload))
+        print(dumps(payload))
     else:
         print(format_result(result))
         if replications is not None:
@@ -190,6 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive_int,
         metavar="K",
         help="run K independent seeds on all cores, pool them, report 95%% intervals",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="run even when the estimated cost is above twin.simulation.MAX_RUN_MESSAGES",
     )
     p.add_argument(
         "--target-ci",

@@ -43,7 +43,15 @@ MTU_BYTES = {
 }
 # IPv4 + TCP headers without options.
 TCP_IP_HEADER_BYTES = 40
-AZ_ID_PATTERN = re.compile(r"^[a-z]{2,5}[0-9]-az[0-9]{1,2}$")
+AZ_ID_PATTERN = re.compile(r"[a-z]{2,5}[0-9]-az[0-9]{1,2}")  # whole string (fullmatch)
+# Bounds that keep a run finite and its time arithmetic exact: a day of simulated time (the fast
+# engine's calendar keys hold a day at 400k msg/s with room to spare) and a rate whose message
+# spacing is still a finite number of microseconds.
+MAX_SIMULATED_S = 86_400.0
+MIN_RATE_MSGS_PER_S = 1e-3
+# A service time the distributions can hold: from a nanosecond to ten seconds.
+MIN_SERVICE_US, MAX_SERVICE_US = 1e-3, 1e7
+SERVICE_ALLOWED = f"{MIN_SERVICE_US:g}..{MAX_SERVICE_US:g} us (omit to use the profile)"
 REGION_PATTERN = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
 
 
@@ -259,12 +267,8 @@ class _Table:
             )
 
 
-def _positive(v: float) -> bool:
-    return v > 0
-
-
-def _non_negative(v: float) -> bool:
-    return v >= 0
+def _service_time(v: float) -> bool:
+    return MIN_SERVICE_US <= v <= MAX_SERVICE_US
 
 
 def _parse_group(source: str, name: str, data: Any) -> PlacementGroup:
@@ -285,7 +289,7 @@ def _parse_group(source: str, name: str, data: Any) -> PlacementGroup:
         raise ScenarioError(
             f"{source}: placement_groups.{name}.az_id is required: a cluster group lives in one AZ"
         )
-    if az_id is not None and not AZ_ID_PATTERN.match(az_id):
+    if az_id is not None and not AZ_ID_PATTERN.fullmatch(az_id):
         raise t.error(f"placement_groups.{name}.az_id", az_id, "expected an AZ ID like use1-az4")
     if shared_with and strategy != Strategy.CLUSTER:
         raise t.error(
@@ -300,7 +304,7 @@ def _parse_role(source: str, name: str, data: Any) -> Role:
     t = _Table(source, f"roles.{name}.", data)
     account = t.string("account")
     az_id = t.string("az_id")
-    if not AZ_ID_PATTERN.match(az_id):
+    if not AZ_ID_PATTERN.fullmatch(az_id):
         raise t.error(f"roles.{name}.az_id", az_id, "expected an AZ ID like use1-az4 (not a name)")
     instance_name = t.string("instance")
     if instance_name not in CATALOGUE:
@@ -344,8 +348,8 @@ def _parse_workload(source: str, data: Any) -> Workload:
         ),
         rate_msgs_per_s=t.number(
             "rate_msgs_per_s",
-            check=lambda v: 0 < v <= 1e9,
-            allowed="> 0 and <= 1e9 messages per second",
+            check=lambda v: MIN_RATE_MSGS_PER_S <= v <= 1e9,
+            allowed=f"{MIN_RATE_MSGS_PER_S:g}..1e9 messages per second",
         ),
         payload_bytes=t.number(
             "payload_bytes",
@@ -356,8 +360,18 @@ def _parse_workload(source: str, data: Any) -> Workload:
         ),
         loop=t.choice("loop", Loop, Loop.OPEN),
         arrivals=t.choice("arrivals", Arrivals, Arrivals.POISSON),
-        duration_s=t.number("duration_s", 1.0, check=_positive, allowed="> 0 seconds"),
-        warmup_s=t.number("warmup_s", 0.1, check=_non_negative, allowed=">= 0 seconds"),
+        duration_s=t.number(
+            "duration_s",
+            1.0,
+            check=lambda v: 0 < v <= MAX_SIMULATED_S,
+            allowed=f"> 0 and <= {MAX_SIMULATED_S:g} seconds",
+        ),
+        warmup_s=t.number(
+            "warmup_s",
+            0.1,
+            check=lambda v: 0 <= v <= MAX_SIMULATED_S,
+            allowed=f"0..{MAX_SIMULATED_S:g} seconds",
+        ),
         seed=t.number(
             "seed", 1, check=lambda v: 0 <= v < 2**63, allowed="0..2**63-1", integer=True
         ),
@@ -374,13 +388,10 @@ def _parse_exchange(source: str, data: Any) -> Exchange:
             "gateway_threads", 4, check=lambda v: 1 <= v <= 1024, allowed="1..1024", integer=True
         ),
         gateway_service_us=t.number(
-            "gateway_service_us", None, check=_positive, allowed="> 0 us (omit to use the profile)"
+            "gateway_service_us", None, check=_service_time, allowed=SERVICE_ALLOWED
         ),
         risk_match_service_us=t.number(
-            "risk_match_service_us",
-            None,
-            check=_positive,
-            allowed="> 0 us (omit to use the profile)",
+            "risk_match_service_us", None, check=_service_time, allowed=SERVICE_ALLOWED
         ),
     )
     t.done()

@@ -16,7 +16,7 @@ import numpy as np
 
 from twin import dtypes
 from twin.dists import Dist
-from twin.errors import ScenarioError
+from twin.errors import ConfigError, ScenarioError
 from twin.load import Load
 from twin.path import CompiledPath, compile_path
 from twin.profile import Profile, load_profile, resolve_profile_path
@@ -106,6 +106,29 @@ def apply_overrides(
     if seed is not None:
         changes["workload.seed"] = seed
     return scenario.with_fields(changes) if changes else scenario
+
+
+#: Simulated messages above which ``twin run`` refuses a run unless ``--force``: about fifteen
+#: minutes of the fast engine on one core (it simulates 2-4 million messages per CPU second,
+#: benchmarks/results/engines.json). A typo in a duration should not take a machine for days.
+MAX_RUN_MESSAGES = 2e9
+
+
+def estimated_messages(scenario: Scenario, replications: int = 1) -> float:
+    """Messages a run simulates, warm-up included (an upper bound for a closed loop)."""
+    w = scenario.workload
+    return w.rate_msgs_per_s * (w.duration_s + w.warmup_s) * replications
+
+
+def check_run_cost(scenario: Scenario, replications: int = 1, force: bool = False) -> None:
+    """Refuse a run estimated above :data:`MAX_RUN_MESSAGES` unless ``force``."""
+    messages = estimated_messages(scenario, replications)
+    if messages > MAX_RUN_MESSAGES and not force:
+        raise ConfigError(
+            f"{scenario.source}: about {messages:.3g} messages to simulate "
+            f"(rate x (warm-up + duration) x replications), above the limit of "
+            f"{MAX_RUN_MESSAGES:.0e}; shorten the run or pass --force"
+        )
 
 
 def what_if(

@@ -58,10 +58,23 @@ class Source:
         return [(i, text) for i, text in enumerate(self.lines, start=1) if text.strip()]
 
 
+#: Limits before parsing: a benchmark output larger than this, or with a longer line, is not one
+#: (the largest the project reads, a sockperf full log of 200k messages, is about 7 MB).
+MAX_FILE_BYTES = 256 * 1024 * 1024
+MAX_LINE_CHARS = 65_536
+
+
 def load(path: str | Path) -> Source:
-    """Read a file as text; refuse missing, binary, non-UTF-8 and empty files."""
+    """Read a file as text; refuse missing, special (FIFO, device), over-large, binary,
+    non-UTF-8 and empty files, and lines over :data:`MAX_LINE_CHARS`."""
     p = Path(path)
     try:
+        if p.exists() and not p.is_dir() and not p.is_file():
+            raise MeasurementError(f"{p}: not a regular file (a FIFO, socket or device)")
+        if p.is_file() and p.stat().st_size > MAX_FILE_BYTES:
+            raise MeasurementError(
+                f"{p}: {p.stat().st_size:,} bytes; a benchmark file is at most {MAX_FILE_BYTES:,}"
+            )
         data = p.read_bytes()
     except FileNotFoundError:
         raise MeasurementError(f"{p}: no such file") from None
@@ -78,6 +91,11 @@ def load(path: str | Path) -> Source:
         line = data[: exc.start].count(b"\n") + 1
         raise MeasurementError(f"{p}:{line}: not UTF-8 text ({exc.reason})") from None
     source = Source(str(p), tuple(text.splitlines()))
+    for number_, line_text in enumerate(source.lines, start=1):
+        if len(line_text) > MAX_LINE_CHARS:
+            raise source.error(
+                number_, f"a line of {len(line_text):,} characters; at most {MAX_LINE_CHARS:,}"
+            )
     if not text.strip():
         raise source.error(1, "empty file: no benchmark output to read")
     return source

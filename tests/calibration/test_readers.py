@@ -472,3 +472,21 @@ def test_samples_bad_inputs(variant):
         read(variant("s.csv", "latency_us\n1\n2\n"), value_unit="ms")
     m = read(variant("s.csv", "a_us,b_ms\n1,2\n3,4\n"), column="b_ms")
     assert list(m.samples_us) == [2000.0, 4000.0]
+
+
+# ---------------------------------------------------------------- hostile inputs (issue 21)
+
+
+def test_special_and_oversized_inputs_are_refused_before_reading(tmp_path, variant):
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(MeasurementError, match=r"fifo: not a regular file"):
+        read(fifo)  # a FIFO would block the reader forever
+    with pytest.raises(MeasurementError, match=r"/dev/zero: not a regular file"):
+        read("/dev/zero")  # endless: it would fill memory
+    with pytest.raises(MeasurementError, match=r"long\.txt:1: a line of 200,000 characters"):
+        read(variant("long.txt", "x" * 200_000 + "\n"))
+    with pytest.raises(MeasurementError, match=r"inf\.csv:3: .*expected a finite number"):
+        read(variant("inf.csv", "latency_us\n1\n1e400\n"), value_unit="us")

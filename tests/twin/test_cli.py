@@ -25,6 +25,7 @@ from twin.errors import (
     TwinError,
 )
 from twin.profile import profiles_dir
+from twin.scenario import load_scenario
 
 TIER1 = str(SCENARIOS / "tier1_peering_cpg.toml")
 
@@ -184,3 +185,53 @@ def test_bad_what_if_is_one_line_and_exit_2(capsys, args, message) -> None:
     assert main(["run", str(SCENARIOS / "local_loopback.toml"), *args]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def _with(tmp_path: Path, replace: tuple[str, str]) -> Path:
+    text = (SCENARIOS / "tier1_peering_cpg.toml").read_text()
+    old, new = replace
+    assert old in text
+    path = tmp_path / "hostile.toml"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+# Hostile values found by fuzzing (issue 21): each was a traceback, a hang or a run of hours.
+@pytest.mark.parametrize(
+    ("replace", "message"),
+    [
+        (("warmup_s = ", "warmup_s = 1e308 #"), "workload.warmup_s = 1e+308: allowed: 0..86400"),
+        (("warmup_s = ", "warmup_s = 1e9 #"), "workload.warmup_s = 1000000000.0: allowed"),
+        (("duration_s = ", "duration_s = 1e308 #"), "workload.duration_s = 1e+308: allowed"),
+        (("rate_msgs_per_s = ", "rate_msgs_per_s = 5e-324 #"), "allowed: 0.001..1e9"),
+        (("[exchange]", "[exchange]\ngateway_service_us = 1e308"), "allowed: 0.001..1e+07 us"),
+        (("[exchange]", "[exchange]\ngateway_service_us = 5e-324"), "allowed: 0.001..1e+07 us"),
+        (('az_id = "use1-az4"', 'az_id = "use1-az4\\n"'), "expected an AZ ID like use1-az4"),
+    ],
+)
+def test_hostile_scenario_values_are_one_line_and_exit_2(tmp_path, capsys, replace, message):
+    path = _with(tmp_path, replace)
+    for command in (["check", str(path)], ["run", str(path), "--json"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+
+
+def test_a_run_too_costly_is_refused_unless_forced(tmp_path, capsys) -> None:
+    path = _with(tmp_path, ("duration_s = ", "duration_s = 86400 #"))
+    assert main(["run", str(path), "--rate", "400000"]) == 2
+    err = capsys.readouterr().err
+    assert "messages to simulate" in err and "--force" in err and err.count("\n") == 1
+    from twin.simulation import check_run_cost, estimated_messages
+
+    scenario = load_scenario(path).with_fields({"workload.rate_msgs_per_s": 400000})
+    assert estimated_messages(scenario) > 3e10
+    check_run_cost(scenario, force=True)  # forced: no error
+
+
+def test_json_output_is_strict_json() -> None:
+    from twin.jsontext import dumps, finite
+
+    payload = {"a": float("inf"), "b": [1.0, float("nan")], "c": (2, -float("inf")), "d": "x"}
+    assert finite(payload) == {"a": None, "b": [1.0, None], "c": [2, None], "d": "x"}
+    assert json.loads(dumps(payload)) == {"a": None, "b": [1.0, None], "c": [2, None], "d": "x"}

@@ -8,13 +8,13 @@ prints the one-line message and exits 2 for bad input. Progress goes to stderr.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from twin.argtypes import positive_float, positive_int
 from twin.errors import ScenarioError
+from twin.jsontext import dumps
 
 EXIT_OK, EXIT_FAILURE = 0, 1
 
@@ -107,7 +107,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         out_dir=Path(args.out) if args.out else None,
     )
     if args.json:
-        print(json.dumps(result.to_dict()))
+        print(dumps(result.to_dict()))
     else:
         print(format_capacity(result))
     return EXIT_OK

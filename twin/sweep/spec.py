@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +60,11 @@ TOP_KEYS = (
     "points",
 )
 MAX_REPLICATIONS = 1000
+# Grid points a sweep may have (before replications): a larger grid is a typo more often than a
+# plan, and its points alone would fill memory before any run starts.
+MAX_POINTS = 10_000
+# A sweep's name names its output folder: one path component, no traversal.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # Seeds are driven through the seed field, which the sweep owns.
 RESERVED_FIELDS = ("workload.seed",)
 
@@ -126,8 +133,10 @@ def _short_value(value: Any) -> str:
     return str(value)
 
 
-def _flatten(source: str, where: str, table: Mapping[str, Any], prefix: str = "") -> dict:
+def _flatten(source: str, where: str, table: Any, prefix: str = "") -> dict:
     """Nested TOML tables to dotted names (``workload.rate = 1`` and ``"workload.rate" = 1``)."""
+    if not isinstance(table, dict):
+        raise ScenarioError(f"{source}: {where} = {table!r}: must be a table of field = value")
     out: dict[str, Any] = {}
     for key, value in table.items():
         name = f"{prefix}{key}"
@@ -190,6 +199,12 @@ def _point_changes(source: str, sweep: dict) -> list[dict[str, Any]]:
         raise ScenarioError(f"{source}: give either [grid] or [[points]], not both")
     if "grid" in sweep:
         axes = _axes(source, sweep["grid"])
+        size = math.prod(len(values) for _, values in axes)
+        if size > MAX_POINTS:
+            raise ScenarioError(
+                f"{source}: grid: {size:,} points; allowed at most {MAX_POINTS:,} "
+                "(split the sweep, or sample it with [[points]])"
+            )
         points = []
         for combo in itertools.product(*(values for _, values in axes)):
             changes: dict[str, Any] = {}
@@ -203,6 +218,8 @@ def _point_changes(source: str, sweep: dict) -> list[dict[str, Any]]:
             raise ScenarioError(f"{source}: points: must be [[points]] tables of field = value")
         if not raw:
             raise ScenarioError(f"{source}: points = []: empty list of points")
+        if len(raw) > MAX_POINTS:
+            raise ScenarioError(f"{source}: points: {len(raw):,}; allowed at most {MAX_POINTS:,}")
         return [_flatten(source, f"points[{i}]", p) for i, p in enumerate(raw)]
     raise ScenarioError(f"{source}: needs a [grid] table or [[points]] tables")
 
@@ -258,8 +275,13 @@ def parse_sweep(data: Mapping[str, Any], source: str, sha256: str = "") -> Sweep
     description = sweep.get("description", "")
     if not isinstance(name, str) or not isinstance(description, str):
         raise ScenarioError(f"{source}: name and description must be strings")
+    if not NAME_PATTERN.fullmatch(name):
+        raise ScenarioError(
+            f"{source}: name = {name!r}: it names the output folder: 1-100 letters, digits, "
+            "'.', '_' or '-', starting with a letter or digit"
+        )
     engine = sweep.get("engine", DEFAULT_ENGINE)
-    if engine not in ENGINES:
+    if not isinstance(engine, str) or engine not in ENGINES:
         raise ScenarioError(f"{source}: engine = {engine!r}: allowed: {', '.join(sorted(ENGINES))}")
     replications = _integer(source, sweep, "replications", 1, 1, MAX_REPLICATIONS)
     seed = _integer(source, sweep, "seed", 1, 0, 2**63 - 1)

@@ -10,6 +10,7 @@ from twin.sweep.task import PointTask, run_task
 
 from .conftest import REPO, SCENARIOS
 
+THOUSAND = ", ".join(str(n) for n in range(1, 1001))
 BASE = f'scenario = "{SCENARIOS / "tier1_peering_cpg.toml"}"\nengine = "des"\n'
 
 
@@ -124,6 +125,30 @@ def test_bad_value_deep_in_a_grid_fails_before_any_work(write_sweep, tmp_path, m
     with pytest.raises(ScenarioError, match="workload.accounts = 0"):
         load_sweep(path)
     assert calls == []
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ('set = 5\n[grid]\n"workload.accounts" = [1]\n', "set = 5: must be a table"),
+        ('engine = []\n[grid]\n"workload.accounts" = [1]\n', "engine = []"),
+        ('name = "../../x"\n[grid]\n"workload.accounts" = [1]\n', "it names the output folder"),
+        ('name = ""\n[grid]\n"workload.accounts" = [1]\n', "name = ''"),
+        (
+            f'[grid]\n"workload.accounts" = [{THOUSAND}]\n'
+            f'"workload.payload_bytes" = [{THOUSAND}, 1]\n',
+            "1,001,000 points; allowed at most 10,000",
+        ),
+    ],
+)
+def test_hostile_sweep_files_fail_in_one_line(write_sweep, body, named):
+    """Found by fuzzing (issue 21): tracebacks, an output folder escaping sweep-results/, and a
+    grid that filled memory before any work started."""
+    path = write_sweep(f'scenario = "{SCENARIOS / "tier1_peering_cpg.toml"}"\n' + body)
+    with pytest.raises(ScenarioError) as info:
+        load_sweep(path)
+    message = str(info.value)
+    assert named in message and str(path) in message and "\n" not in message
 
 
 def test_run_task_is_pure_and_records_errors(small_sweep):
