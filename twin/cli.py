@@ -17,7 +17,7 @@ from typing import Any
 from engine_ext.errors import EngineError
 from twin.argtypes import assignment, positive_float, positive_int, seed
 from twin.console import format_bands, format_intervals, format_result
-from twin.errors import TwinError
+from twin.errors import TwinError, one_line
 from twin.jsontext import dumps
 from twin.scenario import load_scenario, shipped_scenarios
 from twin.simulation import (
@@ -122,6 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
+    prepare(scenario)  # the profile it names, the topology and the path must hold up too
     print(
         f"{args.scenario}: ok ({scenario.name}: {scenario.connectivity.tier}, "
         f"{scenario.workload.kind}, {scenario.workload.rate_msgs_per_s:,.0f} msg/s)"
@@ -244,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except (TwinError, EngineError) as exc:
         # Every deliberate error, bad input or a run that cannot be done here: one line, exit 2.
-        print(f"twin {args.command}: {exc}", file=sys.stderr)
+        print(f"twin {args.command}: {one_line(str(exc))}", file=sys.stderr)  # EngineError too
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"twin {args.command}: interrupted", file=sys.stderr)

@@ -13,12 +13,16 @@ built-in exception a caller would naturally catch::
     └── TopologyError (TwinError, RuntimeError)   a testbed topology cannot be set up here
 
 Messages name the file, the field (or line), the value and what is allowed, so that a
-one-line CLI error is enough to fix the input.
+one-line CLI error is enough to fix the input; they are one line by construction.
 """
 
 
 class TwinError(Exception):
-    """Root of every error the twin raises deliberately."""
+    """Root of every error the twin raises deliberately. Its message is always one line: a
+    hostile value quoted in it (a path with a line break) has its control characters escaped."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(one_line(a) if isinstance(a, str) else a for a in args))
 
 
 class ScenarioError(TwinError, ValueError):
@@ -47,3 +51,11 @@ class TopologyError(TwinError, RuntimeError):
 
 class SimulationError(TwinError, RuntimeError):
     """A simulation could not produce a result (for example an engine status failure)."""
+
+
+def one_line(message: str) -> str:
+    """``message`` on one line: line breaks and other control characters escaped (``\\n``), so
+    an error quoting a hostile value still reads as one line."""
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in message
+    )

@@ -9,6 +9,7 @@ nothing fitted is ever hard-coded in the model.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -117,13 +118,25 @@ def profiles_dir() -> Path:
     return Path(str(resources.files("twin"))) / "profiles"
 
 
+SHIPPED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
 def resolve_profile_path(name_or_path: str, relative_to: Path | None = None) -> Path:
-    """A profile given by shipped name (``default``) or by path (relative to a scenario file)."""
+    """A profile given by shipped name (``default``) or by path (relative to a scenario file).
+
+    A shipped name is letters, digits, ``_`` and ``-`` (it never leaves the profiles folder);
+    anything else must be a path to a ``.toml`` file.
+    """
     candidate = Path(name_or_path)
     if candidate.suffix == ".toml":
         if not candidate.is_absolute() and relative_to is not None:
             candidate = relative_to / candidate
         return candidate
+    if not SHIPPED_NAME.fullmatch(name_or_path):
+        raise ProfileError(
+            f"profile {name_or_path!r}: neither a shipped profile name (letters, digits, _ and -: "
+            f"{', '.join(sorted(p.stem for p in profiles_dir().glob('*.toml')))}) nor a .toml path"
+        )
     return profiles_dir() / f"{name_or_path}.toml"
 
 

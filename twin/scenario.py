@@ -49,6 +49,8 @@ AZ_ID_PATTERN = re.compile(r"[a-z]{2,5}[0-9]-az[0-9]{1,2}")  # whole string (ful
 # spacing is still a finite number of microseconds.
 MAX_SIMULATED_S = 86_400.0
 MIN_RATE_MSGS_PER_S = 1e-3
+# A profile is a shipped name or a .toml path: printable, no control characters.
+PROFILE_PATTERN = re.compile(r"[^\x00-\x1f\x7f]{1,4096}")
 # A service time the distributions can hold: from a nanosecond to ten seconds.
 MIN_SERVICE_US, MAX_SERVICE_US = 1e-3, 1e7
 SERVICE_ALLOWED = f"{MIN_SERVICE_US:g}..{MAX_SERVICE_US:g} us (omit to use the profile)"
@@ -490,6 +492,10 @@ def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
     if not REGION_PATTERN.match(region):
         raise t.error("region", region, "expected a region code like us-east-1")
     profile = t.string("profile", "default")
+    if not PROFILE_PATTERN.fullmatch(profile):
+        raise t.error(
+            "profile", profile, "a shipped profile name or a path to a .toml file (printable)"
+        )
     raw_groups = t.table("placement_groups", required=False)
     groups = {n: _parse_group(source, n, g) for n, g in raw_groups.items()}
     raw_roles = t.table("roles")

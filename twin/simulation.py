@@ -16,7 +16,7 @@ import numpy as np
 
 from twin import dtypes
 from twin.dists import Dist
-from twin.errors import ConfigError, ScenarioError
+from twin.errors import ConfigError, ProfileError, ScenarioError
 from twin.load import Load
 from twin.path import CompiledPath, compile_path
 from twin.profile import Profile, load_profile, resolve_profile_path
@@ -87,8 +87,12 @@ class Prepared:
 
 
 def scenario_profile(scenario: Scenario) -> Profile:
-    """The calibration profile a scenario names (shipped name or path next to the scenario)."""
-    return load_profile(resolve_profile_path(scenario.profile, scenario.base_dir))
+    """The calibration profile a scenario names (shipped name or path next to the scenario);
+    an error names the scenario file and its ``profile`` field."""
+    try:
+        return load_profile(resolve_profile_path(scenario.profile, scenario.base_dir))
+    except ProfileError as exc:
+        raise ProfileError(f"{scenario.source}: profile = {scenario.profile!r}: {exc}") from None
 
 
 def apply_overrides(

@@ -46,6 +46,8 @@ def parse_toml(text: str | bytes, source: str, error: type[TwinError]) -> dict[s
         raise error(f"{source}: not valid TOML: {exc}") from None
     except RecursionError:
         raise error(f"{source}: nested too deeply") from None
+    except ValueError:  # an integer of more digits than Python converts (4300)
+        raise error(f"{source}: an integer with more than 4300 digits") from None
     if _depth(data) > MAX_TOML_DEPTH:
         raise error(f"{source}: nested deeper than {MAX_TOML_DEPTH} levels")
     return data
@@ -60,6 +62,8 @@ def read_toml_bytes(path: str | Path, what: str, error: type[TwinError]) -> byte
         raise error(f"{path}: {what} file not found") from None
     except OSError as exc:  # a symlink loop, a name too long, no permission
         raise error(f"{path}: cannot read {what} file: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL byte in the name
+        raise error(f"{path}: not a usable file name (NUL byte)") from None
     if not stat.S_ISREG(info.st_mode):
         kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
         raise error(f"{path}: {kind}, not a {what} file")

@@ -130,6 +130,11 @@ def read(path: str | Path, **conditions: Any) -> Measurement:
             raise source.error(
                 None, f"value_unit={unit!r} is not a time unit; use one of ns, us, ms, s"
             )
-    measurement = _TABLE[name][1](source, conditions)
+    try:
+        measurement = _TABLE[name][1](source, conditions)
+    except MeasurementError as exc:  # a value the Measurement refused: name the file too
+        if str(exc).startswith(source.path):
+            raise
+        raise source.error(None, str(exc)) from None
     # Readers already merge; this makes "the caller wins" hold for every reader.
     return measurement.with_conditions(**conditions) if conditions else measurement

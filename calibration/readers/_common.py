@@ -82,6 +82,8 @@ def load(path: str | Path) -> Source:
         raise MeasurementError(f"{p}: is a directory, not a benchmark file") from None
     except OSError as exc:
         raise MeasurementError(f"{p}: cannot read ({exc.strerror})") from None
+    except ValueError:  # a NUL byte in the name
+        raise MeasurementError(f"{p}: not a usable file name (NUL byte)") from None
     if b"\x00" in data:
         line = data[: data.index(b"\x00")].count(b"\n") + 1
         raise MeasurementError(f"{p}:{line}: binary data (NUL byte), not a benchmark text output")

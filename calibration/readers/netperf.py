@@ -25,6 +25,7 @@ number is which?) and is reported as an unknown format. So is the column layout 
 from __future__ import annotations
 
 import csv
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -80,6 +81,11 @@ def _is_omni_header(text: str) -> bool:
     return sum(t in _CSV_TITLES for t in titles) >= 2 or any(
         t.endswith("latency microseconds") for t in titles
     )
+
+
+# A transaction count no netperf run reaches (a billion per second for a day): beyond it the
+# rate is a typo or an attack, and its product with the run time may not even be finite.
+MAX_TRANSACTIONS = 1e14
 
 
 def looks_like_netperf(lines: list[tuple[int, str]]) -> bool:
@@ -214,7 +220,14 @@ def _build(
         raise source.error(line, "no latency figures (latency selectors or transaction rate)")
     count = None
     if rate is not None and "elapsed_s" in v:
-        count = round(rate * v["elapsed_s"])
+        total = rate * v["elapsed_s"]
+        if not math.isfinite(total) or total > MAX_TRANSACTIONS:
+            raise source.error(
+                line,
+                f"{rate:g} transactions/s for {v['elapsed_s']:g} s: more than "
+                f"{MAX_TRANSACTIONS:.0e} transactions, not a measurement",
+            )
+        count = round(total)
     return Measurement(
         format="netperf",
         source=source.where(line),

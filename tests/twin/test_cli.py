@@ -207,6 +207,8 @@ def _with(tmp_path: Path, replace: tuple[str, str]) -> Path:
         (("[exchange]", "[exchange]\ngateway_service_us = 1e308"), "allowed: 0.001..1e+07 us"),
         (("[exchange]", "[exchange]\ngateway_service_us = 5e-324"), "allowed: 0.001..1e+07 us"),
         (('az_id = "use1-az4"', 'az_id = "use1-az4\\n"'), "expected an AZ ID like use1-az4"),
+        (("seed = 1", "seed = " + "9" * 5000), "an integer with more than 4300 digits"),
+        (('profile = "default"', 'profile = "/nonexistent/p.toml"'), "profile file not found"),
     ],
 )
 def test_hostile_scenario_values_are_one_line_and_exit_2(tmp_path, capsys, replace, message):
