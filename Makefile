@@ -50,8 +50,9 @@ lint: setup
 docs: setup
 	$(PY) tools/gendocs.py
 
+# The explorer listens on 127.0.0.1 only; TWIN_APP_ADDRESS=0.0.0.0 make app serves other machines.
 app: setup
-	$(VENV)/bin/streamlit run app/explorer.py
+	$(VENV)/bin/streamlit run app/explorer.py --server.address $${TWIN_APP_ADDRESS:-127.0.0.1}
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

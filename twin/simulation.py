@@ -92,7 +92,7 @@ def scenario_profile(scenario: Scenario) -> Profile:
     try:
         return load_profile(resolve_profile_path(scenario.profile, scenario.base_dir))
     except ProfileError as exc:
-        raise ProfileError(f"{scenario.source}: profile = {scenario.profile!r}: {exc}") from None
+        raise ProfileError(f"{scenario.source}: profile: {exc}") from None
 
 
 def apply_overrides(

@@ -82,6 +82,8 @@ def load(path: str | Path) -> Source:
         raise MeasurementError(f"{p}: is a directory, not a benchmark file") from None
     except OSError as exc:
         raise MeasurementError(f"{p}: cannot read ({exc.strerror})") from None
+    except MeasurementError:
+        raise
     except ValueError:  # a NUL byte in the name
         raise MeasurementError(f"{p}: not a usable file name (NUL byte)") from None
     if b"\x00" in data:

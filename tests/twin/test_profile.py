@@ -69,7 +69,10 @@ def test_the_cli_reports_a_bad_profile_in_one_line(capsys, tmp_path: Path) -> No
     scenario_path.write_text(scenario.replace('profile = "default"', f'profile = "{bad}"'))
     assert main(["run", str(scenario_path), "--duration", "0.01"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"twin run: {bad}: jvm_handoff_sigma = -0.5: a log-space spread must be >= 0"
+    assert err == (
+        f"twin run: {scenario_path}: profile: {bad}: jvm_handoff_sigma = -0.5: "
+        "a log-space spread must be >= 0"
+    )
 
 
 @pytest.mark.parametrize("name", ["default", "local", "prior"])

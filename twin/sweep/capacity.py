@@ -28,7 +28,7 @@ from twin.scenario import Scenario
 from twin.simulation import DEFAULT_ENGINE, prepare
 from twin.sweep.executors import run_tasks
 from twin.sweep.spec import Point, Sweep, replication_seeds
-from twin.sweep.task import PointTask, TaskOutcome
+from twin.sweep.task import PointTask, TaskOutcome, task_key
 
 RATE_FIELD = "workload.rate_msgs_per_s"
 # Coarse ladder as fractions of the saturation rate: dense near 1, where queueing tails grow.
@@ -315,7 +315,9 @@ def _write_folder(
                 outcome.hist_value_ns,
                 outcome.hist_count,
             )
-            store.write_point(out_dir, sweep, schema, moved)
+            key = task_key(moved.point_id, moved.replication)
+            manifest["checksums"][key] = store.write_point(out_dir, sweep, schema, moved)
+    store.write_manifest(out_dir, manifest)
     finish(out_dir, sweep)
 
 

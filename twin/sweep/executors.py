@@ -18,6 +18,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
@@ -50,13 +52,40 @@ def check_executor(executor: str, workers: int | None, scheduler: str | None) ->
             )
 
 
+def die_with_parent(parent_pid: int) -> None:
+    """Pool initializer: a watchdog thread ends this worker once the sweep's process is gone
+    (its real parent is the forkserver, so the kernel's parent-death signal would not fire),
+    so a sweep killed with SIGKILL leaves no worker running on."""
+
+    def watch() -> None:
+        while True:
+            try:
+                os.kill(parent_pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:
+                pass  # the pid was reused by another user's process: keep watching
+            time.sleep(WATCHDOG_S)
+
+    threading.Thread(target=watch, name="twin-parent-watchdog", daemon=True).start()
+
+
+# How often a pool worker checks that the sweep that started it still runs (seconds).
+WATCHDOG_S = 0.5
+
+
 def run_local(tasks: Sequence[PointTask], workers: int | None) -> Iterator[Outcome]:
     """Run ``tasks`` on a process pool, yielding outcomes as they finish."""
     if not tasks:
         return
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["twin.sweep.task"])
-    pool = ProcessPoolExecutor(max_workers=workers or default_workers(), mp_context=context)
+    pool = ProcessPoolExecutor(
+        max_workers=workers or default_workers(),
+        mp_context=context,
+        initializer=die_with_parent,
+        initargs=(os.getpid(),),
+    )
     try:
         pending: dict[Future[TaskOutcome], PointTask] = {pool.submit(run_task, t): t for t in tasks}
         while pending:

@@ -56,7 +56,7 @@ def sweep_tasks(sweep: Sweep) -> list[PointTask]:
 def _open_folder(sweep: Sweep, out_dir: Path, resume: bool) -> dict[str, Any]:
     manifest = store.read_manifest(out_dir)
     if manifest is None:
-        if resume and out_dir.exists() and any(out_dir.iterdir()):
+        if resume and out_dir.exists() and any(p.name != ".lock" for p in out_dir.iterdir()):
             raise ScenarioError(f"{out_dir}: --resume: no {store.MANIFEST} here (not a sweep)")
         manifest = store.new_manifest(sweep)
         store.write_manifest(out_dir, manifest)
@@ -85,21 +85,24 @@ def finish(out_dir: Path, sweep: Sweep) -> pl.DataFrame:
     return summary
 
 
-def run_sweep(
+# A running sweep saves its manifest (failures, checksums) at most this often (seconds): a
+# point written since the last save is still verified on --resume, by its content.
+MANIFEST_SAVE_S = 1.0
+
+
+def _run_locked(
     sweep: Sweep,
-    out_dir: str | Path,
-    *,
-    resume: bool = False,
-    executor: str = "local",
-    workers: int | None = None,
-    scheduler: str | None = None,
-    progress: bool = True,
+    out_dir: Path,
+    resume: bool,
+    executor: str,
+    workers: int | None,
+    scheduler: str | None,
+    progress: bool,
 ) -> SweepOutcome:
-    """Run (or continue) ``sweep`` into ``out_dir``; failed tasks are recorded, not raised."""
-    out_dir = Path(out_dir)
-    started = time.perf_counter()
     manifest = _open_folder(sweep, out_dir, resume)
-    done = store.finished_keys(out_dir)
+    done = store.verified_keys(out_dir, manifest)
+    store.write_manifest(out_dir, manifest)
+    saved = time.monotonic()
     todo = [t for t in sweep_tasks(sweep) if t.key not in done]
     outcome = SweepOutcome(out_dir, skipped=sweep.n_tasks - len(todo))
     schema = store.row_schema(sweep)
@@ -119,9 +122,12 @@ def run_sweep(
         for task, result in run_tasks(todo, executor, workers, scheduler):
             key = task_key(task.point_id, task.replication)
             if isinstance(result, TaskOutcome) and result.error is None:
-                store.write_point(out_dir, sweep, schema, result)
+                manifest["checksums"][key] = store.write_point(out_dir, sweep, schema, result)
                 failures.pop(key, None)
                 outcome.ran += 1
+                if time.monotonic() - saved > MANIFEST_SAVE_S:
+                    store.write_manifest(out_dir, manifest)
+                    saved = time.monotonic()
             else:
                 error = result.error if isinstance(result, TaskOutcome) else repr(result)
                 failures[key] = str(error)
@@ -137,5 +143,23 @@ def run_sweep(
     outcome.failures = failures
     if store.finished_keys(out_dir):
         outcome.summary = finish(out_dir, sweep)
+    return outcome
+
+
+def run_sweep(
+    sweep: Sweep,
+    out_dir: str | Path,
+    *,
+    resume: bool = False,
+    executor: str = "local",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+) -> SweepOutcome:
+    """Run (or continue) ``sweep`` into ``out_dir``; failed tasks are recorded, not raised."""
+    out_dir = Path(out_dir)
+    started = time.perf_counter()
+    with store.folder_lock(out_dir):
+        outcome = _run_locked(sweep, out_dir, resume, executor, workers, scheduler, progress)
     outcome.wall_s = time.perf_counter() - started
     return outcome

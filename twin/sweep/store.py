@@ -9,15 +9,23 @@ Layout::
     DIR/summary.parquet            per point: mean and 95% CI of each statistic
 
 Every file is written atomically (temporary file, then rename), so a file in ``points/`` is
-complete whenever it exists: a finished task is exactly a file present, which is what makes
-``--resume`` recompute nothing that finished and never write a row twice. The collecting process
-is the only writer.
+complete whenever it exists. The manifest's ``checksums`` maps each task key to its file's
+SHA-256 (saved with every manifest write); ``--resume`` keeps a point file only when it matches
+its checksum or, written after the last manifest save, when it reads as the row of its own
+point and replication: a missing, corrupt, emptied or swapped file is recomputed
+(:func:`verified_keys`). ``DIR/.lock`` (an exclusive ``flock``, released when its holder exits
+however it exits) makes a second run into the same folder refuse (:func:`folder_lock`). The
+collecting process is the only writer.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
+import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -86,6 +94,7 @@ def new_manifest(sweep: Sweep) -> dict[str, Any]:
             for p in sweep.points
         ],
         "failures": {},
+        "checksums": {},
     }
 
 
@@ -168,18 +177,79 @@ def point_file(out_dir: Path, point_id: int, replication: int) -> Path:
     return out_dir / POINTS_DIR / f"{task_key(point_id, replication)}.parquet"
 
 
-def write_point(out_dir: Path, sweep: Sweep, schema: pa.Schema, outcome: TaskOutcome) -> Path:
-    """Write a finished task's row file atomically."""
+def write_point(out_dir: Path, sweep: Sweep, schema: pa.Schema, outcome: TaskOutcome) -> str:
+    """Write a finished task's row file atomically; returns its checksum."""
     path = point_file(out_dir, outcome.point_id, outcome.replication)
     table = row_table(sweep, schema, outcome)
     atomic_write(path, lambda tmp: pq.write_table(table, tmp))
-    return path
+    return checksum(path)
 
 
 def finished_keys(out_dir: Path) -> set[str]:
-    """Keys of tasks whose row file exists (complete by construction)."""
+    """Keys of tasks whose row file exists (complete by construction: atomic writes)."""
     folder = out_dir / POINTS_DIR
     return {p.stem for p in folder.glob("p*_r*.parquet")} if folder.exists() else set()
+
+
+def checksum(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _row_is_its_own(path: Path) -> bool:
+    """True when the file reads as one row of the point and replication its name gives."""
+    try:
+        table = pq.read_table(path, columns=["point", "replication"])
+    except (OSError, pa.ArrowException):
+        return False
+    rows = table.to_pylist()
+    return len(rows) == 1 and task_key(rows[0]["point"], rows[0]["replication"]) == path.stem
+
+
+def verified_keys(out_dir: Path, manifest: dict[str, Any]) -> set[str]:
+    """Keys of the point files that hold up; the others are deleted, to be recomputed.
+
+    A file with a checksum in the manifest must match it; a file without one (written after
+    the last manifest save) must read as its own point's row, and then gets its checksum.
+    """
+    sums: dict[str, str] = manifest.setdefault("checksums", {})
+    good = set()
+    for path in sorted((out_dir / POINTS_DIR).glob("p*_r*.parquet")):
+        key = path.stem
+        digest = checksum(path)
+        expected = sums.get(key)
+        if (expected == digest) if expected is not None else _row_is_its_own(path):
+            sums[key] = digest
+            good.add(key)
+        else:
+            path.unlink()
+            sums.pop(key, None)
+    for key in set(sums) - good:
+        del sums[key]  # its file is gone
+    return good
+
+
+@contextlib.contextmanager
+def folder_lock(out_dir: Path) -> Iterator[None]:
+    """Hold ``DIR/.lock`` for the run; a second run into the same folder refuses at once."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with open(out_dir / ".lock", "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise ScenarioError(
+                f"{out_dir}: a sweep is already running into this folder (pid {holder}); "
+                "wait for it or choose another --out"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def remove_partial_files(out_dir: Path) -> int:

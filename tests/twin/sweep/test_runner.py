@@ -154,3 +154,98 @@ def test_cli_bad_input_is_one_line_and_exit_2(write_sweep, tmp_path, capsys):
     assert main(["sweep", str(path), "--scheduler", "http://x"]) == 2
     assert "--scheduler" in capsys.readouterr().err
     assert main(["report", str(tmp_path), "-o", str(tmp_path / "r.html")]) == 2
+
+
+def test_resume_recomputes_missing_corrupt_emptied_and_swapped_points(reference, tmp_path):
+    """Issue 21: --resume verifies each point file (checksum, or its own row) before trusting
+    it; what does not hold up is recomputed, and the results equal an uninterrupted run."""
+    import shutil
+
+    path, ref_out, expected = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref_out, out)
+    points = out / "points"
+    (points / "p00000_r000.parquet").unlink()  # missing
+    (points / "p00001_r001.parquet").write_bytes(b"PAR1 not a parquet file")  # corrupt
+    (points / "p00002_r000.parquet").write_bytes(b"")  # emptied
+    shutil.copy(points / "p00003_r000.parquet", points / "p00004_r000.parquet")  # swapped
+    untouched = {
+        p.stem: p.stat().st_mtime_ns
+        for p in points.iterdir()
+        if p.stem not in {"p00001_r001", "p00002_r000", "p00004_r000"}
+    }
+    outcome = run_sweep(load_sweep(path), out, resume=True, workers=1, progress=False)
+    assert outcome.ran == 4 and outcome.skipped == 8
+    for key, mtime in untouched.items():
+        assert (points / f"{key}.parquet").stat().st_mtime_ns == mtime
+    assert store.load_rows(out).equals(expected)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert sorted(manifest["checksums"]) == sorted(p.stem for p in points.iterdir())
+    for key, digest in manifest["checksums"].items():
+        assert store.checksum(points / f"{key}.parquet") == digest
+
+
+def test_a_second_run_into_a_locked_folder_refuses(reference, tmp_path):
+    path, _, _ = reference
+    out = tmp_path / "out"
+    with store.folder_lock(out), pytest.raises(ValueError, match="already running"):
+        run_sweep(load_sweep(path), out, workers=1, progress=False)
+    outcome = run_sweep(load_sweep(path), out, workers=1, progress=False)  # lock released
+    assert outcome.ran == 12
+
+
+def _descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        for task in (f"/proc/{current}/task",):
+            if not os.path.isdir(task):
+                continue
+            for tid in os.listdir(task):
+                try:
+                    with open(f"{task}/{tid}/children") as fh:
+                        kids = {int(x) for x in fh.read().split()}
+                except OSError:
+                    continue
+                todo.extend(kids - found)
+                found |= kids
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_workers_die_with_a_killed_sweep(reference, tmp_path):
+    path, _, _ = reference
+    out = tmp_path / "killed"
+    proc = subprocess.Popen(
+        [*TWIN, "sweep", str(path), "--out", str(out), "--workers", "2", "--no-progress"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while len(workers) < 3:  # the forkserver and its two workers
+            assert proc.poll() is None and time.monotonic() < deadline
+            workers = _descendants(proc.pid)
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)  # the sweep alone, not its process group
+        proc.wait()
+        deadline = time.monotonic() + 20
+        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in workers), "workers outlived their sweep"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
