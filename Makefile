@@ -23,12 +23,12 @@ browser:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	fi
 
-# Debian's sockperf (a system the project did not write, measured by `twin testbed lab`) and
-# iproute2 (network namespaces for the veth topology).
+# Debian packages the tests and the lab need: sockperf (a system the project did not write,
+# measured by `twin testbed lab`), iproute2 (namespaces for veth), openssl (TLS test certificates).
 lab-tools:
-	@if ! command -v sockperf >/dev/null || ! command -v ip >/dev/null; then \
+	@if ! command -v sockperf >/dev/null || ! command -v ip >/dev/null || ! command -v openssl >/dev/null; then \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq sockperf iproute2 >/dev/null; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq sockperf iproute2 openssl >/dev/null; \
 	fi
 
 demo: setup

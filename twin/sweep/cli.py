@@ -8,6 +8,7 @@ prints the one-line message and exits 2 for bad input. Progress goes to stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,42 @@ def _executor_args(p: argparse.ArgumentParser) -> None:
         metavar="tcp://HOST:PORT",
         help="connect to a running Dask scheduler instead of starting a LocalCluster",
     )
+    p.add_argument(
+        "--tls-ca-file", metavar="PEM", help="CA of a tls:// scheduler (mutual TLS; see docs)"
+    )
+    p.add_argument("--tls-cert", metavar="PEM", help="this client's certificate (tls://)")
+    p.add_argument("--tls-key", metavar="PEM", help="this client's private key (tls://)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def _tls(args: argparse.Namespace) -> contextlib.AbstractContextManager[Any]:
+    """Dask's TLS settings from ``--tls-ca-file/--tls-cert/--tls-key`` (all three or none)."""
+    files = {
+        "--tls-ca-file": args.tls_ca_file,
+        "--tls-cert": args.tls_cert,
+        "--tls-key": args.tls_key,
+    }
+    given = {k: v for k, v in files.items() if v is not None}
+    if not given:
+        return contextlib.nullcontext()
+    if len(given) != len(files) or not (args.scheduler or "").startswith("tls://"):
+        raise ScenarioError(
+            f"{', '.join(given)}: TLS needs --tls-ca-file, --tls-cert and --tls-key together, "
+            "with a tls:// --scheduler"
+        )
+    for option, value in given.items():
+        if not Path(value).is_file():
+            raise ScenarioError(f"{option} {value}: no such file")
+    import dask
+
+    return dask.config.set(
+        {
+            "distributed.comm.tls.ca-file": str(Path(args.tls_ca_file).resolve()),
+            "distributed.comm.tls.client.cert": str(Path(args.tls_cert).resolve()),
+            "distributed.comm.tls.client.key": str(Path(args.tls_key).resolve()),
+            "distributed.comm.require-encryption": True,
+        }
+    )
 
 
 def _executor(args: argparse.Namespace) -> str:
@@ -54,15 +90,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     check_executor(executor, args.workers, args.scheduler)
     sweep = load_sweep(args.sweep)
     out_dir = Path(args.out) if args.out else Path("sweep-results") / sweep.name
-    outcome = run_sweep(
-        sweep,
-        out_dir,
-        resume=args.resume,
-        executor=executor,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        progress=not args.no_progress,
-    )
+    with _tls(args):
+        outcome = run_sweep(
+            sweep,
+            out_dir,
+            resume=args.resume,
+            executor=executor,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            progress=not args.no_progress,
+        )
     if outcome.summary is not None:
         labels = {p.point_id: p.label for p in sweep.points}
         print(format_summary(outcome.summary, labels))
@@ -79,7 +116,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_capacity(args: argparse.Namespace) -> int:
     from twin.scenario import load_scenario
     from twin.simulation import DEFAULT_ENGINE
-    from twin.sweep.capacity import find_capacity, format_capacity
+    from twin.sweep.capacity import format_capacity
     from twin.sweep.executors import check_executor
 
     executor = _executor(args)
@@ -92,7 +129,19 @@ def cmd_capacity(args: argparse.Namespace) -> int:
 
     if engine not in ENGINES:
         raise ScenarioError(f"--engine {engine!r}: allowed: {', '.join(sorted(ENGINES))}")
-    result = find_capacity(
+    with _tls(args):
+        result = _capacity(args, scenario, engine, executor)
+    if args.json:
+        print(dumps(result.to_dict()))
+    else:
+        print(format_capacity(result))
+    return EXIT_OK
+
+
+def _capacity(args: argparse.Namespace, scenario: Any, engine: str, executor: str) -> Any:
+    from twin.sweep.capacity import find_capacity
+
+    return find_capacity(
         scenario,
         p99_ceiling_us=args.p99_ceiling_us,
         replications=args.replications,
@@ -106,11 +155,6 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         out_dir=Path(args.out) if args.out else None,
     )
-    if args.json:
-        print(dumps(result.to_dict()))
-    else:
-        print(format_capacity(result))
-    return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:

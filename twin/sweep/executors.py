@@ -98,6 +98,25 @@ def run_local(tasks: Sequence[PointTask], workers: int | None) -> Iterator[Outco
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _security(scheduler: str) -> Any:
+    """Dask's TLS settings for a ``tls://`` scheduler (from ``dask.config``: the sweep command's
+    ``--tls-*`` options or ``DASK_DISTRIBUTED__COMM__TLS__*``); None for other schemes."""
+    if not scheduler.startswith("tls://"):
+        return None
+    from distributed.security import Security
+
+    security = Security(require_encryption=True)
+    files = [
+        getattr(security, f"tls_{part}", None) for part in ("ca_file", "client_cert", "client_key")
+    ]
+    if not all(files):
+        raise ScenarioError(
+            f"--scheduler {scheduler}: a tls:// scheduler needs --tls-ca-file, --tls-cert and "
+            "--tls-key (or Dask's distributed.comm.tls settings)"
+        )
+    return security
+
+
 def run_dask(
     tasks: Sequence[PointTask], workers: int | None, scheduler: str | None
 ) -> Iterator[Outcome]:
@@ -117,7 +136,7 @@ def run_dask(
         )
         client = Client(cluster)
     else:
-        client = Client(scheduler, timeout="30s")
+        client = Client(scheduler, timeout="30s", security=_security(scheduler))
     try:
         # pure=False: every submission gets a fresh key, so sweeps sharing a cluster never mix.
         futures = {client.submit(run_task, task, pure=False): task for task in tasks}

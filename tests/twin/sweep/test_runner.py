@@ -22,6 +22,17 @@ from .conftest import REPO, SCENARIOS
 TWIN = [sys.executable, "-m", "twin"]
 
 
+def _sweep_process(path, out, workers: int) -> subprocess.Popen[bytes]:
+    """``twin sweep`` in its own process group (so a test can kill it alone or with its pool)."""
+    return subprocess.Popen(
+        [*TWIN, "sweep", str(path), "--out", str(out), "--workers", str(workers), "--no-progress"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """The small sweep run once, uninterrupted, on two local workers."""
@@ -73,13 +84,7 @@ def test_summary_has_mean_and_t_interval_per_point(reference):
 def test_sigkill_part_way_then_resume_equals_an_uninterrupted_run(reference, tmp_path):
     path, _, expected = reference
     out = tmp_path / "killed"
-    proc = subprocess.Popen(
-        [*TWIN, "sweep", str(path), "--out", str(out), "--workers", "1", "--no-progress"],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = _sweep_process(path, out, workers=1)
     try:
         deadline = time.monotonic() + 120
         while len(store.finished_keys(out)) < 3:
@@ -224,13 +229,7 @@ def _alive(pid: int) -> bool:
 def test_workers_die_with_a_killed_sweep(reference, tmp_path):
     path, _, _ = reference
     out = tmp_path / "killed"
-    proc = subprocess.Popen(
-        [*TWIN, "sweep", str(path), "--out", str(out), "--workers", "2", "--no-progress"],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = _sweep_process(path, out, workers=2)
     workers: set[int] = set()
     try:
         deadline = time.monotonic() + 120
