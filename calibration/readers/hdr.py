@@ -35,12 +35,16 @@ the column agrees with it up to a power of 1000.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from hdrh.codec import ExternalHeader, PayloadHeader, ext_header_size, payload_header_size
 from hdrh.histogram import HdrHistogram
 
 from calibration.measurement import Measurement
@@ -260,7 +264,68 @@ def read_interval_log(source: Source, conditions: Mapping[str, Any]) -> Measurem
     )
 
 
+# Bounds checked before hdrh decodes a histogram: what its compressed counts may inflate to and
+# how many counters its header may ask for (a hostile header asks for gigabytes).
+MAX_INFLATED_BYTES = 32 * 1024 * 1024
+MAX_COUNTERS = 1 << 22
+UNDECODABLE = "cannot decode the compressed histogram"
+
+
+def _counters(significant_figures: int, lowest: int, highest: int) -> int:
+    """How many counters HdrHistogram allocates for these settings (its bucket layout)."""
+    sub_buckets = 1 << math.ceil(math.log2(2 * 10**significant_figures))
+    unit = max(1, lowest)
+    buckets = 1
+    smallest_untrackable = sub_buckets * unit
+    while smallest_untrackable <= highest and buckets < 128:
+        smallest_untrackable <<= 1
+        buckets += 1
+    return (buckets + 1) * (sub_buckets // 2)
+
+
+def _check_payload(source: Source, line: int, payload: str) -> None:
+    """Refuse a compressed histogram that would inflate, or allocate, beyond the bounds (a
+    payload that is merely corrupt is left to hdrh, whose error says so)."""
+    try:
+        raw = base64.b64decode(payload.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError):
+        return  # hdrh's decoding reports a corrupt payload
+    if len(raw) < ext_header_size:
+        return
+    length = ExternalHeader.from_buffer_copy(raw).length
+    inflater = zlib.decompressobj()
+    try:
+        data = inflater.decompress(
+            raw[ext_header_size : ext_header_size + length], MAX_INFLATED_BYTES
+        )
+    except zlib.error:
+        return
+    if inflater.unconsumed_tail:
+        raise source.error(line, f"{UNDECODABLE}: it inflates beyond {MAX_INFLATED_BYTES:,} bytes")
+    if len(data) < payload_header_size:
+        return  # hdrh reports the short payload itself
+    header = PayloadHeader.from_buffer_copy(data)
+    sig, lowest, highest = (
+        header.significant_figures,
+        header.lowest_trackable_value,
+        header.highest_trackable_value,
+    )
+    if not (0 <= sig <= 5 and 1 <= lowest and 2 * lowest <= highest):
+        raise source.error(
+            line,
+            f"{UNDECODABLE}: settings out of range (significant figures {sig}, lowest {lowest}, "
+            f"highest {highest})",
+        )
+    if _counters(sig, lowest, highest) > MAX_COUNTERS:
+        raise source.error(
+            line,
+            f"{UNDECODABLE}: it asks for {_counters(sig, lowest, highest):,} counters "
+            f"(highest {highest:,} at {sig} significant figures); at most {MAX_COUNTERS:,}",
+        )
+
+
 def _decode(source: Source, line: int, payload: str) -> HdrHistogram:
+    _check_payload(source, line, payload)
     try:
         return HdrHistogram.decode(payload.encode("ascii"))
     except Exception as exc:  # hdrh raises binascii, zlib, ctypes and its own errors

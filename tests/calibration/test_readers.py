@@ -490,3 +490,34 @@ def test_special_and_oversized_inputs_are_refused_before_reading(tmp_path, varia
         read(variant("long.txt", "x" * 200_000 + "\n"))
     with pytest.raises(MeasurementError, match=r"inf\.csv:3: .*expected a finite number"):
         read(variant("inf.csv", "latency_us\n1\n1e400\n"), value_unit="us")
+
+
+def _hostile_payload(highest: int, significant_figures: int, padding: int = 0) -> str:
+    """A compressed histogram whose header asks for these settings (hdrh's wire layout)."""
+    import base64
+    import zlib
+
+    from hdrh.codec import ExternalHeader, PayloadHeader
+
+    header = PayloadHeader(0, 0, 0, significant_figures, 1, highest, 1.0)
+    compressed = zlib.compress(bytes(header) + b"\0" * padding, 9)
+    return base64.b64encode(bytes(ExternalHeader(0, len(compressed))) + compressed).decode()
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (lambda: _hostile_payload(2**62, 5), "asks for .* counters"),  # gigabytes of counters
+        (lambda: _hostile_payload(10**6, 3, padding=40_000_000), "inflates beyond"),  # zip bomb
+        (lambda: _hostile_payload(10**6, 9), "settings out of range"),
+    ],
+)
+def test_hostile_interval_log_payloads_are_refused_before_decoding(
+    fixture_path, variant, payload, message
+):
+    """Issue 21: a 4 KB interval log line took 27 s and 2 GB, a 2.8 MB one inflated to 4 GB."""
+    lines = _lines(fixture_path("tlb_client_histogram.hlog"))
+    start, length, maximum, _ = lines[4].rstrip("\n").split(",")
+    lines[4] = ",".join([start, length, maximum, payload()]) + "\n"
+    with pytest.raises(MeasurementError, match=rf"bad\.hlog:5: cannot decode .*{message}"):
+        read(variant("bad.hlog", "".join(lines)))
