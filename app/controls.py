@@ -23,8 +23,11 @@ from typing import Any
 
 from twin import Scenario, ScenarioError, parse
 from twin.catalogue import CATALOGUE
+from twin.errors import TwinError
 from twin.kinds import Loop, Stack, Strategy, Tier
+from twin.profile import SHIPPED_NAME, shipped_profile_names
 from twin.scenario import MTU_BYTES, TCP_IP_HEADER_BYTES
+from twin.simulation import prepare
 from twin.tomlio import parse_toml
 
 PLACEMENTS = ("shared CPG", "none", "partition")
@@ -267,9 +270,25 @@ def for_tier(controls: Controls, tier: int) -> Controls:
 
 
 def load_upload(file_name: str, data: bytes) -> Scenario:
-    """Validate an uploaded scenario file; raises :class:`twin.ScenarioError` naming the problem."""
-    scenario = parse(parse_toml(data, file_name, ScenarioError), source=file_name)
-    reason = unsupported_reason(scenario)
-    if reason is not None:
-        raise ScenarioError(reason)
+    """Validate an uploaded scenario file; raises :class:`twin.ScenarioError` naming the problem.
+
+    An upload names a shipped profile only (a path would read any ``.toml`` on the server), and
+    it must hold up as the page will use it: its TOML round trip parses and its profile,
+    topology and path build. Every failure is one :class:`twin.ScenarioError`, never another
+    exception reaching the page.
+    """
+    try:
+        scenario = parse(parse_toml(data, file_name, ScenarioError), source=file_name)
+        if not SHIPPED_NAME.fullmatch(scenario.profile):
+            raise ScenarioError(
+                f"{file_name}: profile = {scenario.profile!r}: an uploaded scenario names a "
+                f"shipped profile ({', '.join(shipped_profile_names())})"
+            )
+        reason = unsupported_reason(scenario)
+        if reason is not None:
+            raise ScenarioError(reason)
+        parse(parse_toml(scenario.to_toml(), file_name, ScenarioError), source=file_name)
+        prepare(scenario)
+    except TwinError as exc:
+        raise ScenarioError(str(exc)) from None
     return scenario

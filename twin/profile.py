@@ -121,6 +121,11 @@ def profiles_dir() -> Path:
 SHIPPED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 
+def shipped_profile_names() -> list[str]:
+    """The names of the profiles shipped in :func:`profiles_dir`, sorted."""
+    return sorted(p.stem for p in profiles_dir().glob("*.toml"))
+
+
 def resolve_profile_path(name_or_path: str, relative_to: Path | None = None) -> Path:
     """A profile given by shipped name (``default``) or by path (relative to a scenario file).
 
@@ -135,7 +140,7 @@ def resolve_profile_path(name_or_path: str, relative_to: Path | None = None) -> 
     if not SHIPPED_NAME.fullmatch(name_or_path):
         raise ProfileError(
             f"profile {name_or_path!r}: neither a shipped profile name (letters, digits, _ and -: "
-            f"{', '.join(sorted(p.stem for p in profiles_dir().glob('*.toml')))}) nor a .toml path"
+            f"{', '.join(shipped_profile_names())}) nor a .toml path"
         )
     return profiles_dir() / f"{name_or_path}.toml"
 

@@ -212,6 +212,25 @@ def test_any_combination_of_controls_gives_a_valid_scenario(values, name: str) -
     assert scenario.connectivity.tier == controls.TIERS[values.tier].connectivity
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "named"),
+    [
+        # Issue 21: a profile path read any .toml on the server and listed its keys.
+        ('profile = "default"', 'profile = "/etc/some.toml"', "names a shipped profile"),
+        ('profile = "default"', 'profile = "../../x"', "names a shipped profile"),
+        ('profile = "default"', 'profile = "nosuch"', "nosuch.toml: profile file not found"),
+        ('name = "', "x = " + "[" * 100 + "]" * 100 + '\nname = "', "nested"),
+    ],
+)
+def test_a_hostile_upload_is_one_error(tier1, old: str, new: str, named: str) -> None:
+    text = tier1.to_toml()
+    assert old in text
+    with pytest.raises(ScenarioError) as info:
+        controls.load_upload("up.toml", text.replace(old, new, 1).encode())
+    message = str(info.value)
+    assert named in message and "\n" not in message
+
+
 def test_a_live_testbed_upload_is_refused_with_the_reason(tier1) -> None:
     text = tier1.to_toml().replace('tier = "peering"', 'tier = "loopback"')
     with pytest.raises(ScenarioError, match=r"connectivity\.tier = 'loopback'"):
