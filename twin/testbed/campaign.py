@@ -55,11 +55,15 @@ def _python() -> list[str]:
 
 @contextlib.contextmanager
 def gateway_process(
-    prefix: Sequence[str] = (), host: str = "127.0.0.1", port: int = 0
+    prefix: Sequence[str] = (),
+    host: str = "127.0.0.1",
+    port: int = 0,
+    options: Sequence[str] = (),
 ) -> Iterator[tuple[subprocess.Popen[str], int]]:
-    """A gateway subprocess; yields it and its port, SIGTERMs it (drain) on exit."""
+    """A gateway subprocess (``options``: more ``twin testbed serve`` flags); yields it and its
+    port, SIGTERMs it (drain) on exit."""
     proc = subprocess.Popen(
-        [*prefix, *_python(), "testbed", "serve", "--host", host, "--port", str(port)],
+        [*prefix, *_python(), "testbed", "serve", "--host", host, "--port", str(port), *options],
         stdout=subprocess.PIPE,
         text=True,
     )

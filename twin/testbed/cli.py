@@ -59,7 +59,13 @@ def _endpoint(text: str) -> tuple[str, int]:
 def cmd_serve(args: argparse.Namespace) -> int:
     from twin.testbed.gateway import run_gateway
 
-    stats = run_gateway(args.host, args.port, drain_s=args.drain)
+    limits = {
+        "max_per_source": args.max_per_source,
+        "handshake_timeout_s": args.handshake_timeout,
+        "idle_timeout_s": args.idle_timeout,
+    }
+    given = {k: v for k, v in limits.items() if v is not None}  # else the gateway's defaults
+    stats = run_gateway(args.host, args.port, drain_s=args.drain, **given)
     print(f"twin testbed: stopped; {stats}", file=sys.stderr)
     return 0
 
@@ -256,6 +262,24 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=9000, help="0 picks a free port (printed)")
     p.add_argument("--drain", type=float, default=2.0, metavar="S", help="flush time on SIGTERM")
+    p.add_argument(
+        "--max-per-source",
+        type=positive_int,
+        metavar="N",
+        help="connections one source address may hold, more are refused (default 256)",
+    )
+    p.add_argument(
+        "--handshake-timeout",
+        type=positive_float,
+        metavar="S",
+        help="close a connection that sends no whole frame within S seconds (default 5)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=positive_float,
+        metavar="S",
+        help="close a connection silent for S seconds (default 60)",
+    )
     p.set_defaults(run=cmd_serve)
 
     p = tsub.add_parser("load", help="run the order loop at a rate; write HDR files + summary")

@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from calibration.testbed.summary import LoadConditions, LoadSummary
-from twin.errors import ConfigError
+from twin.errors import ConfigError, SimulationError
 from twin.kinds import Arrivals, Loop
 from twin.testbed import hoststat
 from twin.testbed import protocol as P
@@ -164,7 +164,13 @@ class _Conn:
     outstanding: int = 0
 
     def flush(self) -> None:
-        self.sock.sendall(self.out)
+        try:
+            self.sock.sendall(self.out)
+        except OSError as exc:  # reset by the gateway, or the network gone
+            raise SimulationError(
+                f"the gateway dropped a connection ({exc.strerror or exc}); "
+                "the run is unfinished: no summary is written"
+            ) from None
         self.out.clear()
 
 
@@ -376,9 +382,18 @@ class LoadRun:
                     if conn is None:
                         timer.clear()
                         continue
-                    data = conn.sock.recv(1 << 16)
+                    try:
+                        data = conn.sock.recv(1 << 16)
+                    except OSError as exc:  # reset by the gateway, or the network gone
+                        raise SimulationError(
+                            f"the gateway dropped a connection ({exc.strerror or exc}); "
+                            "the run is unfinished: no summary is written"
+                        ) from None
                     if not data:
-                        raise ConnectionError("the gateway closed a connection")
+                        raise SimulationError(
+                            "the gateway closed a connection; "
+                            "the run is unfinished: no summary is written"
+                        )
                     replies += self._replies(conn, data, woke, rec, t_warm, t_end)
                 if replies:
                     for conn in conns:

@@ -15,6 +15,11 @@ Robustness rules, each with a test in ``tests/twin/testbed``:
   stops reading from it (backpressure on that client only); past :data:`MAX_BUFFER_BYTES` it is
   aborted. Other connections never wait for it;
 * a vanished client's live orders are cancelled in the engine;
+* a connection that sends no whole frame within ``handshake_timeout_s`` (default
+  :data:`HANDSHAKE_TIMEOUT_S`), or none for ``idle_timeout_s`` (:data:`IDLE_TIMEOUT_S`), is
+  closed: idle connections cannot hold every slot;
+* one source address holds at most ``max_per_source`` connections (:data:`MAX_PER_SOURCE`);
+  more are refused at once (counted in ``refused_source``);
 * SIGTERM / SIGINT: stop accepting, stop reading, flush what is owed (up to ``drain_s``),
   close every connection, exit 0.
 """
@@ -28,7 +33,7 @@ import socket
 import sys
 import time
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -39,6 +44,10 @@ from twin.testbed import _kernel
 from twin.testbed.protocol import FRAME_BYTES, ORDER_IDS_PER_CONNECTION, WIRE_DTYPE, decode
 
 MAX_CONNECTIONS = 1024
+MAX_PER_SOURCE = 256
+HANDSHAKE_TIMEOUT_S = 5.0
+IDLE_TIMEOUT_S = 60.0
+SWEEP_EVERY_S = 0.25  # how often idle connections are looked for
 HIGH_WATER_BYTES = 1 << 20
 MAX_BUFFER_BYTES = 16 << 20
 
@@ -55,12 +64,25 @@ class GatewayStats:
     aborted_slow: int = 0
     busy_ns: int = 0
     refused_full: int = 0
+    refused_source: int = 0
+    closed_idle: int = 0
 
 
 class Gateway:
     """The engine, the connection slots and the counters shared by every connection."""
 
-    def __init__(self, config: EngineConfig | None = None) -> None:
+    def __init__(
+        self,
+        config: EngineConfig | None = None,
+        *,
+        max_per_source: int = MAX_PER_SOURCE,
+        handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+    ) -> None:
+        self.max_per_source = max_per_source
+        self.handshake_timeout_s = handshake_timeout_s
+        self.idle_timeout_s = idle_timeout_s
+        self.per_source: dict[str, int] = {}
         self.config = config or EngineConfig(
             n_symbols=4,
             n_accounts=1024,
@@ -95,6 +117,9 @@ class _Connection(asyncio.Protocol):
         self.out = np.zeros(64, dtype=WIRE_DTYPE)
         self.paused = False
         self.closing = False
+        self.source = ""
+        self.last_frame = time.monotonic()
+        self.framed = False  # a whole frame has arrived
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it.
@@ -104,6 +129,15 @@ class _Connection(asyncio.Protocol):
             self.gw.stats.refused_full += 1
             tcp.abort()
             return
+        peer = tcp.get_extra_info("peername")
+        source = str(peer[0]) if peer else ""
+        if self.gw.per_source.get(source, 0) >= self.gw.max_per_source:
+            self.gw.stats.refused_source += 1
+            tcp.abort()
+            return
+        self.source = source
+        self.gw.per_source[source] = self.gw.per_source.get(source, 0) + 1
+        self.last_frame = time.monotonic()
         self.slot = self.gw.free_slots.pop()
         self.gw.connections.add(self)
         self.gw.stats.connections += 1
@@ -123,6 +157,8 @@ class _Connection(asyncio.Protocol):
         self.pending = data[whole:]
         if whole == 0:
             return
+        self.framed = True
+        self.last_frame = time.monotonic()
         frames = decode(data[:whole] if whole != len(data) else data)
         n = frames.shape[0]
         if self.out.shape[0] < n:
@@ -163,12 +199,37 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None and not self.closing:
             self.transport.resume_reading()
 
+    def idle_for(self, now: float) -> float | None:
+        """Seconds past its timeout (handshake or idle), or None while within it."""
+        limit = self.gw.idle_timeout_s if self.framed else self.gw.handshake_timeout_s
+        over = now - self.last_frame - limit
+        return over if over > 0 else None
+
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.source:
+            left = self.gw.per_source.get(self.source, 1) - 1
+            if left > 0:
+                self.gw.per_source[self.source] = left
+            else:
+                self.gw.per_source.pop(self.source, None)
+            self.source = ""
         if self.slot >= 0:
             _kernel.cancel_connection(self.gw.state, self.slot, self.gw.events)
             self.gw.free_slots.append(self.slot)
             self.slot = -1
         self.gw.connections.discard(self)
+
+
+async def _close_idle(gateway: Gateway) -> None:
+    """Close connections past their handshake or idle timeout, every :data:`SWEEP_EVERY_S`."""
+    while True:
+        await asyncio.sleep(SWEEP_EVERY_S)
+        now = time.monotonic()
+        for conn in list(gateway.connections):
+            if conn.transport is not None and not conn.closing and conn.idle_for(now):
+                gateway.stats.closed_idle += 1
+                conn.closing = True
+                conn.transport.abort()
 
 
 async def serve(
@@ -179,10 +240,17 @@ async def serve(
     stop: asyncio.Event | None = None,
     drain_s: float = 2.0,
     announce: bool = True,
+    max_per_source: int = MAX_PER_SOURCE,
+    handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S,
+    idle_timeout_s: float = IDLE_TIMEOUT_S,
 ) -> GatewayStats:
     """Serve until ``stop`` is set (or SIGTERM/SIGINT); return the run's counters."""
     loop = asyncio.get_running_loop()
-    gateway = Gateway()
+    gateway = Gateway(
+        max_per_source=max_per_source,
+        handshake_timeout_s=handshake_timeout_s,
+        idle_timeout_s=idle_timeout_s,
+    )
     gateway.warm_up()
     stop = stop or asyncio.Event()
     server = await loop.create_server(
@@ -201,9 +269,11 @@ async def serve(
     if announce:
         sys.stdout.write(f"twin testbed: listening on {bound[0]}:{bound[1]}\n")
         sys.stdout.flush()
+    sweeper = asyncio.ensure_future(_close_idle(gateway))
     try:
         await stop.wait()
     finally:
+        sweeper.cancel()
         for sig in handled:
             loop.remove_signal_handler(sig)
         server.close()
@@ -225,8 +295,9 @@ async def serve(
     return gateway.stats
 
 
-def run_gateway(host: str, port: int, drain_s: float = 2.0) -> GatewayStats:
-    """Run :func:`serve` on a fresh uvloop event loop until SIGTERM or SIGINT."""
+def run_gateway(host: str, port: int, drain_s: float = 2.0, **limits: Any) -> GatewayStats:
+    """Run :func:`serve` on a fresh uvloop event loop until SIGTERM or SIGINT (``limits``:
+    ``max_per_source``, ``handshake_timeout_s``, ``idle_timeout_s``)."""
     import uvloop
 
-    return uvloop.run(serve(host, port, drain_s=drain_s))
+    return uvloop.run(serve(host, port, drain_s=drain_s, **limits))

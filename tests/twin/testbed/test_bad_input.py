@@ -190,3 +190,79 @@ def test_sigterm_drains_and_exits_cleanly(tmp_path):
         s.close()
     assert proc.returncode == 0
     assert os.path.exists(tmp_path)
+
+
+def test_an_idle_flood_cannot_lock_clients_out() -> None:
+    """Issue 21: 1,030 idle connections took every slot and the next client was refused. Now one
+    source holds at most --max-per-source connections, and those that send nothing are closed
+    after --handshake-timeout: a good client gets in within a few seconds and is served."""
+    from twin.testbed.campaign import gateway_process
+
+    options = ["--handshake-timeout", "1", "--max-per-source", "256"]
+    with gateway_process(options=options) as (_, port):
+        flood = []
+        refused = 0
+        for _ in range(300):
+            try:
+                flood.append(_connect(port))
+            except OSError:
+                refused += 1
+        try:
+            started = time.monotonic()
+            for s in flood[256:]:  # over the source cap: aborted at once, not at the timeout
+                assert _closed_by_gateway(s)
+            assert time.monotonic() - started < 0.9 and len(flood) + refused == 300
+            deadline = time.monotonic() + 10
+            while True:  # the idle ones are closed within the handshake timeout
+                try:
+                    _well_behaved_round_trip(port)
+                    break
+                except (OSError, ValueError, AssertionError):
+                    assert time.monotonic() < deadline, "a good client stayed locked out"
+                    time.sleep(0.2)
+            for s in flood[:256]:
+                assert _closed_by_gateway(s)  # closed by the handshake timeout
+        finally:
+            for s in flood:
+                s.close()
+
+
+def test_the_load_client_reports_a_vanished_gateway_in_one_line(tmp_path) -> None:
+    """Issue 21: the well-behaved client crashed with a traceback when the gateway closed."""
+    import signal
+    import subprocess
+    import sys
+
+    from twin.testbed.campaign import gateway_process
+
+    out = tmp_path / "run"
+    with gateway_process() as (gateway, port):
+        client = subprocess.Popen(
+            [sys.executable, "-m", "twin", "testbed", "load", "--connect", f"127.0.0.1:{port}",
+             "--rate", "2000", "--duration", "30", "--warmup", "0.1", "--out", str(out)],
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while not _has_clients(gateway.pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(0.5)
+            gateway.send_signal(signal.SIGKILL)
+            _, err = client.communicate(timeout=60)
+        finally:
+            if client.poll() is None:
+                client.kill()
+                client.wait()
+    assert client.returncode == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "the gateway" in lines[0] and "Traceback" not in err
+    assert not (out / "summary.json").exists()  # no summary: the run is not taken as finished
+
+
+def _has_clients(pid: int) -> bool:
+    """True once the gateway process has an established TCP connection (the client's)."""
+    try:
+        with open(f"/proc/{pid}/net/tcp") as fh:
+            return any(line.split()[3] == "01" for line in fh.readlines()[1:])
+    except OSError:
+        return False
