@@ -377,7 +377,7 @@ def _match(st, sym, side, limit_lvl, qty, taker_id, taker_acc, stp, idx, ev, n):
 
 @inline_kernel
 def _check_new(st, side, otype, stp, sym, acc, oid, price, qty):
-    """Reject reason of a new order (0 if it passes); may re-centre an empty symbol's window."""
+    """Reject reason of a new order (0 if it passes)."""
     cfg = st.config
     if side > 1:
         return REJ_BAD_SIDE
@@ -410,11 +410,9 @@ def _check_new(st, side, otype, stp, sym, acc, oid, price, qty):
         w = cfg[K_WINDOW]
         lvl = price - s.base_tick
         if lvl < 0 or lvl >= w:
-            if s.n_live != 0:
-                return REJ_OUT_OF_WINDOW
-            # An empty book may move its window: centre it on this price.
-            s.base_tick = price - w // 2
-            lvl = w // 2
+            # The window stays centred on the reference price: an order cannot move it, so
+            # one far order never puts everyone else's prices out of window.
+            return REJ_OUT_OF_WINDOW
         if otype == OT_POST_ONLY and _would_take(st, sym, side, lvl):
             return REJ_POST_ONLY_WOULD_TAKE
     return 0

@@ -110,9 +110,6 @@ class ReferenceEngine:
     def _reject(self, code, idx, sym, side, oid, acc, price, qty):
         self._emit(EV_REJECT, code, idx, sym, side, oid, acc, -1, -1, price, qty, 0, 0)
 
-    def _live_in(self, sym: int) -> int:
-        return sum(1 for o in self.orders.values() if o.symbol == sym)
-
     def best_bid(self, sym: int) -> int | None:
         levels = [p for p, q in self.book[sym][0].items() if q]
         return max(levels) if levels else None
@@ -275,11 +272,8 @@ class ReferenceEngine:
         rests = otype in (OT_GTC, OT_POST_ONLY)
         if rests and len(self.orders) >= c.capacity_orders:
             return rej(REJ_BOOK_FULL, idx, sym, side, oid, acc, price, qty)
-        if is_limit and not self._in_window(sym, price):
-            if self._live_in(sym) == 0:
-                self.base[sym] = price - c.window_ticks // 2
-            else:
-                return rej(REJ_OUT_OF_WINDOW, idx, sym, side, oid, acc, price, qty)
+        if is_limit and not self._in_window(sym, price):  # the window never moves
+            return rej(REJ_OUT_OF_WINDOW, idx, sym, side, oid, acc, price, qty)
         limit = price if is_limit else None
         if not is_limit:
             price = 0

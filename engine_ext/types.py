@@ -41,7 +41,7 @@ Validation order (both engines follow it, so reject reasons agree exactly):
 1. all messages: ``msg_type`` -> ``symbol`` -> ``account`` -> ``order_id`` range;
 2. new: ``side`` -> ``order_type`` -> ``stp`` -> ``qty > 0`` -> price sentinel (limit types) ->
    duplicate live id -> max order size -> price band -> exposure -> capacity (GTC/post-only)
-   -> price window (limit types; re-centres instead when the symbol's book is empty) ->
+   -> price window (limit types; centred on the reference price, it never moves) ->
    post-only would take -> FOK fillable;
 3. cancel: live id -> same symbol -> same account;
 4. modify: ``qty > 0`` -> price sentinel -> live id -> same symbol -> same account -> max

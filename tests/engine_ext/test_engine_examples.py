@@ -285,19 +285,23 @@ def test_capacity_exhaustion_and_window_are_clean_rejects() -> None:
         (EV_ACK, OUT_FILLED)
     ]
     assert eng.free_rows == 1
-    # Window is 20 ticks centred on 100 -> [90, 110); band is 15. Symbol 1 is empty, so a far
-    # price re-centres its window; once it has an order, a far price is refused.
+    # Window is 20 ticks centred on 100 -> [90, 110); band is 15. A far price inside the band
+    # is refused even on an empty symbol: the window stays on the reference price, so one
+    # order cannot move it away from everyone else's (issue 21: a far order from one
+    # connection made every other client's orders out of window).
     eng, ev = run_both(
         SMALL,
         msgs(
             (MSG_NEW, 1, 112, 1, 1, 0, 1),
             (MSG_NEW, 2, 89, 1, 1, 0, 0),
             (MSG_NEW, 3, 103, 1, 1, 0, 0),
+            (MSG_NEW, 4, 109, 1, 1, 0, 1),
         ),
     )
     assert terminals(ev) == [
-        (EV_ACK, OUT_RESTED),
         (EV_REJECT, REJ_OUT_OF_WINDOW),
+        (EV_REJECT, REJ_OUT_OF_WINDOW),
+        (EV_ACK, OUT_RESTED),
         (EV_ACK, OUT_RESTED),
     ]
 
