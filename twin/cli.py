@@ -30,20 +30,22 @@ from twin.simulation import (
     what_if,
 )
 
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_UNSTABLE = 0, 1, 2, 3
 # Profiles drawn for --bands, each simulated once; the band's ends are their 5th and 95th
 # percentiles.
 BAND_DRAWS = 40
 
 
 def _progress_bar(total: float, unit: str, decimals: int = 0) -> Any:
-    """A tqdm bar on stderr that only appears once a run has taken a few seconds."""
+    """A tqdm bar on stderr that only appears once a run has taken a few seconds, and only
+    when stderr is a terminal (a redirected log gets no progress frames)."""
     from tqdm import tqdm
 
     return tqdm(
         total=total,
         unit=unit,
         file=sys.stderr,
+        disable=not sys.stderr.isatty(),
         delay=3.0,
         leave=False,
         bar_format=(
@@ -117,7 +119,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if bands is not None:
             print()
             print(format_bands(bands))
-    return EXIT_OK
+    # A run that has no steady state printed what it could (the saturated stations) but gave no
+    # latency: a script must not take it for an answer.
+    return EXIT_OK if result.stable else EXIT_UNSTABLE
 
 
 def cmd_check(args: argparse.Namespace) -> int:

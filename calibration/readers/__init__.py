@@ -36,7 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from calibration.measurement import Measurement
-from calibration.readers._common import US_PER_UNIT, VALUE_UNIT, Source, load
+from calibration.readers._common import (
+    UNIT_OPTION,
+    US_PER_UNIT,
+    VALUE_UNIT,
+    Source,
+    load,
+    not_a_unit,
+)
 from calibration.readers.folders import is_run_folder, read_run_folder
 from calibration.readers.hdr import (
     looks_like_hgrm,
@@ -116,7 +123,9 @@ def read(path: str | Path, **conditions: Any) -> Measurement:
     """
     if is_run_folder(Path(path)):
         if VALUE_UNIT in conditions:
-            raise MeasurementError(f"{path}: value_unit= does not apply to a run folder")
+            raise MeasurementError(
+                f"{path}: a value unit ({UNIT_OPTION}) does not apply to a run folder"
+            )
         return read_run_folder(Path(path), conditions)
     source = load(path)
     name = detect_format(source)
@@ -124,11 +133,14 @@ def read(path: str | Path, **conditions: Any) -> Measurement:
     if unit is not None:
         if name not in _UNIT_AWARE:
             raise source.error(
-                None, f"value_unit= applies to {', '.join(sorted(_UNIT_AWARE))} files, not {name}"
+                None,
+                f"a value unit ({UNIT_OPTION}) applies to {', '.join(sorted(_UNIT_AWARE))} "
+                f"files, not {name}",
             )
         if unit not in US_PER_UNIT:
             raise source.error(
-                None, f"value_unit={unit!r} is not a time unit; use one of ns, us, ms, s"
+                None,
+                not_a_unit(unit),
             )
     try:
         measurement = _TABLE[name][1](source, conditions)

@@ -36,6 +36,13 @@ _TIME_WITH_UNIT = re.compile(
 
 #: Conditions that also steer a reader (they are kept in ``Measurement.conditions`` too).
 VALUE_UNIT = "value_unit"
+#: How a user gives the value unit, in messages: the CLI flag and the keyword of read().
+UNIT_OPTION = "--value-unit, value_unit="
+
+
+def not_a_unit(unit: object) -> str:
+    """The message for a value unit that is not a time unit."""
+    return f"value unit {unit!r} ({UNIT_OPTION}) is not a time unit; use ns, us, ms or s"
 
 
 @dataclass(frozen=True)
@@ -143,6 +150,7 @@ def unit_factor(source: Source, conditions: Mapping[str, Any], default: str | No
         )
     if unit not in US_PER_UNIT:
         raise source.error(
-            None, f"value_unit={unit!r} is not a time unit; use one of ns, us, ms, s"
+            None,
+            not_a_unit(unit),
         )
     return US_PER_UNIT[unit]

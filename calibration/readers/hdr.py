@@ -219,7 +219,9 @@ def read_interval_log(source: Source, conditions: Mapping[str, Any]) -> Measurem
         first_line = line if first_line is None else first_line
     if wanted_tag is not None and intervals == 0:
         known = ", ".join(sorted(repr(t) for t in tags)) or "none"
-        raise source.error(None, f"no interval histogram with tag={wanted_tag!r} (tags: {known})")
+        raise source.error(
+            None, f"no interval histogram tagged {wanted_tag!r} (--tag, tag=; tags: {known})"
+        )
     if intervals == 0:
         raise source.error(
             len(source.lines), "no interval histogram lines: the log is empty or truncated"
@@ -227,7 +229,8 @@ def read_interval_log(source: Source, conditions: Mapping[str, Any]) -> Measurem
     if wanted_tag is None and len(tags) > 1:
         names = ", ".join(sorted("untagged" if t is None else repr(t) for t in tags))
         raise source.error(
-            None, f"the log holds histograms of several tags ({names}): pass tag= to choose one"
+            None,
+            f"the log holds histograms of several tags ({names}): choose one with --tag (tag=)",
         )
     total = sum(totals.values())
     if total == 0:

@@ -18,7 +18,14 @@ from typing import Any
 import numpy as np
 
 from calibration.measurement import Measurement
-from calibration.readers._common import US_PER_UNIT, VALUE_UNIT, Source, number
+from calibration.readers._common import (
+    UNIT_OPTION,
+    US_PER_UNIT,
+    VALUE_UNIT,
+    Source,
+    not_a_unit,
+    number,
+)
 
 _NUMBER = re.compile(r"^\s*[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\s*$")
 _LATENCY_NAME = re.compile(r"latency|rtt|round.?trip", re.IGNORECASE)
@@ -66,7 +73,8 @@ def read_samples(source: Source, conditions: Mapping[str, Any]) -> Measurement:
     given = conditions.get(VALUE_UNIT)
     if given is not None and unit is not None and given != unit:
         raise source.error(
-            first_line, f"value_unit={given!r} contradicts the column name {header[column]!r}"
+            first_line,
+            f"value unit {given!r} ({UNIT_OPTION}) contradicts the column name {header[column]!r}",
         )
     unit = unit or given
     if unit is None:
@@ -77,7 +85,8 @@ def read_samples(source: Source, conditions: Mapping[str, Any]) -> Measurement:
         )
     if unit not in US_PER_UNIT:
         raise source.error(
-            None, f"value_unit={unit!r} is not a time unit; use one of ns, us, ms, s"
+            None,
+            not_a_unit(unit),
         )
     values = np.empty(len(rows), dtype=np.float64)
     for i, (line, text) in enumerate(rows):

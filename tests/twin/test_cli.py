@@ -237,3 +237,24 @@ def test_json_output_is_strict_json() -> None:
     payload = {"a": float("inf"), "b": [1.0, float("nan")], "c": (2, -float("inf")), "d": "x"}
     assert finite(payload) == {"a": None, "b": [1.0, None], "c": [2, None], "d": "x"}
     assert json.loads(dumps(payload)) == {"a": None, "b": [1.0, None], "c": [2, None], "d": "x"}
+
+
+def test_an_unstable_run_exits_3_after_naming_the_saturated_station(capsys) -> None:
+    """Issue 22: an UNSTABLE run exited 0, as if its (absent) latency were an answer."""
+    args = ["run", TIER1, "--rate", "5000000", "--duration", "0.01", "--json"]
+    assert main(args) == 3
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["stable"] is False and payload["saturated_stations"]
+
+
+def test_progress_bars_stay_out_of_redirected_logs() -> None:
+    """Issue 22: progress frames were written into redirected logs (42 frames in a file)."""
+    with cli_module._progress_bar(10.0, "simulated s") as bar:  # stderr is captured here
+        assert bar.disable
+
+
+def test_the_explorer_sends_no_usage_statistics() -> None:
+    import tomllib
+
+    config = tomllib.loads((SCENARIOS.parent / ".streamlit" / "config.toml").read_text())
+    assert config["browser"]["gatherUsageStats"] is False

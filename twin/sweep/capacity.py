@@ -143,7 +143,7 @@ class _Evaluator:
             desc=f"capacity {scenario.name}",
             unit="run",
             file=sys.stderr,
-            disable=not run_args.pop("progress", True),
+            disable=not run_args.pop("progress", True) or not sys.stderr.isatty(),
             dynamic_ncols=True,
             total=0,
         )

@@ -115,7 +115,7 @@ def _run_locked(
         desc=f"sweep {sweep.name}",
         unit="run",
         file=sys.stderr,
-        disable=not progress,
+        disable=not progress or not sys.stderr.isatty(),
         dynamic_ncols=True,
     )
     try:
