@@ -4,8 +4,11 @@
 and merges the caller's conditions over those the file states. Detection rules, first match
 wins, looking at the first non-blank lines:
 
-A folder is a run folder (:mod:`calibration.readers.folders`): a ``twin testbed load --out``
-run (format ``testbed``) or a sockperf run of ``twin testbed lab``. For files:
+A Parquet file (magic ``PAR1``) is the twin's own ``rtt_histogram.parquet``
+(:mod:`calibration.readers.parquet_hist`, format ``twin-parquet``). A folder is a run folder
+(:mod:`calibration.readers.folders`): a ``twin testbed load --out`` run (format ``testbed``) or
+a sockperf run of ``twin testbed lab``.
+For files:
 
 =================  ========================================================================
 format             recognised by
@@ -52,6 +55,7 @@ from calibration.readers.hdr import (
     read_interval_log,
 )
 from calibration.readers.netperf import looks_like_netperf, read_netperf
+from calibration.readers.parquet_hist import is_parquet, read_histogram_parquet
 from calibration.readers.published import (
     PublishedFigure,
     looks_like_published,
@@ -121,6 +125,10 @@ def read(path: str | Path, **conditions: Any) -> Measurement:
         MeasurementError: the file is missing, empty, truncated, malformed or of an unknown
             format; the message starts ``path:line:``.
     """
+    if Path(path).is_file() and is_parquet(Path(path)):
+        if VALUE_UNIT in conditions:
+            raise MeasurementError(f"{path}: a Parquet histogram states its unit (value_ns)")
+        return read_histogram_parquet(Path(path), conditions)
     if is_run_folder(Path(path)):
         if VALUE_UNIT in conditions:
             raise MeasurementError(

@@ -525,3 +525,23 @@ def test_hostile_interval_log_payloads_are_refused_before_decoding(
     lines[4] = ",".join([start, length, maximum, payload()]) + "\n"
     with pytest.raises(MeasurementError, match=rf"bad\.hlog:5: cannot decode .*{message}"):
         read(variant("bad.hlog", "".join(lines)))
+
+
+def test_the_twins_own_histogram_parquet_reads_back(tmp_path):
+    """Issue 22: twin inspect could not read the rtt_histogram.parquet of twin run --out."""
+    import json
+    from pathlib import Path
+
+    from twin.cli import main
+
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "run"
+    scenario = str(repo / "scenarios" / "tier1_peering_cpg.toml")
+    assert main(["run", scenario, "--duration", "0.2", "--out", str(out)]) == 0
+    own = json.loads((out / "result.json").read_text())
+    m = read(out / "rtt_histogram.parquet")
+    assert m.format == "twin-parquet" and m.count == own["messages"]
+    for key, p in (("p50", 50), ("p90", 90), ("p99", 99)):
+        assert m.percentile_us(p) == pytest.approx(own["rtt_us"][key], rel=0.01)
+    with pytest.raises(MeasurementError, match="states its unit"):
+        read(out / "rtt_histogram.parquet", value_unit="ns")
