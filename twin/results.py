@@ -16,7 +16,7 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from twin.errors import ModelError
-from twin.histogram import to_hdr
+from twin.histogram import cdf_points_us, to_hdr
 from twin.load import Load
 from twin.path import CompiledPath
 from twin.percentiles import PERCENTILES
@@ -106,6 +106,60 @@ class RunResult:
     counts: np.ndarray | None = field(default=None, repr=False, compare=False)
     # The order loop's order and cancel round trips apart (same keys as rtt_us, no max).
     rtt_by_kind_us: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def cdf(self) -> tuple[np.ndarray, np.ndarray]:
+        """The round trips' empirical CDF: (bucket floor in us, share of messages at or below).
+
+        Raises:
+            ModelError: the run kept no histogram (it was unstable).
+        """
+        return cdf_points_us(self._counts())
+
+    def to_polars(self) -> dict[str, Any]:
+        """Tidy frames of the result: ``percentiles`` (statistic, value_us: every message, then
+        per kind), ``hops`` (name, component, mean_us, utilization) and ``histogram``
+        (value_us: bucket floor, count, cdf), as :mod:`polars` DataFrames."""
+        import polars as pl
+
+        rows = [("all", k, v) for k, v in self.rtt_us.items()] + [
+            (kind, k, v) for kind, table in self.rtt_by_kind_us.items() for k, v in table.items()
+        ]
+        counts = self._counts() if self.stable else None
+        if counts is not None:
+            index = np.flatnonzero(counts)
+            values, share = cdf_points_us(counts)
+            histogram = pl.DataFrame(
+                {"value_us": values, "count": counts[index].astype(np.int64), "cdf": share}
+            )
+        else:
+            histogram = pl.DataFrame(
+                schema={"value_us": pl.Float64, "count": pl.Int64, "cdf": pl.Float64}
+            )
+        return {
+            "percentiles": pl.DataFrame(
+                rows, schema=["kind", "statistic", "value_us"], orient="row"
+            ),
+            "hops": pl.DataFrame(
+                [(h.name, h.component, h.mean_us, h.utilization) for h in self.hops],
+                schema={
+                    "name": pl.Utf8,
+                    "component": pl.Utf8,
+                    "mean_us": pl.Float64,
+                    "utilization": pl.Float64,
+                },
+                orient="row",
+            ),
+            "histogram": histogram,
+        }
+
+    def to_pandas(self) -> dict[str, Any]:
+        """:meth:`to_polars`'s frames as pandas DataFrames (pandas must be installed)."""
+        return {name: frame.to_pandas() for name, frame in self.to_polars().items()}
+
+    def _counts(self) -> np.ndarray:
+        if self.counts is None or not self.counts.any():
+            raise ModelError(f"{self.scenario}: the run kept no round-trip histogram (unstable)")
+        return self.counts
 
     def to_dict(self) -> dict[str, Any]:
         """The public JSON shape of ``twin run --json``."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
@@ -68,3 +70,28 @@ def test_the_sweep_summary_cuts_the_same_interval_at_zero():
     half = stats.t.ppf(0.975, 2) * np.std(values, ddof=1) / np.sqrt(3)
     assert row["p99_ci95_lo"] == 0.0
     assert row["p99_ci95_hi"] == pytest.approx(np.mean(values) + half)
+
+
+def test_a_result_gives_tidy_frames_and_its_cdf() -> None:
+    """Issue 22: results had no to_polars()/to_pandas() and no bucket values for a CDF."""
+    from twin import load_scenario, run
+    from twin.errors import ModelError
+
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "tier1_peering_cpg.toml"
+    result = run(load_scenario(path).with_fields({"workload.duration_s": 0.1}))
+    frames = result.to_polars()
+    percentiles = frames["percentiles"]
+    p50 = percentiles.filter((percentiles["kind"] == "all") & (percentiles["statistic"] == "p50"))
+    assert p50["value_us"][0] == result.rtt_us["p50"]
+    assert set(percentiles["kind"]) == {"all", "order", "cancel"}
+    assert frames["hops"].height == len(result.hops)
+    histogram = frames["histogram"]
+    assert histogram["count"].sum() == result.messages
+    values, share = result.cdf()
+    assert (np.diff(values) > 0).all() and (np.diff(share) > 0).all() and share[-1] == 1.0
+    assert np.interp(0.5, share, values) == pytest.approx(result.rtt_us["p50"], rel=0.02)
+    assert set(result.to_pandas()) == {"percentiles", "hops", "histogram"}
+    unstable = run(load_scenario(path).with_fields({"workload.rate_msgs_per_s": 5e6}))
+    with pytest.raises(ModelError, match="no round-trip histogram"):
+        unstable.cdf()
+    assert unstable.to_polars()["histogram"].height == 0
