@@ -218,11 +218,14 @@ def find_capacity(
         progress=progress,
     )
     try:
-        ev.evaluate(sorted(rates))
+        ordered = sorted(rates)
+        ev.evaluate(ordered[:1])  # the lowest rate first: over the ceiling, the rest is moot
         first = ev.curve()[0]
         if first.p99_us >= p99_ceiling_us:
             # Over the ceiling already: halve the rate, all steps in one batch.
             ev.evaluate([first.rate_msgs_per_s / 2**k for k in range(1, MAX_DOWNWARD_STEPS + 1)])
+        else:
+            ev.evaluate(ordered[1:])
         for _ in range(refine):
             curve = ev.curve()
             above = [i for i, c in enumerate(curve) if c.p99_us >= p99_ceiling_us]

@@ -110,3 +110,19 @@ def test_report_is_self_contained(tmp_path, small_sweep):
     assert text.count('class="plotly-graph-div"') == 5  # CDF, tail, ladder, curve, tiers
     for heading in ("Round-trip CDF", "Percentile ladder", "Latency-throughput", "Tier comparison"):
         assert heading in text
+
+
+def test_rates_above_a_first_rate_over_the_ceiling_are_not_run(capsys):
+    """Issue 22: on Tier 4 every rate was run although the first was already over the ceiling."""
+    args = [
+        "capacity",
+        str(SCENARIOS / "tier4_cloudfront.toml"),
+        "--p99-ceiling-us", "1000", "--duration", "0.05", "--replications", "2",
+        "--rates", "10000,20000,40000,80000", "--refine", "0",
+        "--workers", "1", "--json", "--no-progress",
+    ]  # fmt: skip
+    assert main(args) == 0
+    payload = json.loads(capsys.readouterr().out)
+    tried = [c["rate_msgs_per_s"] for c in payload["curve"]]
+    assert max(tried) == 10000  # the first rate, then only lower ones
+    assert payload["max_rate_msgs_per_s"] == 0.0 or payload["max_rate_msgs_per_s"] < 10000
