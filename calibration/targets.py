@@ -296,12 +296,26 @@ def measurement_targets(path: Path, where: str, t: Mapping[str, Any]) -> list[Ta
     return out
 
 
-def _check_agreement(path: Path, where: str, measured: Any, scenario: Any) -> None:
-    """Refuse a measurement whose stated conditions contradict its target's scenario."""
+# Tools whose round trip is an echo (one message and its reply), not the order loop.
+ECHO_TOOLS = ("netperf", "sockperf")
+# How far a measurement's payload may be from its scenario's (a factor either way).
+PAYLOAD_AGREEMENT = 2.0
+
+
+def disagreements(measured: Any, scenario: Any) -> list[str]:
+    """What a measurement's stated conditions contradict in ``scenario`` (empty: nothing)."""
     c, w = measured.conditions, scenario.workload
     problems = []
     if c.get("statistic") == "half_round_trip":
         problems.append("the file holds half round trips (sockperf without --full-rtt)")
+    if c.get("tool") in ECHO_TOOLS and w.kind != "echo":
+        problems.append(f"the file measures an echo ({c['tool']}), the scenario a {w.kind}")
+    payload = c.get("payload_bytes")
+    if isinstance(payload, int | float) and payload > 0:
+        if not 1 / PAYLOAD_AGREEMENT <= payload / w.payload_bytes <= PAYLOAD_AGREEMENT:
+            problems.append(
+                f"the file's payload is {payload:g} B, the scenario's {w.payload_bytes} B"
+            )
     if "loop" in c and str(c["loop"]) != str(w.loop):
         problems.append(f"the file's loop is {c['loop']}, the scenario's {w.loop}")
     if "connections" in c and int(c["connections"]) != w.accounts:
@@ -315,5 +329,11 @@ def _check_agreement(path: Path, where: str, measured: Any, scenario: Any) -> No
             problems.append(
                 f"the file achieved {achieved:g} msg/s, the scenario asks {rate:g} msg/s"
             )
+    return problems
+
+
+def _check_agreement(path: Path, where: str, measured: Any, scenario: Any) -> None:
+    """Refuse a measurement whose stated conditions contradict its target's scenario."""
+    problems = disagreements(measured, scenario)
     if problems:
         raise ProfileError(f"{path}: {where}: {'; '.join(problems)}")

@@ -17,8 +17,8 @@ from typing import Any
 
 from calibration.calibrate import TwinCalibrator, default_engine, evaluate_targets, fit_rows
 from calibration.readers import read
-from calibration.targets import TargetSet, load_targets
-from twin.errors import ProfileError
+from calibration.targets import TargetSet, disagreements, load_targets
+from twin.errors import MeasurementError, ProfileError
 from twin.histogram import percentile_from_counts_us
 from twin.percentiles import HEADLINE, PERCENTILES
 from twin.profile import Profile, load_profile, profiles_dir
@@ -52,7 +52,12 @@ def validate_targets(profile: Profile, targets: TargetSet) -> list[dict[str, Any
 def validate_measurements(
     profile: Profile, scenario: Scenario, paths: Sequence[str | Path]
 ) -> list[dict[str, Any]]:
-    """Rows of measured vs predicted percentiles (and mean) for each benchmark file."""
+    """Rows of measured vs predicted percentiles (and mean) for each benchmark file.
+
+    A file whose stated conditions contradict the scenario (half round trips, an echo tool
+    against the order loop, another payload, loop, connection count or achieved rate:
+    :func:`calibration.targets.disagreements`) is refused rather than compared.
+    """
 
     _, sim = default_engine()
     prepared = prepare(scenario, profile)
@@ -62,6 +67,11 @@ def validate_measurements(
     rows = []
     for path in paths:
         m = read(path)
+        problems = disagreements(m, scenario)
+        if problems:  # a comparison under other conditions would be an error of the reading
+            raise MeasurementError(
+                f"{path}: not comparable with {scenario.source}: {'; '.join(problems)}"
+            )
         measured: dict[str, float] = {}
         for name in _CHECKED:
             if m.covers(PERCENTILES[name]):

@@ -195,3 +195,30 @@ def test_shipped_profile_is_fitted_with_provenance() -> None:
             assert p == prior[name], (
                 f"{name}: unfitted parameters keep the prior's value and source"
             )
+
+
+@pytest.mark.parametrize(
+    ("fixture", "scenario", "message"),
+    [
+        ("sockperf_pingpong_latency.txt", "aeron_echo_cpg.toml", "half round trips"),
+        ("netperf_tcp_rr.txt", "tier4_cloudfront.toml", "measures an echo (netperf)"),
+    ],
+)
+def test_validate_refuses_files_taken_under_other_conditions(capsys, fixture, scenario, message):
+    """Issue 22: a sockperf half round trip (+215%) and a 16-byte netperf echo against the
+    CloudFront order loop (+2619%) were compared without a word."""
+    scenarios = Path(__file__).resolve().parents[2] / "scenarios"
+    bench = Path(__file__).parent / "fixtures" / fixture
+    args = ["validate", "default", str(bench), "--scenario", str(scenarios / scenario)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and "not comparable" in err and err.count("\n") == 1
+
+
+def test_validate_compares_a_file_taken_under_the_scenarios_conditions(capsys):
+    scenarios = Path(__file__).resolve().parents[2] / "scenarios"
+    bench = Path(__file__).parent / "fixtures" / "sockperf_pingpong_rtt.txt"
+    args = ["validate", "default", str(bench), "--scenario", str(scenarios / "aeron_echo_cpg.toml")]
+    assert main([*args, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert {r["statistic"] for r in rows} >= {"p50", "p99"}
