@@ -11,6 +11,7 @@ from engine_ext.jit_cache import configure as _configure_jit_cache
 
 _configure_jit_cache()
 
+from twin.compare import compare  # noqa: E402
 from twin.errors import (  # noqa: E402
     MeasurementError,
     ProfileError,
@@ -47,6 +48,7 @@ __all__ = [
     "SimulationError",
     "TwinError",
     "apply_overrides",
+    "compare",
     "load_profile",
     "load_scenario",
     "parse",
