@@ -46,7 +46,7 @@ from calibration.testbed.fit import measured_parameters
 from calibration.testbed.summary import median_summary, read_summary
 from twin.errors import MeasurementError, TwinError
 from twin.profile import Profile, load_profile, resolve_profile_path
-from twin.results import offered_utilization
+from twin.results import offered_utilization, rate_at_full_load
 from twin.scenario import Scenario, load_scenario
 from twin.simulation import prepare, run_prepared
 
@@ -230,15 +230,7 @@ def max_utilization(scenario: Scenario, profile: Profile, rate: float) -> float:
 def predicted_saturation(scenario: Scenario, profile: Profile) -> float | None:
     """Open-loop rate (msg/s) at which the busiest station's utilization reaches 1."""
     open_loop = scenario.with_fields({"workload.loop": "open"})
-    lo, hi = 1.0, 1000.0
-    while max_utilization(open_loop, profile, hi) < 1.0:
-        lo, hi = hi, hi * 2
-        if hi > 1e8:
-            return None
-    while hi - lo > 0.005 * hi:
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if max_utilization(open_loop, profile, mid) < 1.0 else (lo, mid)
-    return (lo + hi) / 2
+    return rate_at_full_load(lambda rate: max_utilization(open_loop, profile, rate), 0.005)
 
 
 def _error_pct(measured: float | None, predicted: float | None) -> float | None:

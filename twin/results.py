@@ -193,6 +193,23 @@ class RunResult:
         }
 
 
+def rate_at_full_load(
+    utilization_at: Callable[[float], float], rel_tol: float = 1e-3, max_rate: float = 1e8
+) -> float | None:
+    """The rate (msg/s) at which ``utilization_at(rate)`` reaches 1, by doubling then bisection
+    to ``rel_tol``; None when it stays below 1 up to ``max_rate``. Utilization need not be
+    linear in the rate (shared cores slow a process as the rate rises), only increasing."""
+    lo, hi = 1.0, 1e3
+    while utilization_at(hi) < 1.0:
+        lo, hi = hi, hi * 2
+        if hi > max_rate:
+            return None
+    while hi - lo > rel_tol * hi:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if utilization_at(mid) < 1.0 else (lo, mid)
+    return (lo + hi) / 2
+
+
 def offered_utilization(path: CompiledPath, load: Load) -> np.ndarray:
     """Offered load per station (rate x mean service / servers): >= 1 means no steady state."""
     per_us = load.rate_msgs_per_s / 1e6

@@ -319,10 +319,11 @@ def _check_payload(source: Source, line: int, payload: str) -> None:
             f"{UNDECODABLE}: settings out of range (significant figures {sig}, lowest {lowest}, "
             f"highest {highest})",
         )
-    if _counters(sig, lowest, highest) > MAX_COUNTERS:
+    counters = _counters(sig, lowest, highest)
+    if counters > MAX_COUNTERS:
         raise source.error(
             line,
-            f"{UNDECODABLE}: it asks for {_counters(sig, lowest, highest):,} counters "
+            f"{UNDECODABLE}: it asks for {counters:,} counters "
             f"(highest {highest:,} at {sig} significant figures); at most {MAX_COUNTERS:,}",
         )
 

@@ -40,7 +40,7 @@ from calibration.testbed.summary import LoadSummary, median_summary, read_summar
 from twin.components.loopback import EVENTS_PER_MSG, STALL_SHAPES, process_utilization
 from twin.errors import MeasurementError
 from twin.profile import Parameter, Profile
-from twin.results import RunResult
+from twin.results import RunResult, rate_at_full_load
 from twin.scenario import Scenario
 from twin.simulation import prepare, run_prepared
 
@@ -456,15 +456,8 @@ def predicted_saturation(profile: Profile) -> float:
     Found by bisection: the shared cores slow each process as the rate rises, so the
     utilization is not linear in the rate.
     """
-    lo, hi = 1.0, 1e3
-    while max_utilization(profile, hi) < 1.0:
-        lo, hi = hi, hi * 2
-        if hi > 1e8:
-            return math.inf
-    while hi - lo > 1e-3 * hi:
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if max_utilization(profile, mid) < 1.0 else (lo, mid)
-    return (lo + hi) / 2
+    rate = rate_at_full_load(lambda r: max_utilization(profile, r))
+    return math.inf if rate is None else rate
 
 
 def calibration_summary(

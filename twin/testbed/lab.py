@@ -23,6 +23,7 @@ is not measured again: an interrupted lab resumes where it stopped."""
 
 from __future__ import annotations
 
+import os
 import platform
 import time
 from collections.abc import Callable, Iterator
@@ -262,7 +263,7 @@ def manifest(root: Path, plan: LabPlan, points: list[Point], command: str) -> di
         "command": command,
         "plan": _plan_dict(plan),
         "host": {
-            "cpus": _cpus(),
+            "cpus": os.cpu_count() or 0,
             "kernel": platform.release(),
             "machine": platform.machine(),
             "python": platform.python_version(),
@@ -271,15 +272,7 @@ def manifest(root: Path, plan: LabPlan, points: list[Point], command: str) -> di
     }
 
 
-def _cpus() -> int:
-    import os
-
-    return os.cpu_count() or 0
-
-
 def _relative(path: Path, root: Path) -> str:
-    import os
-
     return Path(os.path.relpath(path, root.resolve())).as_posix()
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from twin.atomic import write_json, write_text
 from twin.errors import ConfigError, SimulationError
-from twin.testbed.hoststat import host_counters
+from twin.testbed.hoststat import host_counters, host_shares
 from twin.testbed.netns import VethPair
 from twin.testbed.processes import stop
 from twin.testbed.relay import RelayDelay
@@ -146,18 +146,6 @@ def _process(cmd: Sequence[str], wait_line: str | None = None) -> Iterator[subpr
         stop(proc, timeout_s=10.0)
 
 
-def _host_share(before: object, after: object) -> dict[str, float]:
-    total = after.total - before.total  # type: ignore[attr-defined]
-    idle = after.idle - before.idle  # type: ignore[attr-defined]
-    steal = after.steal - before.steal  # type: ignore[attr-defined]
-    return {
-        "busy_pct": 100.0 * (total - idle) / total if total > 0 else 0.0,
-        "steal_pct": 100.0 * steal / total if total > 0 else 0.0,
-        "loadavg_1m": after.loadavg_1m,  # type: ignore[attr-defined]
-        "cpus": float(os.cpu_count() or 0),
-    }
-
-
 def measure_sockperf(out_dir: Path, run: SockperfRun) -> Path:
     """One sockperf run into ``out_dir``; returns the ``rtt.hgrm`` written there."""
     from calibration import read
@@ -221,7 +209,8 @@ def measure_sockperf(out_dir: Path, run: SockperfRun) -> Path:
         raise SimulationError(f"{log}: sockperf wrote no per-message log")
     counts = empty_counts()
     record_us(counts, measurement.samples_us)
-    write_json(out_dir / "host.json", _host_share(before, after))
+    conditions = {**host_shares(before, after), "loadavg_1m": after.loadavg_1m}
+    write_json(out_dir / "host.json", {**conditions, "cpus": float(os.cpu_count() or 0)})
     write_text(out_dir / "rtt.hgrm", hgrm_text(counts))
     summary, _, _ = log.read_text().partition(FULL_LOG_HEADER)
     write_text(out_dir / "sockperf.txt", summary)
