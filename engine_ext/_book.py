@@ -44,6 +44,7 @@ from engine_ext.types import (
     EV_REJECT,
     K_BAND,
     K_EXPOSURE,
+    K_MAX_OPEN,
     K_MAX_ORDER_ID,
     K_MAX_QTY,
     K_N_ACCOUNTS,
@@ -77,6 +78,7 @@ from engine_ext.types import (
     REJ_BOOK_FULL,
     REJ_DUPLICATE_ID,
     REJ_EXPOSURE,
+    REJ_MAX_OPEN_ORDERS,
     REJ_MAX_QTY,
     REJ_NOT_OWNER,
     REJ_OUT_OF_WINDOW,
@@ -214,6 +216,7 @@ def _free_row(st, row):
     counters[C_FREE_TOP] = top + 1
     counters[C_N_LIVE] -= 1
     st.symbols[o.symbol].n_live -= 1
+    st.accounts[o.account * st.config[K_N_SYMBOLS] + o.symbol].open_orders -= 1
 
 
 @inline_kernel
@@ -236,6 +239,7 @@ def _alloc_row(st, order_id, sym, acc, side, price, lvl, leaves, post_only, stp)
     o.stp = stp
     st.order_index[order_id] = row
     st.symbols[sym].n_live += 1
+    st.accounts[acc * st.config[K_N_SYMBOLS] + sym].open_orders += 1
     return row
 
 
@@ -404,8 +408,11 @@ def _check_new(st, side, otype, stp, sym, acc, oid, price, qty):
         potential = a.open_sell + qty - a.position
     if potential > cfg[K_EXPOSURE]:
         return REJ_EXPOSURE
-    if (otype == OT_GTC or otype == OT_POST_ONLY) and st.counters[C_FREE_TOP] == 0:
-        return REJ_BOOK_FULL
+    if otype == OT_GTC or otype == OT_POST_ONLY:
+        if a.open_orders >= cfg[K_MAX_OPEN]:
+            return REJ_MAX_OPEN_ORDERS
+        if st.counters[C_FREE_TOP] == 0:
+            return REJ_BOOK_FULL
     if is_limit:
         w = cfg[K_WINDOW]
         lvl = price - s.base_tick

@@ -24,6 +24,7 @@ from engine_ext.types import (
     K_BAND,
     K_CAPACITY,
     K_EXPOSURE,
+    K_MAX_OPEN,
     K_MAX_ORDER_ID,
     K_MAX_QTY,
     K_N_ACCOUNTS,
@@ -48,6 +49,7 @@ _LIMITS: tuple[tuple[str, int, int], ...] = (
     ("max_order_qty_lots", 1, 1 << 40),
     ("exposure_limit_lots", 0, 1 << 50),
     ("band_ticks", 0, PRICE_LIMIT_TICKS),
+    ("max_open_orders", 0, (1 << 31) - 1),
 )
 
 
@@ -56,7 +58,8 @@ class EngineConfig:
     """Sizes and risk limits of an engine; immutable and checked at construction.
 
     ``reference_price_ticks`` is the centre of each symbol's price band and of its initial
-    ladder window (one value for all symbols, or one per symbol).
+    ladder window (one value for all symbols, or one per symbol). ``max_open_orders`` caps the
+    resting orders of one (account, symbol); the default is no cap.
     """
 
     n_symbols: int = 1
@@ -67,6 +70,7 @@ class EngineConfig:
     max_order_qty_lots: int = 1_000_000
     exposure_limit_lots: int = 1 << 40
     band_ticks: int = 1 << 20
+    max_open_orders: int = (1 << 31) - 1
     reference_price_ticks: int | tuple[int, ...] = field(default=100_000)
 
     def __post_init__(self) -> None:
@@ -129,6 +133,7 @@ def new_state(config: EngineConfig) -> BookState:
     cfg[K_N_ACCOUNTS] = config.n_accounts
     cfg[K_MAX_ORDER_ID] = config.max_order_id
     cfg[K_CAPACITY] = config.capacity_orders
+    cfg[K_MAX_OPEN] = config.max_open_orders
     return BookState(orders, levels, symbols, accounts, order_index, free, counters, cfg)
 
 

@@ -50,6 +50,7 @@ from engine_ext.types import (
     REJ_BOOK_FULL,
     REJ_DUPLICATE_ID,
     REJ_EXPOSURE,
+    REJ_MAX_OPEN_ORDERS,
     REJ_MAX_QTY,
     REJ_NOT_OWNER,
     REJ_OUT_OF_WINDOW,
@@ -132,6 +133,9 @@ class ReferenceEngine:
         if not level:
             del self.book[o.symbol][o.side][o.price]
         del self.orders[o.order_id]
+
+    def _open_orders(self, acc: int, sym: int) -> int:
+        return sum(1 for o in self.orders.values() if o.account == acc and o.symbol == sym)
 
     def _open(self, o: RefOrder, delta: int) -> None:
         self._acct(o.account, o.symbol)[1 + o.side] += delta
@@ -270,6 +274,8 @@ class ReferenceEngine:
         if potential > c.exposure_limit_lots:
             return rej(REJ_EXPOSURE, idx, sym, side, oid, acc, price, qty)
         rests = otype in (OT_GTC, OT_POST_ONLY)
+        if rests and self._open_orders(acc, sym) >= c.max_open_orders:
+            return rej(REJ_MAX_OPEN_ORDERS, idx, sym, side, oid, acc, price, qty)
         if rests and len(self.orders) >= c.capacity_orders:
             return rej(REJ_BOOK_FULL, idx, sym, side, oid, acc, price, qty)
         if is_limit and not self._in_window(sym, price):  # the window never moves

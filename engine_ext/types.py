@@ -40,8 +40,8 @@ Validation order (both engines follow it, so reject reasons agree exactly):
 
 1. all messages: ``msg_type`` -> ``symbol`` -> ``account`` -> ``order_id`` range;
 2. new: ``side`` -> ``order_type`` -> ``stp`` -> ``qty > 0`` -> price sentinel (limit types) ->
-   duplicate live id -> max order size -> price band -> exposure -> capacity (GTC/post-only)
-   -> price window (limit types; centred on the reference price, it never moves) ->
+   duplicate live id -> max order size -> price band -> exposure -> open orders and capacity
+   (GTC/post-only) -> price window (limit types; centred on the reference price, it never moves) ->
    post-only would take -> FOK fillable;
 3. cancel: live id -> same symbol -> same account;
 4. modify: ``qty > 0`` -> price sentinel -> live id -> same symbol -> same account -> max
@@ -51,7 +51,10 @@ Validation order (both engines follow it, so reject reasons agree exactly):
 Risk rules: an order larger than ``max_order_qty_lots`` is refused; a limit price further
 than ``band_ticks`` from the symbol's reference price is refused; the **potential position**
 of an (account, symbol), ``position + open_buy + qty`` for a buy and
-``open_sell + qty - position`` for a sell, may not exceed ``exposure_limit_lots``.
+``open_sell + qty - position`` for a sell, may not exceed ``exposure_limit_lots``; an order
+that may rest (GTC, post-only) is refused while its (account, symbol) already has
+``max_open_orders`` resting orders (a venue's per-symbol open-order limit, like Binance's
+``MAX_NUM_ORDERS`` filter), so one account cannot fill the book for everyone.
 """
 
 from __future__ import annotations
@@ -113,6 +116,7 @@ REJ_EXPOSURE = 15
 REJ_BOOK_FULL = 16
 REJ_OUT_OF_WINDOW = 17
 REJ_POST_ONLY_WOULD_TAKE = 18
+REJ_MAX_OPEN_ORDERS = 19
 
 
 # Prices are valid in (0, PRICE_LIMIT_TICKS); anything else (0, negatives, INT64_MIN/MAX used
@@ -204,6 +208,7 @@ ACCOUNT_DTYPE = np.dtype(
         ("position", np.int64),
         ("open_buy", np.int64),
         ("open_sell", np.int64),
+        ("open_orders", np.int64),  # resting orders
     ],
     align=True,
 )
@@ -223,4 +228,5 @@ K_N_SYMBOLS = 4
 K_N_ACCOUNTS = 5
 K_MAX_ORDER_ID = 6
 K_CAPACITY = 7
-N_CONFIG = 8
+K_MAX_OPEN = 8
+N_CONFIG = 9

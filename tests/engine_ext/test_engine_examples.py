@@ -7,6 +7,8 @@ reason code, one terminal event per message, and no crash.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -47,6 +49,7 @@ from engine_ext.types import (
     REJ_BOOK_FULL,
     REJ_DUPLICATE_ID,
     REJ_EXPOSURE,
+    REJ_MAX_OPEN_ORDERS,
     REJ_MAX_QTY,
     REJ_NOT_OWNER,
     REJ_OUT_OF_WINDOW,
@@ -276,6 +279,42 @@ def test_exposure_limit_counts_position_and_open_orders() -> None:
         (EV_ACK, OUT_RESTED),
         (EV_ACK, OUT_RESTED),
     ]
+
+
+def test_one_account_cannot_fill_the_book() -> None:
+    """Issue 21: one client filled the book and every other client's orders were rejected.
+    With ``max_open_orders`` an (account, symbol) rests at most that many orders: the next one
+    that may rest is refused, an IOC still trades, another account still rests, and a cancel
+    or a fill frees a place."""
+    config = replace(SMALL, capacity_orders=8, max_open_orders=2)
+    eng, ev = run_both(
+        config,
+        msgs(
+            (MSG_NEW, 1, 95, 1, 0, 0, 0),
+            (MSG_NEW, 2, 96, 1, 0, 0, 0),
+            (MSG_NEW, 3, 97, 1, 0, 0, 0),  # third GTC of account 0 on symbol 0
+            (MSG_NEW, 4, 97, 1, 0, 0, 0, OT_POST_ONLY),
+            (MSG_NEW, 5, 97, 1, 1, 0, 0),  # another symbol: its own count
+            (MSG_NEW, 6, 105, 1, 0, 1, 1),  # another account rests
+            (MSG_CANCEL, 1, 0, 0, 0, 0),
+            (MSG_NEW, 7, 94, 1, 0, 0, 0),  # a place was freed
+            (MSG_NEW, 8, 96, 1, 0, 1, 1, OT_IOC),  # account 1 sells into account 0's 96 bid
+            (MSG_NEW, 9, 93, 1, 0, 0, 0),  # the fill freed another place
+        ),
+    )
+    assert terminals(ev) == [
+        (EV_ACK, OUT_RESTED),
+        (EV_ACK, OUT_RESTED),
+        (EV_REJECT, REJ_MAX_OPEN_ORDERS),
+        (EV_REJECT, REJ_MAX_OPEN_ORDERS),
+        (EV_ACK, OUT_RESTED),
+        (EV_ACK, OUT_RESTED),
+        (EV_ACK, OUT_CANCELLED),
+        (EV_ACK, OUT_RESTED),
+        (EV_ACK, OUT_FILLED),
+        (EV_ACK, OUT_RESTED),
+    ]
+    assert eng.state.accounts["open_orders"][0] == 2 == eng.n_live - 2
 
 
 def test_capacity_exhaustion_and_window_are_clean_rejects() -> None:

@@ -50,6 +50,7 @@ CONFIG = EngineConfig(
     exposure_limit_lots=15,
     band_ticks=8,
     reference_price_ticks=100,
+    max_open_orders=3,
 )
 
 symbols = st.integers(0, 1)
@@ -298,6 +299,12 @@ class EngineVersusReference(RuleBasedStateMachine):
             for a in range(CONFIG.n_accounts)
             for s in range(CONFIG.n_symbols)
         ]
+        # The open-order count the limit checks is the number of resting orders.
+        counts = self.engine.state.accounts["open_orders"].tolist()
+        for a in range(CONFIG.n_accounts):
+            for s in range(CONFIG.n_symbols):
+                live = [o for o in self.ref.orders.values() if (o.account, o.symbol) == (a, s)]
+                assert counts[a * CONFIG.n_symbols + s] == len(live) <= CONFIG.max_open_orders
 
 
 EngineVersusReference.TestCase.settings = settings(

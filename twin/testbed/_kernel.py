@@ -7,6 +7,8 @@ Python side (:mod:`twin.testbed.gateway`) decides to keep or close the connectio
 Client order ids are mapped into the connection's own block of the engine's dense id table
 (``slot * ORDER_IDS_PER_CONNECTION + order_id``): connections cannot collide or cancel each
 other's orders, and the engine's own checks (duplicate live id, risk limits, ownership) apply.
+Orders trade as the engine account the gateway gives the connection's source address (its
+risk limits are that member's), not as the frame's ``account``, which is only echoed.
 """
 
 from __future__ import annotations
@@ -73,8 +75,9 @@ def _reply(out, k, conn, frame, msg_type, code):
 
 
 @njit(cache=True)
-def handle_frames(st, frames, slot, conn, out, ev):
-    """Answer ``frames`` of the connection in ``slot``; return ``(status, replies written)``.
+def handle_frames(st, frames, slot, account, conn, out, ev):
+    """Answer ``frames`` of the connection in ``slot`` trading as engine ``account``; return
+    ``(status, replies written)``.
 
     ``out`` must hold ``len(frames)`` replies; ``ev`` room for the engine's events of one order
     (``capacity_orders + 2``). Stops at the first frame that breaks framing.
@@ -112,7 +115,7 @@ def handle_frames(st, frames, slot, conn, out, ev):
             f.order_type,
             f.stp,
             f.symbol,
-            f.account,
+            account,
             oid,
             f.price_ticks,
             f.qty_lots,

@@ -57,15 +57,16 @@ def _endpoint(text: str) -> tuple[str, int]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from twin.testbed.gateway import run_gateway
+    from twin.testbed.gateway import GatewayLimits, run_gateway
 
     limits = {
         "max_per_source": args.max_per_source,
         "handshake_timeout_s": args.handshake_timeout,
         "idle_timeout_s": args.idle_timeout,
+        "max_open_orders": args.max_open_orders,
     }
     given = {k: v for k, v in limits.items() if v is not None}  # else the gateway's defaults
-    stats = run_gateway(args.host, args.port, drain_s=args.drain, **given)
+    stats = run_gateway(args.host, args.port, drain_s=args.drain, limits=GatewayLimits(**given))
     print(f"twin testbed: stopped; {stats}", file=sys.stderr)
     return 0
 
@@ -279,6 +280,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         type=positive_float,
         metavar="S",
         help="close a connection silent for S seconds (default 60)",
+    )
+    p.add_argument(
+        "--max-open-orders",
+        type=positive_int,
+        metavar="N",
+        help="resting orders one source address may hold per symbol; more are rejected "
+        "(default 4096: a quarter of the book over the 4 symbols)",
     )
     p.set_defaults(run=cmd_serve)
 

@@ -20,6 +20,16 @@ Robustness rules, each with a test in ``tests/twin/testbed``:
   closed: idle connections cannot hold every slot;
 * one source address holds at most ``max_per_source`` connections (:data:`MAX_PER_SOURCE`);
   more are refused at once (counted in ``refused_source``);
+* **one source address is one account.** The protocol has no logon, so the gateway risk-checks
+  each source address as one member's account, the way a venue binds a session to its member:
+  every connection of a source trades in the engine as that source's engine account (the
+  frame's ``account`` is the client's own label, echoed back). The engine's per-(account,
+  symbol) open-order limit (``max_open_orders``, :data:`MAX_OPEN_ORDERS`) then caps what one
+  source can rest: with the defaults, at most a quarter of the book (4 symbols x 4,096 of
+  65,536 rows), so a client filling the book rejects only its own orders
+  (``REJ_MAX_OPEN_ORDERS``), and self-trade prevention spans a member's connections;
+* the price window stays on each symbol's reference price (``engine_ext``): one far order
+  cannot move it against the others;
 * SIGTERM / SIGINT: stop accepting, stop reading, flush what is owed (up to ``drain_s``),
   close every connection, exit 0.
 """
@@ -33,23 +43,43 @@ import socket
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
 from engine_ext import EngineConfig
 from engine_ext.engine import new_state
 from engine_ext.types import EVENT_DTYPE
+from twin.errors import ConfigError
 from twin.testbed import _kernel
 from twin.testbed.protocol import FRAME_BYTES, ORDER_IDS_PER_CONNECTION, WIRE_DTYPE, decode
 
 MAX_CONNECTIONS = 1024
 MAX_PER_SOURCE = 256
+MAX_OPEN_ORDERS = 4096  # per source address and symbol
 HANDSHAKE_TIMEOUT_S = 5.0
 IDLE_TIMEOUT_S = 60.0
 SWEEP_EVERY_S = 0.25  # how often idle connections are looked for
 HIGH_WATER_BYTES = 1 << 20
 MAX_BUFFER_BYTES = 16 << 20
+
+
+@dataclass(frozen=True)
+class GatewayLimits:
+    """What one client may hold of the gateway (``twin testbed serve`` flags of the same names)."""
+
+    max_per_source: int = MAX_PER_SOURCE  # connections of one source address
+    handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S  # until the first whole frame
+    idle_timeout_s: float = IDLE_TIMEOUT_S  # between whole frames
+    max_open_orders: int = MAX_OPEN_ORDERS  # resting orders of one source on one symbol
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_per_source <= MAX_CONNECTIONS:
+            raise ConfigError(f"max_per_source {self.max_per_source}: allowed 1..{MAX_CONNECTIONS}")
+        if not (self.handshake_timeout_s > 0 and self.idle_timeout_s > 0):
+            raise ConfigError("handshake and idle timeouts must be positive")
+        if not 1 <= self.max_open_orders <= ORDER_IDS_PER_CONNECTION * MAX_CONNECTIONS:
+            raise ConfigError(f"max_open_orders {self.max_open_orders}: must be positive")
 
 
 @dataclass
@@ -71,29 +101,43 @@ class GatewayStats:
 class Gateway:
     """The engine, the connection slots and the counters shared by every connection."""
 
-    def __init__(
-        self,
-        config: EngineConfig | None = None,
-        *,
-        max_per_source: int = MAX_PER_SOURCE,
-        handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S,
-        idle_timeout_s: float = IDLE_TIMEOUT_S,
-    ) -> None:
-        self.max_per_source = max_per_source
-        self.handshake_timeout_s = handshake_timeout_s
-        self.idle_timeout_s = idle_timeout_s
+    def __init__(self, limits: GatewayLimits | None = None) -> None:
+        self.limits = limits or GatewayLimits()
         self.per_source: dict[str, int] = {}
-        self.config = config or EngineConfig(
+        self.config = EngineConfig(
             n_symbols=4,
-            n_accounts=1024,
+            n_accounts=MAX_CONNECTIONS,  # one per source; a source holds at least a connection
             capacity_orders=1 << 16,
             max_order_id=MAX_CONNECTIONS * ORDER_IDS_PER_CONNECTION,
+            max_open_orders=self.limits.max_open_orders,
         )
         self.state = new_state(self.config)
+        self.account_of: dict[str, int] = {}  # source address -> its engine account
+        self.free_accounts = list(range(self.config.n_accounts))[::-1]
         self.events = np.empty(self.config.capacity_orders + 2, dtype=EVENT_DTYPE)
         self.free_slots = list(range(min(MAX_CONNECTIONS, self.config.max_order_id // 4096)))[::-1]
         self.connections: set[_Connection] = set()
         self.stats = GatewayStats()
+
+    def join(self, source: str) -> int:
+        """Count one more connection of ``source``; return its engine account."""
+        self.per_source[source] = self.per_source.get(source, 0) + 1
+        if source not in self.account_of:
+            self.account_of[source] = self.free_accounts.pop()
+        return self.account_of[source]
+
+    def leave(self, source: str) -> None:
+        """Count one connection of ``source`` less; its last one frees the account (whose
+        orders the connections' own cancels removed) with its risk state zeroed."""
+        left = self.per_source.get(source, 1) - 1
+        if left > 0:
+            self.per_source[source] = left
+            return
+        self.per_source.pop(source, None)
+        account = self.account_of.pop(source)
+        n = self.config.n_symbols
+        self.state.accounts[account * n : (account + 1) * n] = 0
+        self.free_accounts.append(account)
 
     def warm_up(self) -> None:
         """Compile (or load from cache) the kernels before the first client arrives."""
@@ -101,7 +145,7 @@ class Gateway:
         out = np.zeros(1, dtype=WIRE_DTYPE)
         conn = _kernel.empty_connection_state()
         ro = decode(frames.tobytes())
-        _kernel.handle_frames(self.state, ro, 0, conn, out, self.events)
+        _kernel.handle_frames(self.state, ro, 0, 0, conn, out, self.events)
         _kernel.cancel_connection(self.state, 0, self.events)
 
 
@@ -112,6 +156,7 @@ class _Connection(asyncio.Protocol):
         self.gw = gateway
         self.transport: asyncio.Transport | None = None
         self.slot = -1
+        self.account = -1  # the source's engine account
         self.pending = b""
         self.state = _kernel.empty_connection_state()
         self.out = np.zeros(64, dtype=WIRE_DTYPE)
@@ -131,12 +176,12 @@ class _Connection(asyncio.Protocol):
             return
         peer = tcp.get_extra_info("peername")
         source = str(peer[0]) if peer else ""
-        if self.gw.per_source.get(source, 0) >= self.gw.max_per_source:
+        if self.gw.per_source.get(source, 0) >= self.gw.limits.max_per_source:
             self.gw.stats.refused_source += 1
             tcp.abort()
             return
         self.source = source
-        self.gw.per_source[source] = self.gw.per_source.get(source, 0) + 1
+        self.account = self.gw.join(source)
         self.last_frame = time.monotonic()
         self.slot = self.gw.free_slots.pop()
         self.gw.connections.add(self)
@@ -164,7 +209,7 @@ class _Connection(asyncio.Protocol):
         if self.out.shape[0] < n:
             self.out = np.zeros(max(n, 2 * self.out.shape[0]), dtype=WIRE_DTYPE)
         status, k = _kernel.handle_frames(
-            self.gw.state, frames, self.slot, self.state, self.out, self.gw.events
+            self.gw.state, frames, self.slot, self.account, self.state, self.out, self.gw.events
         )
         elapsed = time.perf_counter_ns() - start
         self.out["gateway_ns"][:k] = elapsed // max(k, 1)
@@ -201,22 +246,19 @@ class _Connection(asyncio.Protocol):
 
     def idle_for(self, now: float) -> float | None:
         """Seconds past its timeout (handshake or idle), or None while within it."""
-        limit = self.gw.idle_timeout_s if self.framed else self.gw.handshake_timeout_s
+        limits = self.gw.limits
+        limit = limits.idle_timeout_s if self.framed else limits.handshake_timeout_s
         over = now - self.last_frame - limit
         return over if over > 0 else None
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self.source:
-            left = self.gw.per_source.get(self.source, 1) - 1
-            if left > 0:
-                self.gw.per_source[self.source] = left
-            else:
-                self.gw.per_source.pop(self.source, None)
-            self.source = ""
         if self.slot >= 0:
             _kernel.cancel_connection(self.gw.state, self.slot, self.gw.events)
             self.gw.free_slots.append(self.slot)
             self.slot = -1
+        if self.source:
+            self.gw.leave(self.source)
+            self.source = ""
         self.gw.connections.discard(self)
 
 
@@ -240,17 +282,11 @@ async def serve(
     stop: asyncio.Event | None = None,
     drain_s: float = 2.0,
     announce: bool = True,
-    max_per_source: int = MAX_PER_SOURCE,
-    handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S,
-    idle_timeout_s: float = IDLE_TIMEOUT_S,
+    limits: GatewayLimits | None = None,
 ) -> GatewayStats:
     """Serve until ``stop`` is set (or SIGTERM/SIGINT); return the run's counters."""
     loop = asyncio.get_running_loop()
-    gateway = Gateway(
-        max_per_source=max_per_source,
-        handshake_timeout_s=handshake_timeout_s,
-        idle_timeout_s=idle_timeout_s,
-    )
+    gateway = Gateway(limits)
     gateway.warm_up()
     stop = stop or asyncio.Event()
     server = await loop.create_server(
@@ -295,9 +331,10 @@ async def serve(
     return gateway.stats
 
 
-def run_gateway(host: str, port: int, drain_s: float = 2.0, **limits: Any) -> GatewayStats:
-    """Run :func:`serve` on a fresh uvloop event loop until SIGTERM or SIGINT (``limits``:
-    ``max_per_source``, ``handshake_timeout_s``, ``idle_timeout_s``)."""
+def run_gateway(
+    host: str, port: int, drain_s: float = 2.0, limits: GatewayLimits | None = None
+) -> GatewayStats:
+    """Run :func:`serve` on a fresh uvloop event loop until SIGTERM or SIGINT."""
     import uvloop
 
-    return uvloop.run(serve(host, port, drain_s=drain_s, **limits))
+    return uvloop.run(serve(host, port, drain_s=drain_s, limits=limits))
