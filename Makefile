@@ -7,10 +7,10 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: setup browser lab-tools demo test bench lint docs app clean
 
-$(STAMP): requirements.lock pyproject.toml
+$(STAMP): requirements/dev.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), f"Python >= 3.11 needed, found {sys.version}"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements/dev.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 

@@ -30,9 +30,10 @@ from twin import (  # noqa: E402
     load_scenario,
 )
 from twin.profile import resolve_profile_path  # noqa: E402
+from twin.scenario import scenarios_dir  # noqa: E402
 from twin.sweep.capacity import saturation_rate  # noqa: E402
 
-SCENARIOS = REPO / "scenarios"
+SCENARIOS = scenarios_dir()
 UPLOADED = "uploaded"
 DEFAULT_BASE = "tier1_peering_cpg"
 CONTROL_KEYS = tuple(controls.Controls.__dataclass_fields__)

@@ -2,7 +2,7 @@
 
 ``_nrt=False`` switches off Numba's reference-counting runtime: the kernels never allocate, and
 keeping the runtime cost 4x on a trivial reject (225 vs 54 ns, measured). The option is private
-to Numba, which is why the version is pinned in requirements.lock and why it is set only here.
+to Numba, which is why the version is pinned in requirements/dev.lock and why it is set only here.
 """
 
 from collections.abc import Callable

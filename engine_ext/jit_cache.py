@@ -10,6 +10,11 @@ change start from a fresh cache, while an unchanged checkout still loads without
 :func:`configure` runs when either package is imported, before any kernel is decorated. The
 versions live in ``exchange-latency-twin/numba/`` under ``$NUMBA_CACHE_DIR`` when set, else
 under ``$XDG_CACHE_HOME`` (or ``~/.cache``); only the most recently used few are kept.
+
+Only the project's own kernels go there: a cache locator placed first in Numba's list claims the
+functions defined in the files of ``twin`` and ``engine_ext`` and no others, so importing the
+twin leaves ``numba.config.CACHE_DIR`` and the caching of a user's own ``@njit(cache=True)``
+code as they were.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import shutil
 from pathlib import Path
 
 import numba
+from numba.core import caching
 
 _PACKAGES = ("twin", "engine_ext")
 _KEEP_VERSIONS = 4
@@ -53,9 +59,32 @@ def _prune(base: Path, current: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+class _ProjectCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
+    """Numba cache locator for the kernels of this project's packages only."""
+
+    roots: tuple[str, ...] = ()  # package folders whose functions this locator claims
+    cache_dir = ""
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = os.path.join(self.cache_dir, self.get_suitable_cache_subpath(py_file))
+
+    def get_cache_path(self) -> str:
+        return self._cache_path
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        path = os.path.realpath(py_file)
+        if not cls.cache_dir or not any(path.startswith(root) for root in cls.roots):
+            return None  # someone else's function: Numba's own locators decide
+        return super().from_function(py_func, py_file)
+
+
 @functools.cache
 def configure() -> Path:
-    """Point Numba's cache at this source version's directory (once per process); return it."""
+    """Send this project's kernels to this source version's cache directory (once per
+    process); return the directory."""
     root = Path(__file__).resolve().parent.parent
     base = _base_dir()
     cache_dir = base / sources_digest(root)
@@ -64,7 +93,11 @@ def configure() -> Path:
         os.utime(cache_dir)
         _prune(base, cache_dir)
     except OSError:
-        # Not writable: Numba falls back to its own cache locations; results are unaffected.
-        pass
-    numba.config.CACHE_DIR = str(cache_dir)  # type: ignore[attr-defined]
+        # Not writable: Numba's own locators take over; results are unaffected.
+        return cache_dir
+    _ProjectCacheLocator.roots = tuple(os.path.join(str(root), p) + os.sep for p in _PACKAGES)
+    _ProjectCacheLocator.cache_dir = str(cache_dir)
+    locators = caching.CacheImpl._locator_classes
+    if _ProjectCacheLocator not in locators:
+        locators.insert(0, _ProjectCacheLocator)
     return cache_dir

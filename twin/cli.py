@@ -17,9 +17,9 @@ from typing import Any
 from engine_ext.errors import EngineError
 from twin.argtypes import assignment, positive_float, positive_int, seed
 from twin.console import format_bands, format_intervals, format_result
-from twin.errors import TwinError, one_line
+from twin.errors import ConfigError, TwinError, one_line
 from twin.jsontext import dumps
-from twin.scenario import load_scenario, shipped_scenarios
+from twin.scenario import load_scenario, scenarios_dir, shipped_scenarios
 from twin.simulation import (
     DEFAULT_ENGINE,
     ENGINES,
@@ -135,7 +135,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_scenarios(args: argparse.Namespace) -> int:
-    for path in shipped_scenarios():
+    paths = shipped_scenarios()
+    if not paths:
+        raise ConfigError(f"{scenarios_dir()}: no shipped scenarios (an incomplete installation)")
+    for path in paths:
         scenario = load_scenario(path)
         print(f"{path.name:28s} {scenario.description}")
     return EXIT_OK

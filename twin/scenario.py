@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -552,8 +553,9 @@ def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
 
 
 def scenarios_dir() -> Path:
-    """The folder of shipped scenarios (``scenarios/`` beside the ``twin`` package)."""
-    return Path(__file__).resolve().parent.parent / "scenarios"
+    """The folder of shipped scenarios: package data of ``twin`` (``twin/scenarios``; a checkout
+    also reaches it as ``scenarios/``)."""
+    return Path(str(resources.files("twin"))) / "scenarios"
 
 
 def shipped_scenarios() -> list[Path]:

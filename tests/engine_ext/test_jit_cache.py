@@ -59,12 +59,33 @@ def test_kernels_land_in_this_versions_directory_and_old_versions_are_pruned(tmp
         stamp = time.time() - 3600 * (i + 1)
         os.utime(old, (stamp, stamp))
     code = (
-        "import numpy as np, numba, twin.histogram as h;"
+        "import numpy as np, twin.histogram as h, engine_ext.jit_cache as j;"
         "h.counts_index(np.int64(12345));"
-        "print(numba.config.CACHE_DIR)"
+        "print(j.configure())"
     )
     cache_dir = Path(_python(code, tmp_path))
     assert cache_dir == base / sources_digest(REPO)
     assert list(cache_dir.rglob("*.nbi")), "the kernel's cache index was written there"
     kept = sorted(p.name for p in base.iterdir())
     assert kept == sorted([cache_dir.name, "old0", "old1", "old2"])
+
+
+def test_a_users_own_cached_kernels_are_left_where_numba_puts_them(tmp_path) -> None:
+    """Issue 22: ``import twin`` changed Numba's cache directory for the whole process. Now the
+    user's ``NUMBA_CACHE_DIR`` setting and the user's own kernels stay as they were."""
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "mykernels.py").write_text(
+        "from numba import njit\n\n@njit(cache=True)\ndef double(x):\n    return 2 * x\n"
+    )
+    code = (
+        f"import sys; sys.path.insert(0, {str(user)!r});"
+        "import numba, twin, twin.histogram as h, numpy as np;"
+        "h.counts_index(np.int64(5));"
+        "import mykernels; mykernels.double(3);"
+        "print(repr(numba.config.CACHE_DIR))"
+    )
+    assert _python(code, tmp_path / "cache") == "''"  # untouched (unset)
+    assert list((user / "__pycache__").glob("mykernels.double-*.nbi")), "numba's own place"
+    ours = tmp_path / "cache" / "exchange-latency-twin" / "numba" / sources_digest(REPO)
+    assert list(ours.rglob("*.nbi")) and not list(ours.rglob("mykernels*"))

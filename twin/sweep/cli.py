@@ -15,6 +15,7 @@ from typing import Any
 
 from twin.argtypes import positive_float, positive_int
 from twin.errors import ScenarioError
+from twin.extras import Extra, require
 from twin.jsontext import dumps
 
 EXIT_OK, EXIT_FAILURE = 0, 1
@@ -61,8 +62,7 @@ def _tls(args: argparse.Namespace) -> contextlib.AbstractContextManager[Any]:
     for option, value in given.items():
         if not Path(value).is_file():
             raise ScenarioError(f"{option} {value}: no such file")
-    import dask
-
+    dask = require("dask", Extra.DASK, "a Dask scheduler")
     return dask.config.set(
         {
             "distributed.comm.tls.ca-file": str(Path(args.tls_ca_file).resolve()),

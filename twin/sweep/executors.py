@@ -25,6 +25,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any
 
 from twin.errors import ScenarioError
+from twin.extras import Extra, require
 from twin.sweep.task import PointTask, TaskOutcome, run_task
 
 EXECUTORS = ("local", "dask")
@@ -103,9 +104,9 @@ def _security(scheduler: str) -> Any:
     ``--tls-*`` options or ``DASK_DISTRIBUTED__COMM__TLS__*``); None for other schemes."""
     if not scheduler.startswith("tls://"):
         return None
-    from distributed.security import Security
-
-    security = Security(require_encryption=True)
+    security = require("distributed.security", Extra.DASK, "a tls:// scheduler").Security(
+        require_encryption=True
+    )
     files = [
         getattr(security, f"tls_{part}", None) for part in ("ca_file", "client_cert", "client_key")
     ]
@@ -123,7 +124,10 @@ def run_dask(
     """Run ``tasks`` on a Dask cluster (a new ``LocalCluster`` unless ``scheduler`` is given)."""
     if not tasks:
         return
-    from distributed import Client, LocalCluster, as_completed
+    distributed = require("distributed", Extra.DASK, "the dask executor")
+    Client, LocalCluster, as_completed = (  # noqa: N806 (the library's names)
+        distributed.Client, distributed.LocalCluster, distributed.as_completed
+    )  # fmt: skip
 
     cluster: Any = None
     if scheduler is None:

@@ -13,6 +13,7 @@ from twin.atomic import write_json
 from twin.errors import ConfigError
 from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier
 from twin.profile import write_profile
+from twin.scenario import scenarios_dir
 
 # The campaign's burst probe (``twin.testbed.campaign.DEFAULT_PROBE_BURSTS``, not imported
 # here so that ``twin --help`` does not load the testbed).
@@ -365,11 +366,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "predict", help="calibrate on a campaign's lowest rate, predict the rest (and saturation)"
     )
     p.add_argument("--campaign", required=True, metavar="DIR")
-    p.add_argument("--scenario", default="scenarios/local_loopback.toml")
+    p.add_argument("--scenario", default=str(scenarios_dir() / "local_loopback.toml"))
     p.add_argument(
         "--veth-campaign", metavar="DIR", help="also fit local_veth_us on its lowest rate"
     )
-    p.add_argument("--veth-scenario", default="scenarios/local_veth.toml")
+    p.add_argument("--veth-scenario", default=str(scenarios_dir() / "local_veth.toml"))
     p.add_argument("--profile-out", metavar="PATH", help="write the fitted profile (TOML)")
     p.add_argument(
         "--json-out",

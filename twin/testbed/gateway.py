@@ -51,6 +51,7 @@ from engine_ext import EngineConfig
 from engine_ext.engine import new_state
 from engine_ext.types import EVENT_DTYPE
 from twin.errors import ConfigError
+from twin.extras import Extra, require
 from twin.testbed import _kernel
 from twin.testbed.protocol import FRAME_BYTES, ORDER_IDS_PER_CONNECTION, WIRE_DTYPE, decode
 
@@ -335,6 +336,5 @@ def run_gateway(
     host: str, port: int, drain_s: float = 2.0, limits: GatewayLimits | None = None
 ) -> GatewayStats:
     """Run :func:`serve` on a fresh uvloop event loop until SIGTERM or SIGINT."""
-    import uvloop
-
+    uvloop = require("uvloop", Extra.TESTBED, "the testbed gateway")
     return uvloop.run(serve(host, port, drain_s=drain_s, limits=limits))

@@ -34,6 +34,7 @@ from typing import Any
 from twin.atomic import write_json
 from twin.errors import ConfigError
 from twin.kinds import Arrivals, Loop, Tier
+from twin.scenario import scenarios_dir
 from twin.testbed.relay import RelayDelay
 from twin.testbed.sockperf import (
     Protocol,
@@ -48,9 +49,8 @@ MANIFEST = "manifest.json"
 CLOSED_PACING = 400_000.0
 # sockperf ping-pong has no rate; the twin paces its one account above what it reaches.
 PING_PONG_PACING = 1_000_000.0
-REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = {"testbed": REPO / "scenarios" / "local_loopback.toml"}
-SOCKPERF_SCENARIO = REPO / "scenarios" / "local_sockperf.toml"
+SCENARIOS = {"testbed": scenarios_dir() / "local_loopback.toml"}
+SOCKPERF_SCENARIO = scenarios_dir() / "local_sockperf.toml"
 
 
 @dataclass(frozen=True)
