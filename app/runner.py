@@ -142,7 +142,7 @@ def summarise(result: RunResult, prepared: Prepared) -> Summary:
             engine=result.engine,
             rate_msgs_per_s=result.rate_msgs_per_s,
             stable=False,
-            saturated=result.saturated,
+            saturated=result.saturated_stations,
             stations=tuple((s.name, s.servers, s.utilization) for s in result.stations),
             placements=dict(result.placements),
             result=result.to_dict(),

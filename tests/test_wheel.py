@@ -67,7 +67,8 @@ def test_the_core_imports_no_extra_and_an_extra_is_named_when_missing(installed)
     bin_dir, env, work = installed
     code = (
         "import sys, twin, twin.cli, calibration, engine_ext;"
-        "print(sorted(m for m in ('dask', 'distributed', 'streamlit', 'uvloop') if m in sys.modules))"
+        "extras = ('dask', 'distributed', 'streamlit', 'uvloop');"
+        "print(sorted(m for m in extras if m in sys.modules))"
     )
     assert _run(bin_dir / "python", "-c", code, cwd=work, env=env).strip() == "[]"
     done = subprocess.run(

@@ -29,6 +29,7 @@ from twin.simulation import (
     run_prepared,
     what_if,
 )
+from twin.uncertainty import Varied, few_samples
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_UNSTABLE = 0, 1, 2, 3
 # Profiles drawn for --bands, each simulated once; the band's ends are their 5th and 95th
@@ -89,6 +90,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 target_ci_pct=args.target_ci,
                 workers=args.workers or default_workers(),
                 progress=report,
+                varied=Varied(args.vary),
             )
         if replicated is not None:
             ci95 = replicated.ci95
@@ -105,7 +107,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         payload = result.to_dict()
         if replications is not None:
             payload["replications"] = replications
-            payload["ci95"] = {k: [lo, hi] for k, (lo, hi) in ci95.items()}
+            thin = few_samples(ci95, result.messages // replications)  # per replication
+            payload["ci95"] = {k: [lo, hi] for k, (lo, hi) in ci95.items() if k not in thin}
+            payload["ci95_varied"] = args.vary
+            payload["ci95_covers"] = Varied(args.vary).covers
         if bands is not None:
             payload["bands_90"] = {
                 k: {"predicted": b.predicted_us, "low": b.low_us, "high": b.high_us}
@@ -115,7 +120,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(format_result(result))
         if replications is not None:
-            print(format_intervals(replications, ci95))
+            per_replication = result.messages // replications
+            print(format_intervals(replications, ci95, Varied(args.vary), per_replication))
         if bands is not None:
             print()
             print(format_bands(bands))
@@ -200,6 +206,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive_int,
         metavar="K",
         help="run K independent seeds on all cores, pool them, report 95%% intervals",
+    )
+    p.add_argument(
+        "--vary",
+        choices=[str(v) for v in Varied],
+        default=str(Varied.SEED),
+        help="what replications vary: the seed with the placement fixed (default), or the "
+        "placement too (one drawn per replication, as a sweep does)",
     )
     p.add_argument(
         "--force",

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from calibration.bands import Band
 from twin.percentiles import label
 from twin.results import RunResult
+from twin.uncertainty import Varied, decimals_for, few_samples, few_samples_note
 
 
 def format_statistics(rtt: Mapping[str, float]) -> str:
@@ -27,13 +28,16 @@ def format_result(result: RunResult) -> str:
     for role, where in result.placements.items():
         lines.append(f"  {role:8s} {where}")
     if not result.stable:
-        lines.append("UNSTABLE: offered load saturates " + "; ".join(result.saturated))
+        lines.append("UNSTABLE: offered load saturates " + "; ".join(result.saturated_stations))
         lines.append("No latency is reported: queues grow without bound at this rate.")
         return "\n".join(lines)
     lines.append(
         f"messages {result.messages:,}  throughput {result.throughput_msgs_per_s:,.0f} msg/s"
     )
     lines.append("round trip (us): " + format_statistics(result.rtt_us))
+    note = few_samples_note(result.rtt_us, result.messages)
+    if note:
+        lines.append(note)
     for kind, rtt in result.rtt_by_kind_us.items():
         lines.append(f"  {kind + ':':7s} " + format_statistics(rtt))
     lines.append("")
@@ -45,12 +49,29 @@ def format_result(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-def format_intervals(replications: int, ci95: Mapping[str, tuple[float, float]]) -> str:
-    """The replications' 95% confidence intervals, one statistic a line."""
-    lines = [f"replications {replications}, 95% confidence intervals (us):"]
+def format_intervals(
+    replications: int,
+    ci95: Mapping[str, tuple[float, float]],
+    varied: Varied = Varied.SEED,
+    messages: int | None = None,
+) -> str:
+    """The replications' 95% confidence intervals, one statistic a line, with what they cover;
+    digits follow each interval, and a percentile with too few samples beyond it in one
+    replication (``messages``: round trips per replication) gets no interval."""
+    few = few_samples(ci95, messages) if messages is not None else []
+    lines = [f"replications {replications} ({varied.covers}), 95% confidence intervals (us):"]
     for k, (lo, hi) in ci95.items():
-        lines.append(f"  {label(k):6s} {lo:,.2f} .. {hi:,.2f}")
+        if k in few:
+            lines.append(f"  {label(k):6s} no interval: too few samples beyond it")
+            continue
+        places = _places(lo, hi)
+        lines.append(f"  {label(k):6s} {lo:,.{places}f} .. {hi:,.{places}f}")
     return "\n".join(lines)
+
+
+def _places(lo: float, hi: float) -> int:
+    """Decimals for an interval's bounds: two significant figures of its half-width."""
+    return max(0, decimals_for((hi - lo) / 2))
 
 
 def format_bands(bands: Mapping[str, Band]) -> str:

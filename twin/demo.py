@@ -33,7 +33,9 @@ def demo(engine: str = DEFAULT_ENGINE) -> str:
                 apply_overrides(base, rate, DURATION_S[EngineName(engine)][rate]), engine=engine
             )
             if not result.stable:
-                lines.append(f"{name:20s} {rate:>10,d} unstable: {'; '.join(result.saturated)}")
+                lines.append(
+                    f"{name:20s} {rate:>10,d} unstable: {'; '.join(result.saturated_stations)}"
+                )
                 continue
             r = result.rtt_us
             lines.append(

@@ -10,6 +10,12 @@ needs K >= 2 and assumes each replication's warm-up removes the start-up transie
 
 :func:`run_until` adds replications in rounds until the p99's half-width falls below a target
 fraction of its value, so a user gets an honest tail without guessing a run length.
+
+What varies (:class:`twin.uncertainty.Varied`): by default only the seed, so the interval is the
+noise of one deployment (the scenario's own placement draw). With ``Varied.PLACEMENT`` each
+replication also draws its placement from its seed (as a sweep does), so the interval includes
+the spread between deployments; its round trips are pooled across placements and its hop table
+is the first replication's.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from twin.results import (
     unstable_result,
 )
 from twin.simulation import DEFAULT_ENGINE, Prepared
+from twin.uncertainty import Varied
 
 # Stream id keeping replication seeds apart from every other use of the scenario seed.
 REPLICATION_STREAM = 0x5245504C
@@ -43,6 +50,8 @@ STATISTICS = (*PERCENTILES, "mean")
 MAX_REPLICATIONS = 200  # ceiling of run_until when a CI target is asked for
 
 Progress = Callable[[int, int], None]  # (replications done, replications planned)
+Job = tuple[CompiledPath, Load]  # what one replication runs
+Jobs = Callable[[int], Job]  # replication number -> its job
 
 
 def replication_seed(seed: int, k: int) -> int:
@@ -127,24 +136,23 @@ def _run_one(engine: str, path: CompiledPath, load: Load) -> EngineOutput:
 
 def _outputs(
     engine: str,
-    path: CompiledPath,
-    loads: list[Load],
+    jobs: list[Job],
     workers: int,
     progress: Progress | None,
     done_before: int,
     planned: int,
 ) -> list[EngineOutput]:
-    """Run each load, in this process or on a pool of ``workers`` processes, in order."""
+    """Run each job, in this process or on a pool of ``workers`` processes, in order."""
     results: list[EngineOutput] = []
-    if workers <= 1 or len(loads) == 1:
-        for load in loads:
+    if workers <= 1 or len(jobs) == 1:
+        for path, load in jobs:
             results.append(_run_one(engine, path, load))
             if progress is not None:
                 progress(done_before + len(results), planned)
         return results
     context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, len(loads)), mp_context=context) as pool:
-        futures = [pool.submit(_run_one, engine, path, load) for load in loads]
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as pool:
+        futures = [pool.submit(_run_one, engine, path, load) for path, load in jobs]
         for future in futures:
             results.append(future.result())
             if progress is not None:
@@ -152,10 +160,10 @@ def _outputs(
     return results
 
 
-def _combine(outputs: list[EngineOutput]) -> Replicated:
+def _combine(outputs: list[EngineOutput], same_path: bool = True) -> Replicated:
     pooled = outputs[0]
     for other in outputs[1:]:
-        pooled = pooled.merge(other)
+        pooled = pooled.merge(other) if same_path else pooled.merge_round_trips(other)
     estimates = statistics_of(pooled)
     per = tuple(statistics_of(o) for o in outputs)
     return Replicated(
@@ -181,10 +189,27 @@ def run_replications(
     progress: Progress | None = None,
 ) -> Replicated:
     """Run ``replications`` independent seeds of ``load`` and pool them."""
+    return run_jobs(_seeds_of(path, load), replications, engine, workers, progress)
+
+
+def _seeds_of(path: CompiledPath, load: Load) -> Jobs:
+    """Replication ``k``: the same path, the load with seed :func:`replication_seed`."""
+    return lambda k: (path, replace(load, seed=replication_seed(load.seed, k)))
+
+
+def run_jobs(
+    jobs: Jobs,
+    replications: int,
+    engine: str = DEFAULT_ENGINE,
+    workers: int = 1,
+    progress: Progress | None = None,
+    same_path: bool = True,
+) -> Replicated:
+    """Run replications ``0 .. replications - 1`` of ``jobs`` and pool them."""
     if replications < 1:
         raise ConfigError(f"Need >= 1 replication, got {replications}")
-    loads = [replace(load, seed=replication_seed(load.seed, k)) for k in range(replications)]
-    return _combine(_outputs(engine, path, loads, workers, progress, 0, replications))
+    todo = [jobs(k) for k in range(replications)]
+    return _combine(_outputs(engine, todo, workers, progress, 0, replications), same_path)
 
 
 def run_until(
@@ -197,6 +222,8 @@ def run_until(
     max_replications: int = 200,
     statistic: str = "p99",
     progress: Progress | None = None,
+    jobs: Jobs | None = None,
+    same_path: bool = True,
 ) -> Replicated:
     """Add replications until the 95% half-width of ``statistic`` is below the target fraction.
 
@@ -204,7 +231,9 @@ def run_until(
     replication in order, so the answer (how many replications, which seeds) is the same whatever
     the worker count; extra replications of the last round are dropped. Stops at
     ``max_replications`` even if the target is not met (check :meth:`relative_half_width`).
+    ``jobs`` replaces the default replications of ``path`` and ``load`` (seeds only).
     """
+    jobs = jobs or _seeds_of(path, load)
     if not target_relative_half_width > 0:
         raise ConfigError(f"Target half-width must be > 0, got {target_relative_half_width}")
     if min_replications < 2 or max_replications < min_replications:
@@ -216,12 +245,10 @@ def run_until(
     planned = min_replications
     while True:
         checked = len(outputs)
-        loads = [
-            replace(load, seed=replication_seed(load.seed, k)) for k in range(checked, planned)
-        ]
-        outputs += _outputs(engine, path, loads, workers, progress, checked, planned)
+        todo = [jobs(k) for k in range(checked, planned)]
+        outputs += _outputs(engine, todo, workers, progress, checked, planned)
         for k in range(max(checked + 1, min_replications), len(outputs) + 1):
-            result = _combine(outputs[:k])
+            result = _combine(outputs[:k], same_path)
             if result.relative_half_width(statistic) <= target_relative_half_width:
                 return result
         if len(outputs) >= max_replications:
@@ -236,11 +263,13 @@ def run_prepared_replicated(
     target_ci_pct: float | None = None,
     workers: int = 1,
     progress: Progress | None = None,
+    varied: Varied = Varied.SEED,
 ) -> tuple[RunResult, Replicated | None]:
     """:func:`twin.simulation.run_prepared` with replications and an optional p99 CI target.
 
     Returns the summary of the pooled output and the replication record (None when the offered
-    load saturates a station, for which no simulation is run).
+    load saturates a station, for which no simulation is run). ``varied``: what changes between
+    replications (module docstring).
     """
     from twin.simulation import ENGINES
 
@@ -250,6 +279,8 @@ def run_prepared_replicated(
     if prepared.is_saturated():
         unstable = unstable_result(name, engine, prepared.path, prepared.load, prepared.placements)
         return unstable, None
+    same_path = varied is Varied.SEED
+    jobs = _seeds_of(prepared.path, prepared.load) if same_path else _placements_of(prepared)
     if target_ci_pct is not None:
         replicated = run_until(
             prepared.path,
@@ -260,12 +291,32 @@ def run_prepared_replicated(
             min_replications=max(replications, 5),
             max_replications=max(replications, MAX_REPLICATIONS),
             progress=progress,
+            jobs=jobs,
+            same_path=same_path,
         )
     else:
-        replicated = run_replications(
-            prepared.path, prepared.load, replications, engine, workers, progress
-        )
+        replicated = run_jobs(jobs, replications, engine, workers, progress, same_path)
     result = summarise(
         name, engine, prepared.path, prepared.load, replicated.output, prepared.placements
     )
     return result, replicated
+
+
+def _placements_of(prepared: Prepared) -> Jobs:
+    """Replication ``k``: the scenario re-placed and run with seed :func:`replication_seed`
+    (the placement is drawn from the scenario's seed, so each replication gets its own)."""
+    from twin.simulation import apply_overrides, prepare
+
+    scenario, profile = prepared.scenario, prepared.profile
+
+    def job(k: int) -> Job:
+        seed = replication_seed(scenario.workload.seed, k)
+        again = prepare(apply_overrides(scenario, seed=seed), profile)
+        if again.is_saturated():
+            raise ScenarioError(
+                f"{scenario.name}: replication {k + 1}'s placement saturates a station at this "
+                "rate: no interval over placements"
+            )
+        return again.path, again.load
+
+    return job

@@ -20,6 +20,7 @@ from twin.histogram import cdf_points_us, to_hdr
 from twin.load import Load
 from twin.path import CompiledPath
 from twin.percentiles import PERCENTILES
+from twin.uncertainty import few_samples
 
 # How an engine reports how far a run got: called with the fraction of simulated time done.
 Progress = Callable[[float], None]
@@ -64,12 +65,28 @@ class EngineOutput:
             hop_time_sum_us=self.hop_time_sum_us + other.hop_time_sum_us,
             station_busy_us=self.station_busy_us + other.station_busy_us,
             duration_us=self.duration_us + other.duration_us,
-            counts_by_kind=(
-                self.counts_by_kind + other.counts_by_kind
-                if self.counts_by_kind is not None and other.counts_by_kind is not None
-                else None
-            ),
+            counts_by_kind=self._kinds_with(other),
         )
+
+    def merge_round_trips(self, other: EngineOutput) -> EngineOutput:
+        """Pool the round trips of a run of another path (another placement, whose hops may
+        differ); per-hop means and station utilizations stay this run's own."""
+        messages = self.messages + other.messages
+        return EngineOutput(
+            counts=self.counts + other.counts,
+            messages=messages,
+            rtt_sum_us=self.rtt_sum_us + other.rtt_sum_us,
+            rtt_max_us=max(self.rtt_max_us, other.rtt_max_us),
+            hop_time_sum_us=self.hop_time_sum_us * (messages / max(self.messages, 1)),
+            station_busy_us=self.station_busy_us,
+            duration_us=self.duration_us,
+            counts_by_kind=self._kinds_with(other),
+        )
+
+    def _kinds_with(self, other: EngineOutput) -> np.ndarray | None:
+        if self.counts_by_kind is None or other.counts_by_kind is None:
+            return None
+        return self.counts_by_kind + other.counts_by_kind
 
 
 @dataclass(frozen=True)
@@ -101,7 +118,7 @@ class RunResult:
     hops: tuple[HopStat, ...]
     stations: tuple[StationStat, ...]
     stable: bool
-    saturated: tuple[str, ...] = ()
+    saturated_stations: tuple[str, ...] = ()
     placements: dict[str, str] = field(default_factory=dict)
     counts: np.ndarray | None = field(default=None, repr=False, compare=False)
     # The order loop's order and cancel round trips apart (same keys as rtt_us, no max).
@@ -170,7 +187,7 @@ class RunResult:
             "seed": self.seed,
             "messages": self.messages,
             "stable": self.stable,
-            "saturated_stations": list(self.saturated),
+            "saturated_stations": list(self.saturated_stations),
             "rtt_us": dict(self.rtt_us) if self.stable else None,
             "rtt_by_kind_us": (
                 {k: dict(v) for k, v in self.rtt_by_kind_us.items()} if self.stable else None
@@ -190,7 +207,14 @@ class RunResult:
                 for s in self.stations
             ],
             "placements": dict(self.placements),
+            "few_samples": self.few_samples,
         }
+
+    @property
+    def few_samples(self) -> list[str]:
+        """Percentiles resting on too few round trips beyond them
+        (:func:`twin.uncertainty.few_samples`); empty for an unstable run."""
+        return few_samples(self.rtt_us, self.messages) if self.stable else []
 
 
 def rate_at_full_load(
@@ -239,7 +263,7 @@ def unstable_result(
             for n, c, r in zip(path.station_names, path.station_servers, rho, strict=True)
         ),
         stable=False,
-        saturated=saturated,
+        saturated_stations=saturated,
         placements=placements,
     )
 

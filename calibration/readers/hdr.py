@@ -13,9 +13,12 @@ aggregator, wrk2 and many Java and Rust harnesses)::
     #[Buckets =           27, SubBuckets     =         2048]
 
 The last row may carry ``inf`` as its fourth column (wrk2); the CSV variant has a quoted
-header and ``Infinity``. The values' unit is whatever scaling ratio the writer chose; Aeron
-writes microseconds (ratio 1000 over nanoseconds), which is the default here
-(``value_unit=`` overrides it).
+header and ``Infinity``. The values' unit is whatever scaling ratio the writer chose and the
+file does not say it; Aeron writes microseconds (ratio 1000 over nanoseconds), which is the
+default here (``value_unit=`` overrides it). The default is refused when the values do not look
+like microseconds (:func:`_implausible_as_us`): whole numbers with a median of 1,000 or more are
+what a writer with ratio 1 prints for nanoseconds (a silent 1000x error before), and a median
+below 1 is milliseconds or seconds; such a file needs ``--value-unit``.
 
 Interval log (``HistogramLogWriter``)::
 
@@ -48,7 +51,7 @@ from hdrh.codec import ExternalHeader, PayloadHeader, ext_header_size, payload_h
 from hdrh.histogram import HdrHistogram
 
 from calibration.measurement import Measurement
-from calibration.readers._common import Source, number, unit_factor
+from calibration.readers._common import UNIT_OPTION, VALUE_UNIT, Source, number, unit_factor
 
 HGRM_COLUMNS = "Value Percentile TotalCount 1/(1-Percentile)"
 _HGRM_HEADER = re.compile(
@@ -81,9 +84,19 @@ def looks_like_interval_log(lines: list[tuple[int, str]]) -> bool:
     return False
 
 
+def _implausible_as_us(values: list[float], median: float) -> str | None:
+    """Why ``values`` (the table's Value column) do not read as microseconds, or None."""
+    if median >= 1000 and all(v == int(v) for v in values):
+        return f"whole numbers with a median of {median:,g}: nanoseconds, written unscaled?"
+    if median < 1:
+        return f"a median of {median:g}: milliseconds or seconds?"
+    return None
+
+
 def read_hgrm(source: Source, conditions: Mapping[str, Any]) -> Measurement:
     """Read a percentile-distribution table into a percentile Measurement."""
     factor = unit_factor(source, conditions, "us")
+    raw: list[tuple[float, float]] = []  # (percentile, value as written)
     lines = source.numbered()
     start = next(i for i, (_, text) in enumerate(lines) if _HGRM_HEADER.match(text))
     is_csv = "," in lines[start][1]
@@ -132,6 +145,7 @@ def read_hgrm(source: Source, conditions: Mapping[str, Any]) -> Measurement:
         if count < previous[2]:
             raise source.error(line, f"TotalCount out of order: {count} after {previous[2]}")
         previous = (percentile, value, count)
+        raw.append((percentile, value))
         table.append((percentile * 100.0, value * factor))
         total = count
         last_line = line
@@ -144,6 +158,15 @@ def read_hgrm(source: Source, conditions: Mapping[str, Any]) -> Measurement:
             f"truncated: the table stops at percentile {previous[0]:.12f}, "
             "a complete distribution ends with the 1.000000000000 row",
         )
+    if VALUE_UNIT not in conditions:
+        median = next(v for p, v in raw if p >= 0.5)
+        why = _implausible_as_us([v for _, v in raw], median)
+        if why is not None:
+            raise source.error(
+                None,
+                f"the file does not state its time unit and its values do not look like "
+                f"microseconds ({why}): pass {UNIT_OPTION} ns, us, ms or s",
+            )
     if stated_count is not None and total is not None and int(stated_count) != total:
         raise source.error(
             None, f"footer Total count {int(stated_count)} disagrees with the table's {total}"

@@ -115,7 +115,7 @@ def test_bands_with_out_and_replications_does_all_three(capsys, tmp_path: Path) 
     code = main([*args, "--replications", "4", "--workers", "1"])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "replications 4, 95% confidence intervals (us):" in printed
+    assert "replications 4 (seed noise, placement fixed), 95% confidence intervals (us):" in printed
     assert "90% bands (parameter uncertainty):" in printed
     assert {"result.json", "scenario.toml", "rtt.hgrm"} <= {p.name for p in out.iterdir()}
 
@@ -125,8 +125,28 @@ def test_bands_in_json_keep_the_replication_intervals(capsys) -> None:
     assert main([*args, "--replications", "2", "--workers", "1"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["replications"] == 2
-    assert set(payload["ci95"]) >= {"p50", "p99"}
+    # 200 round trips per replication: p99 rests on 2 beyond it, p99.9 on 0.2: no interval.
+    assert "p50" in payload["ci95"] and not {"p99", "p99_9"} & set(payload["ci95"])
+    assert {"p99", "p99_9"} <= set(payload["few_samples"])
+    assert payload["ci95_varied"] == "seed" and "placement fixed" in payload["ci95_covers"]
     assert payload["bands_90"]["p50"]["low"] <= payload["bands_90"]["p50"]["high"]
+
+
+def test_replications_can_vary_the_placement_and_say_so(capsys) -> None:
+    """Issue 22: --replications kept the placement fixed and printed a tight interval while
+    the sweep drew a placement per replication and printed a wide one, neither saying which.
+    Tier 2 has no placement group, so placements differ by whole fabric layers: the interval
+    over placements is the wider one, and each says what it covers."""
+    tier2 = str(Path(TIER1).with_name("tier2_peering.toml"))
+    widths = {}
+    for vary in ("seed", "placement"):
+        args = ["run", tier2, "--duration", "0.1", "--replications", "4", "--workers", "1"]
+        assert main([*args, "--vary", vary, "--json"]) == 0
+        payload = json.loads(capsys.readouterr().out)
+        assert payload["ci95_varied"] == vary
+        lo, hi = payload["ci95"]["p50"]
+        widths[vary] = hi - lo
+    assert widths["placement"] > 5 * widths["seed"], widths
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from scipy import stats
 from twin.histogram import empty_counts, record_us, to_hdr
 from twin.replicate import confidence_intervals
 from twin.results import PERCENTILES, percentiles_us
-from twin.sweep.summary import SUMMARY_STATS, summarise_rows
+from twin.sweep.summary import SUMMARY_STATS, format_summary, summarise_rows
 
 
 def test_a_bucket_above_the_maximum_is_capped_at_it():
@@ -63,6 +63,7 @@ def test_the_sweep_summary_cuts_the_same_interval_at_zero():
             "rate_msgs_per_s": [1.0] * 3,
             "engine": ["fast"] * 3,
             "stable": [True] * 3,
+            "messages": [1_000, 1_200, 1_100],
             **{s: values for s in SUMMARY_STATS},
         }
     )
@@ -70,6 +71,11 @@ def test_the_sweep_summary_cuts_the_same_interval_at_zero():
     half = stats.t.ppf(0.975, 2) * np.std(values, ddof=1) / np.sqrt(3)
     assert row["p99_ci95_lo"] == 0.0
     assert row["p99_ci95_hi"] == pytest.approx(np.mean(values) + half)
+    # Issue 22: p99.9 of 1,000 round trips rests on one sample beyond it: no interval.
+    assert row["p99_9_ci95_lo"] is None and row["p99_9_ci95_hi"] is None
+    assert row["p99_9_mean"] == pytest.approx(np.mean(values))
+    text = format_summary(summarise_rows(rows), {0: "x"})
+    assert "a placement drawn per replication" in text.splitlines()[0]
 
 
 def test_a_result_gives_tidy_frames_and_its_cdf() -> None:

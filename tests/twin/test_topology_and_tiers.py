@@ -229,7 +229,7 @@ def test_saturation_is_reported_as_unstable_not_as_a_latency() -> None:
     result = run(base)
     assert not result.stable
     assert result.to_dict()["rtt_us"] is None
-    assert any("gateway threads" in s for s in result.saturated)
+    assert any("gateway threads" in s for s in result.saturated_stations)
 
 
 def _published_ids() -> set[str]:

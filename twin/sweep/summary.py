@@ -5,16 +5,23 @@ replications has a Student-t interval ``mean +- t(0.975, n-1) * sd / sqrt(n)``, 
 cut at zero (no statistic here can be negative; near saturation the spread can be that wide).
 Only stable replications count; a point with fewer than two has no interval (null bounds), and
 a point with none has no statistics at all (``stable`` says how many of its replications were
-stable).
+stable). Each replication draws its own placement from its seed, so an interval covers seed
+noise **and** the spread between placements (:data:`COVERS`). A percentile resting on fewer than
+:data:`twin.uncertainty.MIN_TAIL_SAMPLES` round trips beyond it in a replication (``messages``:
+the fewest round trips of a point's replications) gets no interval either: its mean is shown,
+its bounds are null.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from twin.percentiles import HEADLINE, label
+from twin.percentiles import HEADLINE, PERCENTILES, label
 from twin.replicate import t_quantile
 from twin.sweep.task import STATS
+from twin.uncertainty import MIN_TAIL_SAMPLES, Varied, with_interval
+
+COVERS = Varied.PLACEMENT.covers
 
 SUMMARY_STATS = (*STATS, "throughput_msgs_per_s")
 ROW_INFO = ("scenario_name", "tier", "rate_msgs_per_s", "engine")
@@ -31,7 +38,7 @@ def summarise_rows(rows: pl.DataFrame, axes: list[str] | tuple[str, ...] = ()) -
     agg = stable.group_by("point").agg(
         [pl.col(s).mean().alias(f"{s}_mean") for s in SUMMARY_STATS]
         + [pl.col(s).std().alias(f"{s}_sd") for s in SUMMARY_STATS]
-        + [pl.len().alias("_n")]
+        + [pl.len().alias("_n"), pl.col("messages").min().alias("messages")]
     )
     ns = sorted(set(agg["_n"].to_list()))
     tq = pl.DataFrame(
@@ -50,33 +57,43 @@ def summarise_rows(rows: pl.DataFrame, axes: list[str] | tuple[str, ...] = ()) -
         ]
         + [(pl.col(f"{s}_mean") + half[s]).alias(f"{s}_ci95_hi") for s in SUMMARY_STATS]
     )
+    for s, q in PERCENTILES.items():  # too few samples beyond: no interval
+        thin = pl.col("messages") * (1 - q / 100) < MIN_TAIL_SAMPLES
+        agg = agg.with_columns(
+            [
+                pl.when(thin).then(None).otherwise(pl.col(c)).alias(c)
+                for c in (f"{s}_ci95_lo", f"{s}_ci95_hi")
+            ]
+        )
     ordered = [c for s in SUMMARY_STATS for c in (f"{s}_mean", f"{s}_ci95_lo", f"{s}_ci95_hi")]
-    out = info.join(agg.select(["point", *ordered]), on="point", how="left").sort("point")
-    return out.select(
-        [c for c in info_cols if c in out.columns] + ["replications", "stable", *ordered]
+    out = info.join(agg.select(["point", "messages", *ordered]), on="point", how="left")
+    return out.sort("point").select(
+        [c for c in info_cols if c in out.columns]
+        + ["replications", "stable", "messages", *ordered]
     )
 
 
-def _cell(mean: float | None, lo: float | None, hi: float | None) -> str:
-    if mean is None:
-        return "unstable"
-    if lo is None or hi is None:
-        return f"{mean:,.1f}"
-    return f"{mean:,.1f} ± {hi - mean:,.1f}"  # the t half-width: only the lower bound is cut
+def _cell(mean: float | None, hi: float | None) -> str:
+    # the t half-width, from the upper bound (only the lower bound is cut at zero)
+    return "unstable" if mean is None else with_interval(mean, hi)
 
 
 def format_summary(summary: pl.DataFrame, labels: dict[int, str]) -> str:
-    """A text table: each point's label and percentiles as ``mean ± 95% half-width`` (us)."""
+    """A text table: each point's label and percentiles as ``mean ± 95% half-width`` (us),
+    digits following the half-width, under a line saying what the intervals cover."""
     shown = (*HEADLINE, "max")
     header = ["point", "fields", "ok/n"] + [f"{label(s)} us" for s in shown]
     body = []
     for r in summary.iter_rows(named=True):
         body.append(
             [str(r["point"]), labels.get(r["point"], ""), f"{r['stable']}/{r['replications']}"]
-            + [_cell(r[f"{s}_mean"], r[f"{s}_ci95_lo"], r[f"{s}_ci95_hi"]) for s in shown]
+            + [_cell(r[f"{s}_mean"], r[f"{s}_ci95_hi"]) for s in shown]
         )
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-    lines = []
+    lines = [
+        f"mean ± 95% half-width over replications ({COVERS}); no ± where a replication has "
+        f"fewer than {MIN_TAIL_SAMPLES} round trips beyond the percentile"
+    ]
     for row in [header, *body]:
         cells = [
             c.ljust(w) if i < 2 else c.rjust(w)

@@ -65,7 +65,7 @@ def result_row(result: RunResult) -> dict[str, Any]:
         "engine": result.engine,
         "messages": result.messages,
         "stable": result.stable,
-        "saturated": "; ".join(result.saturated),
+        "saturated": "; ".join(result.saturated_stations),
         "throughput_msgs_per_s": result.throughput_msgs_per_s,
     }
     for stat in STATS:

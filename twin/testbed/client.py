@@ -263,7 +263,13 @@ class LoadRun:
     def _connect(self) -> list[_Conn]:
         conns = []
         for _ in range(self.cfg.connections):
-            sock = socket.create_connection((self.cfg.host, self.cfg.port), timeout=10.0)
+            try:
+                sock = socket.create_connection((self.cfg.host, self.cfg.port), timeout=10.0)
+            except OSError as exc:  # nothing listening, or the network gone
+                raise SimulationError(
+                    f"cannot reach the gateway at {self.cfg.host}:{self.cfg.port} "
+                    f"({exc.strerror or exc})"
+                ) from None
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.settimeout(None)
             conns.append(_Conn(sock))

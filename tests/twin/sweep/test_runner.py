@@ -73,12 +73,18 @@ def test_summary_has_mean_and_t_interval_per_point(reference):
     _, out, rows = reference
     summary = pl.read_parquet(out / "summary.parquet")
     assert summary.height == 6
-    p0 = rows.filter(pl.col("point") == 0)["p99"].to_list()
+    point = rows.filter(pl.col("point") == 0)
+    p0 = point["p50"].to_list()
     row = summary.row(0, named=True)
-    assert row["p99_mean"] == pytest.approx(sum(p0) / 2)
+    assert row["p50_mean"] == pytest.approx(sum(p0) / 2)
     half = 12.706204736174698 * abs(p0[0] - p0[1]) / 2**0.5 / 2**0.5
-    assert row["p99_ci95_hi"] - row["p99_mean"] == pytest.approx(half)
+    assert row["p50_ci95_hi"] - row["p50_mean"] == pytest.approx(half)
     assert row["replications"] == 2 and row["stable"] == 2
+    # A percentile with under 10 round trips beyond it in a replication gets no interval.
+    assert row["messages"] == min(point["messages"].to_list())
+    for stat, beyond in (("p99", 0.01), ("p99_9", 0.001)):
+        thin = row["messages"] * beyond < 10
+        assert (row[f"{stat}_ci95_hi"] is None) == thin, (stat, row["messages"])
 
 
 def test_sigkill_part_way_then_resume_equals_an_uninterrupted_run(reference, tmp_path):

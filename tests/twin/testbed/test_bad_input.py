@@ -266,3 +266,21 @@ def _has_clients(pid: int) -> bool:
             return any(line.split()[3] == "01" for line in fh.readlines()[1:])
     except OSError:
         return False
+
+
+def test_the_load_client_reports_no_gateway_in_one_line(tmp_path) -> None:
+    """A load client pointed at a port where nothing listens: one line, exit 2."""
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:  # a port that was free a moment ago
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "twin", "testbed", "load", "--connect", f"127.0.0.1:{port}",
+         "--rate", "1000", "--duration", "1", "--out", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert f"cannot reach the gateway at 127.0.0.1:{port}" in line
