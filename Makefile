@@ -52,7 +52,7 @@ docs: setup
 
 # The explorer listens on 127.0.0.1 only; TWIN_APP_ADDRESS=0.0.0.0 make app serves other machines.
 app: setup
-	$(VENV)/bin/streamlit run app/explorer.py --server.address $${TWIN_APP_ADDRESS:-127.0.0.1}
+	$(PY) -m app.serve --server.address $${TWIN_APP_ADDRESS:-127.0.0.1}
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

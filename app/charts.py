@@ -9,11 +9,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import altair as alt
 import numpy as np
 import plotly.graph_objects as go
+import polars as pl
 
 from app.runner import PERCENTILES, Summary
 from twin import Profile, percentiles
+from twin.uncertainty import bounds_text
 
 PERCENTILE_VALUES = dict(PERCENTILES)
 TIER_COLOURS = ("#1f77b4", "#2ca02c", "#ff7f0e", "#d62728")
@@ -57,47 +60,53 @@ def _layout(fig: go.Figure, **kwargs: Any) -> go.Figure:
     return fig
 
 
-def cdf_figure(runs: Mapping[str, Summary], marks: Sequence[str], tail: bool = False) -> go.Figure:
-    """Round-trip CDFs on a log-x axis (or 1 - CDF on log-log), chosen percentiles marked."""
-    fig = go.Figure()
-    for (label, summary), colour in zip(runs.items(), TIER_COLOURS * 4, strict=False):
+def cdf_chart(runs: Mapping[str, Summary], marks: Sequence[str], tail: bool = False) -> alt.Chart:
+    """Round-trip CDFs on a log-x axis (or 1 - CDF on log-log), chosen percentiles marked.
+
+    Vega-Lite (Altair), not Plotly: the explorer's first view carries this chart, and Streamlit's
+    Vega chunk loads in the browser about a second sooner than Plotly's (measured: first
+    headline 1.4-1.9 s against 2.0-2.8 s; docs/design-notes.md).
+    """
+    lines, points = [], []
+    for label, summary in runs.items():
         if not summary.stable:
             continue
         y = 1 - summary.cdf_p if tail else summary.cdf_p
         keep = y > 0 if tail else np.ones_like(y, dtype=bool)
-        fig.add_trace(
-            go.Scatter(
-                x=summary.cdf_us[keep],
-                y=y[keep],
-                mode="lines",
-                line={"shape": "hv", "color": colour},
-                name=label,
-            )
-        )
+        lines.append(pl.DataFrame({"run": label, "us": summary.cdf_us[keep], "y": y[keep]}))
         for key in marks:
-            value = summary.p(key)
             q = PERCENTILE_VALUES[key] / 100
-            fig.add_trace(
-                go.Scatter(
-                    x=[value],
-                    y=[1 - q if tail else q],
-                    mode="markers",
-                    marker={"color": colour, "size": 9},
-                    showlegend=False,
-                    hovertemplate=f"{label} {key}: %{{x:,.1f}} µs<extra></extra>",
-                )
-            )
-            if len(runs) == 1:
-                # One run: a labelled line per percentile reads better than crowded labels near 1.
-                _log_x_marker(fig, value, f"{key} {value:,.0f} µs", "#888888")
-    fig.update_xaxes(type="log", title="round trip (µs, log scale)")
-    if tail:
-        fig.update_yaxes(type="log", title="fraction slower (1 − CDF)")
-    else:
-        fig.update_yaxes(title="fraction at or below", range=[0, 1.02])
-    return _layout(
-        fig, height=420, showlegend=len(runs) > 1, legend={"orientation": "h", "y": -0.2}
+            value = summary.p(key)
+            points.append({"run": label, "us": value, "y": 1 - q if tail else q,
+                           "mark": f"{key} {value:,.0f} µs"})  # fmt: skip
+    x = alt.X("us:Q", scale=alt.Scale(type="log"), title="round trip (µs, log scale)")
+    y_title = "fraction slower (1 − CDF)" if tail else "fraction at or below"
+    y = alt.Y("y:Q", title=y_title, scale=alt.Scale(type="log") if tail else alt.Scale())
+    colour = alt.Color(
+        "run:N",
+        scale=alt.Scale(range=list(TIER_COLOURS)),
+        legend=alt.Legend(orient="bottom", title=None) if len(runs) > 1 else None,
     )
+    data = (
+        pl.concat(lines)
+        if lines
+        else pl.DataFrame(schema={"run": pl.Utf8, "us": pl.Float64, "y": pl.Float64})
+    )
+    chart = alt.Chart(data).mark_line(interpolate="step-after").encode(x=x, y=y, color=colour)
+    if points:
+        marked = alt.Chart(pl.DataFrame(points))
+        chart = chart + marked.mark_point(filled=True, size=60).encode(
+            x=x, y=y, color=colour, tooltip=["run:N", "mark:N"]
+        )
+        if len(runs) == 1:  # one run: a labelled rule per percentile
+            chart = (
+                chart
+                + marked.mark_rule(strokeDash=[2, 3], color="#888888").encode(x=x)
+                + marked.mark_text(
+                    angle=270, align="right", baseline="bottom", dy=-2, y=4, color="#888888"
+                ).encode(x=x, text="mark:N")  # fmt: skip
+            )
+    return chart.properties(height=400)
 
 
 def percentile_rows(summary: Summary, keys: Sequence[str]) -> list[dict[str, Any]]:
@@ -110,12 +119,20 @@ def percentile_rows(summary: Summary, keys: Sequence[str]) -> list[dict[str, Any
     kinds: dict[str, dict[str, float]] = summary.result.get("rtt_by_kind_us") or {}
     rows = []
     for key in (*keys, "mean", "max"):
-        lo, hi = summary.ci95_us.get(key, (None, None))
-        row = {"statistic": key, "round trip (µs)": summary.p(key), "95% low": lo, "95% high": hi}
+        row: dict[str, Any] = {
+            "statistic": key,
+            "round trip (µs)": summary.p(key),
+            "95% interval (µs)": interval_text(summary.ci95_us.get(key)),
+        }
         for kind, rtt in kinds.items():
-            row[f"{kind} (µs)"] = rtt.get(percentiles.key(key))
+            row[f"{kind} (µs)"] = rtt.get(percentiles.key(key), math.nan)
         rows.append(row)
     return rows
+
+
+def interval_text(bounds: tuple[float, float] | None) -> str:
+    """``low .. high`` (:func:`twin.uncertainty.bounds_text`), or ``—`` when there is none."""
+    return "—" if bounds is None else bounds_text(*bounds)
 
 
 def tiers_figure(runs: Mapping[str, Summary]) -> go.Figure:

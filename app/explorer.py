@@ -125,14 +125,20 @@ def sidebar() -> tuple[Scenario, controls.Controls]:
             "…or upload a scenario TOML", type=["toml"], key="upload", on_change=on_upload
         )
         if "upload_error" in st.session_state:
-            st.error(f"Upload rejected: {st.session_state['upload_error']}", icon="⚠️")
+            st.error(f"Upload rejected: {st.session_state['upload_error']}", icon=":material/warning:")
         base = base_scenario()
         base_key = (st.session_state["base"], base.to_toml())
         if st.session_state.get("_base_key") != base_key:
             reset_controls(base)
             st.session_state["_base_key"] = base_key
-        if base.description:
+        current = controls.Controls(**{key: st.session_state[key] for key in CONTROL_KEYS})
+        if current == controls.defaults_from(base):
             st.caption(base.description)
+        else:  # the controls moved away from the scenario: say what the run is now
+            st.caption(
+                f"Now: {controls.TIERS[current.tier].label}, placement {current.placement}, "
+                f"{current.az_layout} (changed from {base.name}: {base.description})"
+            )
 
         st.radio(
             "Access tier",
@@ -173,13 +179,9 @@ def sidebar() -> tuple[Scenario, controls.Controls]:
         )
 
         st.header("Hosts")
-        left, right = st.columns(2)
-        left.caption("Market maker")
-        right.caption("Exchange")
-        left.toggle("Kernel bypass", key="client_bypass")
-        right.toggle("Kernel bypass", key="exchange_bypass")
-        left.toggle("Host tuning", key="client_tuning", help=TUNING_HELP)
-        right.toggle("Host tuning", key="exchange_tuning", help=TUNING_HELP)
+        for role, prefix in (("Market maker", "client"), ("Exchange", "exchange")):
+            st.toggle(f"{role}: kernel bypass", key=f"{prefix}_bypass")
+            st.toggle(f"{role}: host tuning", key=f"{prefix}_tuning", help=TUNING_HELP)
     values = controls.Controls(**{key: st.session_state[key] for key in CONTROL_KEYS})
     return base, values
 
@@ -193,7 +195,7 @@ def headline(summary: runner.Summary, base: runner.Summary | None) -> None:
             "Unstable: the offered load saturates "
             + "; ".join(summary.saturated)
             + ". There is no steady-state latency; lower the rate or add capacity.",
-            icon="🛑",
+            icon=":material/block:",
         )
         return
     cols = st.columns(5)
@@ -220,23 +222,26 @@ def distribution_tab(summary: runner.Summary) -> None:
         key="marks",
     )
     tail = right.toggle("Tail view (1 − CDF)", key="tail_view")
-    left.plotly_chart(charts.cdf_figure({summary.scenario: summary}, marks, tail))
+    left.altair_chart(charts.cdf_chart({summary.scenario: summary}, marks, tail))
     rows = charts.percentile_rows(summary, marks or ["p50", "p99"])
-    st.dataframe(rows, hide_index=True, column_config=_us_columns(rows))
+    show_table(rows)
     st.caption(
-        f"{summary.messages:,} recorded round trips. The 95% low and high are distribution-free "
-        "intervals (binomial order statistics); neighbouring round trips share queues, so the true "
-        "uncertainty is somewhat wider. Calibration bands (profile parameter uncertainty) come "
-        "from `twin run --bands`."
+        f"{summary.messages:,} recorded round trips. The 95% intervals are distribution-free "
+        "(binomial order statistics) and cover the seed noise of this run, its placement fixed; "
+        "neighbouring round trips share queues, so the true uncertainty is somewhat wider. "
+        "Calibration bands (profile parameter uncertainty) come from `twin run --bands`."
     )
 
 
-def _us_columns(rows: list[dict]) -> dict:
-    return {
-        key: st.column_config.NumberColumn(key, format="%.1f")
-        for key in (rows[0] if rows else {})
-        if "µs" in key or key.startswith("95%")
-    }
+def show_table(rows: list[dict]) -> None:
+    """A table whose microsecond columns read ``1,089.3`` and whose missing cells read ``—``
+    (a pandas Styler: Streamlit shows a bare None or NaN as "None")."""
+    import pandas as pd
+
+    frame = pd.DataFrame(rows)
+    numeric = [c for c in frame.columns if "µs" in c and frame[c].dtype.kind == "f"]
+    styled = frame.style.format({c: "{:,.1f}" for c in numeric}, na_rep="—")
+    st.dataframe(styled, hide_index=True)
 
 
 def tiers_tab(values: controls.Controls, base: Scenario, engine: str, messages: int) -> None:
@@ -259,12 +264,12 @@ def tiers_tab(values: controls.Controls, base: Scenario, engine: str, messages: 
         return
     left, right = st.columns(2)
     left.plotly_chart(charts.tiers_figure(stable))
-    right.plotly_chart(charts.cdf_figure(stable, ["p99"]))
+    right.altair_chart(charts.cdf_chart(stable, ["p99"]))
     rows = [
         {"tier": label, **{f"{k} (µs)": s.p(k) for k, _ in runner.PERCENTILES}}
         for label, s in stable.items()
     ]
-    st.dataframe(rows, hide_index=True, column_config=_us_columns(rows))
+    show_table(rows)
 
 
 def curve_tab(scenario: Scenario, engine: str, messages: int) -> None:
@@ -312,7 +317,7 @@ def hops_tab(summary: runner.Summary) -> None:
     column = "mean (µs)" if which == "mean" else "at p99 (µs)"
     total = f"round trip {which}"
     st.plotly_chart(charts.waterfall_figure(rows, column, total))
-    st.dataframe(rows, hide_index=True, column_config=_us_columns(rows))
+    show_table(rows)
     st.caption(
         "Means are measured per hop (queueing included). The split at p99 is an estimate: the "
         "tail above the mean is shared out in proportion to each hop's variance (unloaded "
@@ -368,7 +373,7 @@ def downloads(scenario: Scenario, summary: runner.Summary) -> None:
 
 
 def main() -> None:
-    st.set_page_config(page_title="Exchange latency twin", page_icon="⏱️", layout="wide")
+    st.set_page_config(page_title="Exchange latency twin", page_icon=":material/timer:", layout="wide")
     base, values = sidebar()
     engine = DEFAULT_ENGINE
     messages = runner.sample_messages(engine)
@@ -377,7 +382,7 @@ def main() -> None:
     try:
         scenario = controls.apply(base, values)
     except ScenarioError as exc:
-        st.error(f"These settings do not make a valid deployment: {exc}", icon="⚠️")
+        st.error(f"These settings do not make a valid deployment: {exc}", icon=":material/warning:")
         st.stop()
     st.caption(
         f"{controls.TIERS[values.tier].label} · placement {values.placement} · "
@@ -392,7 +397,7 @@ def main() -> None:
             if scenario.raw != base.raw:
                 reference = cached_run(base.to_toml(), base.source, engine, messages)
     except TwinError as exc:
-        st.error(f"The run failed: {exc}", icon="⚠️")
+        st.error(f"The run failed: {exc}", icon=":material/warning:")
         st.stop()
     headline(summary, reference)
     downloads(scenario, summary)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from calibration.bands import Band
 from twin.percentiles import label
 from twin.results import RunResult
-from twin.uncertainty import Varied, decimals_for, few_samples, few_samples_note
+from twin.uncertainty import Varied, bounds_text, few_samples, few_samples_note
 
 
 def format_statistics(rtt: Mapping[str, float]) -> str:
@@ -64,14 +64,9 @@ def format_intervals(
         if k in few:
             lines.append(f"  {label(k):6s} no interval: too few samples beyond it")
             continue
-        places = _places(lo, hi)
-        lines.append(f"  {label(k):6s} {lo:,.{places}f} .. {hi:,.{places}f}")
+        lines.append(f"  {label(k):6s} {bounds_text(lo, hi)}")
     return "\n".join(lines)
 
-
-def _places(lo: float, hi: float) -> int:
-    """Decimals for an interval's bounds: two significant figures of its half-width."""
-    return max(0, decimals_for((hi - lo) / 2))
 
 
 def format_bands(bands: Mapping[str, Band]) -> str:

@@ -293,6 +293,8 @@ def summarise(
             if counts.any():
                 hist = to_hdr(counts)
                 by_kind[name] = percentiles_us(hist, out.rtt_max_us)
+                # to HDR precision (0.1%), capped at the run's exact maximum
+                by_kind[name]["max"] = min(hist.get_max_value() / 1e3, out.rtt_max_us)
                 by_kind[name]["mean"] = hist.get_mean_value() / 1e3
     hops = tuple(
         HopStat(

@@ -64,6 +64,12 @@ def with_interval(value: float, high: float | None) -> str:
     return f"{rounded(value, places)} ± {rounded(half, places)}"
 
 
+def bounds_text(low: float, high: float) -> str:
+    """``low .. high``, both to two significant figures of the interval's half-width."""
+    places = max(0, decimals_for((high - low) / 2))
+    return f"{low:,.{places}f} .. {high:,.{places}f}"
+
+
 def tail_samples(statistic: str, messages: int) -> float:
     """Round trips beyond percentile ``statistic`` among ``messages`` (inf for non-percentiles)."""
     q = PERCENTILES.get(statistic)

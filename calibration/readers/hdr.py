@@ -17,8 +17,9 @@ header and ``Infinity``. The values' unit is whatever scaling ratio the writer c
 file does not say it; Aeron writes microseconds (ratio 1000 over nanoseconds), which is the
 default here (``value_unit=`` overrides it). The default is refused when the values do not look
 like microseconds (:func:`_implausible_as_us`): whole numbers with a median of 1,000 or more are
-what a writer with ratio 1 prints for nanoseconds (a silent 1000x error before), and a median
-below 1 is milliseconds or seconds; such a file needs ``--value-unit``.
+what a writer with ratio 1 prints for nanoseconds (a silent 1000x error before); such a file
+needs ``--value-unit``. (A median below 1 is not refused: the matching engine's own service
+times are sub-microsecond.)
 
 Interval log (``HistogramLogWriter``)::
 
@@ -88,9 +89,7 @@ def _implausible_as_us(values: list[float], median: float) -> str | None:
     """Why ``values`` (the table's Value column) do not read as microseconds, or None."""
     if median >= 1000 and all(v == int(v) for v in values):
         return f"whole numbers with a median of {median:,g}: nanoseconds, written unscaled?"
-    if median < 1:
-        return f"a median of {median:g}: milliseconds or seconds?"
-    return None
+    return None  # sub-microsecond medians are real (the engine's own service time)
 
 
 def read_hgrm(source: Source, conditions: Mapping[str, Any]) -> Measurement:

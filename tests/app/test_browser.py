@@ -69,9 +69,7 @@ def app_url() -> Iterator[str]:
         [
             sys.executable,
             "-m",
-            "streamlit",
-            "run",
-            str(REPO / "app" / "explorer.py"),
+            "app.serve",  # as make app serves it: warmed, then streamlit run app/explorer.py
             "--server.port",
             str(port),
             "--server.headless",
@@ -166,6 +164,23 @@ def test_rate_and_tier_move_the_p99_the_right_way(page) -> None:
     tier4 = displayed_p99_us(page)
     shot(page, "explorer_tier4_400k")
     assert tier4 > 5 * at_400k, (at_400k, tier4)
+    # Issue 22: the sidebar's caption kept describing Tier 1 after another tier was chosen.
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    assert "Now: Tier 4 · Internet via CloudFront" in sidebar.inner_text()
+
+
+def test_no_sidebar_label_is_cut_short(page) -> None:
+    """Issue 22: the host toggles read "Kernel by..." and "Host t..." in two narrow columns."""
+    settle(page)
+    clipped = page.evaluate(
+        """() => [...document.querySelectorAll(
+                '[data-testid="stSidebar"] [data-testid="stWidgetLabel"] *')]
+            .filter(e => e.scrollWidth > e.clientWidth + 1)  // an ellipsis: the text overflows
+            .map(e => e.textContent)"""
+    )
+    assert clipped == []
+    labels = page.locator('[data-testid="stSidebar"]').inner_text()
+    assert "Market maker: kernel bypass" in labels and "Exchange: host tuning" in labels
 
 
 def test_broken_upload_is_reported_and_the_app_keeps_working(page, tmp_path: Path) -> None:

@@ -235,3 +235,14 @@ def test_a_live_testbed_upload_is_refused_with_the_reason(tier1) -> None:
     text = tier1.to_toml().replace('tier = "peering"', 'tier = "loopback"')
     with pytest.raises(ScenarioError, match=r"connectivity\.tier = 'loopback'"):
         controls.load_upload("lab.toml", text.encode())
+
+
+def test_the_explorer_uses_no_emoji_icons() -> None:
+    """Issue 22: an emoji icon drew a missing-glyph box where the machine has no colour-emoji
+    font (Debian's chromium without fonts-noto-color-emoji); Streamlit's Material icons ship
+    with its own font."""
+    import re
+
+    source = (Path(__file__).resolve().parents[2] / "app" / "explorer.py").read_text()
+    assert not re.findall("[\U0001f300-\U0001faff\u2600-\u27bf]", source)
+    assert ":material/warning:" in source

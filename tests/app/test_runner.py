@@ -110,7 +110,9 @@ def test_engine_sizes_are_chosen_per_engine() -> None:
 
 
 def test_figures_and_tables_build(small_run) -> None:
-    assert charts.cdf_figure({"a": small_run}, ["p99"], tail=True).data
+    spec = charts.cdf_chart({"a": small_run}, ["p99"], tail=True).to_dict()
+    assert len(spec["layer"]) == 4  # the curve, the mark, its rule and its label
+    assert spec["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
     assert charts.tiers_figure({"Tier 1": small_run, "Tier 2": small_run}).data
     rows = charts.hop_rows(small_run, by_component=True)
     assert sum(r["mean (µs)"] for r in rows) == pytest.approx(small_run.p("mean"), rel=1e-6)
@@ -123,7 +125,8 @@ def test_figures_and_tables_build(small_run) -> None:
     kinds = small_run.result["rtt_by_kind_us"]
     assert rows[0]["order (µs)"] == kinds["order"]["p99"]
     assert rows[1]["cancel (µs)"] == kinds["cancel"]["mean"]
-    assert rows[2]["order (µs)"] is None
+    assert max(rows[2]["order (µs)"], rows[2]["cancel (µs)"]) == rows[2]["round trip (µs)"]
+    assert rows[1]["95% interval (µs)"] == "—" and " .. " in rows[0]["95% interval (µs)"]
     # The explorer's own percentile names ("p99.9") map to the result's keys ("p99_9").
     tail = charts.percentile_rows(small_run, ["p99.9"])[0]
     assert tail["cancel (µs)"] == kinds["cancel"]["p99_9"]

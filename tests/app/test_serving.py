@@ -17,9 +17,9 @@ def _app_address(env: dict[str, str]) -> str:
     plan = subprocess.run(
         ["make", "-n", "app"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
-    (line,) = [ln for ln in plan.splitlines() if "streamlit run" in ln]
+    (line,) = [ln for ln in plan.splitlines() if "-m app.serve" in ln]
     words = subprocess.run(
-        ["sh", "-c", f"printf '%s\\n' {line.split('streamlit', 1)[1]}"],
+        ["sh", "-c", f"printf '%s\\n' {line.split('app.serve', 1)[1]}"],
         env={**base, **env}, capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
     return words[words.index("--server.address") + 1]

@@ -7,6 +7,16 @@ for that bound), finds the first rate whose mean p99 reaches the ceiling, then b
 interval is where the curves of the p99's upper and lower confidence bounds cross the ceiling
 (the rates at which p99 is under the ceiling with confidence, and over it with confidence). A
 rate with any unstable replication counts as over the ceiling.
+
+**Where the ceiling bites, and whether the run length matters.** Utilization grows in
+proportion to the rate, so the answer sits at utilization ``rate / saturation rate`` of the
+busiest station. A queue that close to 1 forgets its start slowly: the relaxation time of an
+M/M/1 queue is ``1 / (mu (1 - sqrt(rho))^2)`` (Morse, "Stochastic properties of waiting lines",
+Operations Research 3(3), 1955; taken here with ``mu`` the station's whole service rate, the
+saturation rate). When the warm-up is shorter than that, or the measured window shorter than
+ten of it, the p99 near the ceiling is still growing with the run length, and so is the answer:
+:class:`CapacityResult` says so (``depends_on_run_length``) instead of printing an interval that
+a longer run would not overlap.
 """
 
 from __future__ import annotations
@@ -65,6 +75,28 @@ class CapacityResult:
     ceiling_reached: bool
     curve: tuple[CurvePoint, ...]
     failures: dict[str, str] = field(default_factory=dict)
+    warmup_s: float = 0.0
+    duration_s: float = 0.0
+
+    @property
+    def utilization_at_capacity(self) -> float | None:
+        """Offered utilization of the busiest station at the answer (None: no station)."""
+        sat = self.saturation_rate_msgs_per_s
+        return self.max_rate_msgs_per_s / sat if sat else None
+
+    @property
+    def relaxation_time_s(self) -> float | None:
+        """The busiest station's M/M/1 relaxation time at the answer's load (module docstring)."""
+        rho, sat = self.utilization_at_capacity, self.saturation_rate_msgs_per_s
+        if rho is None or sat is None or not 0 < rho < 1:
+            return None
+        return 1.0 / (sat * (1.0 - math.sqrt(rho)) ** 2)
+
+    @property
+    def depends_on_run_length(self) -> bool:
+        """True when the runs are too short for the queue at the answer's load to settle."""
+        tau = self.relaxation_time_s
+        return tau is not None and (self.warmup_s < tau or self.duration_s < 10 * tau)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of ``twin capacity --json``."""
@@ -90,6 +122,11 @@ class CapacityResult:
             "replications": self.replications,
             "saturation_rate_msgs_per_s": self.saturation_rate_msgs_per_s,
             "ceiling_reached": self.ceiling_reached,
+            "utilization_at_capacity": self.utilization_at_capacity,
+            "relaxation_time_s": self.relaxation_time_s,
+            "warmup_s": self.warmup_s,
+            "duration_s": self.duration_s,
+            "depends_on_run_length": self.depends_on_run_length,
         }
 
 
@@ -263,6 +300,8 @@ def find_capacity(
         ceiling_reached=reached,
         curve=tuple(curve),
         failures=ev.failures,
+        warmup_s=scenario.workload.warmup_s,
+        duration_s=scenario.workload.duration_s,
     )
     if out_dir is not None:
         _write_folder(out_dir, scenario, engine, seed, seeds, ev, result)
@@ -324,6 +363,26 @@ def _write_folder(
     finish(out_dir, sweep)
 
 
+def bite_statement(result: CapacityResult) -> list[str]:
+    """Where the ceiling bites and whether the answer depends on the run length (text)."""
+    rho, tau = result.utilization_at_capacity, result.relaxation_time_s
+    if rho is None or tau is None or not result.ceiling_reached:
+        return []
+    lines = [
+        f"the ceiling bites at utilization {rho:.4g} of the busiest station, where its queue "
+        f"relaxes in about {tau:.3g} s (M/M/1 relaxation time)"
+    ]
+    if result.depends_on_run_length:
+        lines.append(
+            f"runs of {result.warmup_s:g} s warm-up + {result.duration_s:g} s are shorter than "
+            f"that (warm-up >= {tau:.2g} s and window >= {10 * tau:.2g} s needed): the p99 "
+            "there and this answer still depend on the run length"
+        )
+    else:
+        lines.append("the runs are long enough for the answer not to depend on their length")
+    return lines
+
+
 def format_capacity(result: CapacityResult) -> str:
     """A human-readable answer with the curve behind it."""
     lo, hi = result.ci95
@@ -336,6 +395,7 @@ def format_capacity(result: CapacityResult) -> str:
     if result.saturation_rate_msgs_per_s is not None:
         sat = result.saturation_rate_msgs_per_s
         lines.append(f"saturation (utilization 1) at {sat:,.0f} msg/s")
+    lines += bite_statement(result)
     if not result.ceiling_reached:
         lines.append("p99 never reached the ceiling: the answer is the highest rate tried")
     elif result.max_rate_msgs_per_s == 0.0:

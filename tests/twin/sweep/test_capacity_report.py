@@ -8,7 +8,7 @@ import math
 import pytest
 
 from twin.cli import main
-from twin.sweep.capacity import crossing
+from twin.sweep.capacity import CapacityResult, crossing, format_capacity
 
 from .conftest import SCENARIOS
 
@@ -126,3 +126,28 @@ def test_rates_above_a_first_rate_over_the_ceiling_are_not_run(capsys):
     tried = [c["rate_msgs_per_s"] for c in payload["curve"]]
     assert max(tried) == 10000  # the first rate, then only lower ones
     assert payload["max_rate_msgs_per_s"] == 0.0 or payload["max_rate_msgs_per_s"] < 10000
+
+
+def _answer(rate: float, warmup_s: float, duration_s: float) -> CapacityResult:
+    return CapacityResult(
+        scenario="s", engine="fast", p99_ceiling_us=1000.0, replications=3,
+        saturation_rate_msgs_per_s=580_000.0, max_rate_msgs_per_s=rate, ci95=(rate, rate),
+        ceiling_reached=True, curve=(), warmup_s=warmup_s, duration_s=duration_s,
+    )  # fmt: skip
+
+
+def test_capacity_says_where_the_ceiling_bites_and_whether_run_length_matters() -> None:
+    """Issue 22: 1 s runs said 572,820 msg/s, 0.2 s runs 573,642, intervals apart, and none said
+    the ceiling bites at 99.8% utilization. At that load the queue's relaxation time (M/M/1:
+    1 / (mu (1 - sqrt(rho))^2)) is longer than either run: the answer says it depends on the
+    run length; at a modest load with long runs it says it does not."""
+    near = _answer(0.998 * 580_000, warmup_s=0.5, duration_s=1.0)
+    assert near.utilization_at_capacity == pytest.approx(0.998)
+    assert near.relaxation_time_s == pytest.approx(1 / (580_000 * (1 - 0.998**0.5) ** 2))
+    assert near.relaxation_time_s > 1.0 and near.depends_on_run_length
+    text = format_capacity(near)
+    assert "bites at utilization 0.998" in text and "still depend on the run length" in text
+    assert near.to_dict()["depends_on_run_length"] is True
+    calm = _answer(0.8 * 580_000, warmup_s=0.5, duration_s=1.0)
+    assert calm.relaxation_time_s < 1e-3 and not calm.depends_on_run_length
+    assert "long enough" in format_capacity(calm)
