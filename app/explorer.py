@@ -125,7 +125,9 @@ def sidebar() -> tuple[Scenario, controls.Controls]:
             "…or upload a scenario TOML", type=["toml"], key="upload", on_change=on_upload
         )
         if "upload_error" in st.session_state:
-            st.error(f"Upload rejected: {st.session_state['upload_error']}", icon=":material/warning:")
+            st.error(
+                f"Upload rejected: {st.session_state['upload_error']}", icon=":material/warning:"
+            )
         base = base_scenario()
         base_key = (st.session_state["base"], base.to_toml())
         if st.session_state.get("_base_key") != base_key:
@@ -373,7 +375,9 @@ def downloads(scenario: Scenario, summary: runner.Summary) -> None:
 
 
 def main() -> None:
-    st.set_page_config(page_title="Exchange latency twin", page_icon=":material/timer:", layout="wide")
+    st.set_page_config(
+        page_title="Exchange latency twin", page_icon=":material/timer:", layout="wide"
+    )
     base, values = sidebar()
     engine = DEFAULT_ENGINE
     messages = runner.sample_messages(engine)

@@ -26,7 +26,7 @@ from twin import (
 )
 from twin.histogram import cdf_points_us, percentile_ci95_us
 from twin.kinds import Loop
-from twin.sweep.capacity import crossing, saturation_rate
+from twin.sweep.capacity import capacity_from_curve, saturation_rate
 from twin.tomlio import parse_toml
 
 # Messages per run. The SimPy reference manages ~2-3k messages per wall second; the compiled
@@ -201,13 +201,6 @@ def curve_rates(scenario: Scenario, points: int = 8) -> list[float]:
 def capacity_at(
     rates: list[float], p99_us: list[float], ceiling_us: float
 ) -> tuple[float | None, str]:
-    """The largest rate whose p99 stays under ``ceiling_us`` and how it was found.
-
-    Linear between curve points (the sweep's :func:`~twin.sweep.capacity.crossing`); None when
-    the first point is already above the ceiling.
-    """
-    if not rates or p99_us[0] > ceiling_us:
-        return None, "p99 is above the ceiling even at the lowest rate"
-    if max(p99_us) <= ceiling_us:
-        return rates[-1], "p99 stays under the ceiling up to saturation"
-    return crossing(rates, p99_us, ceiling_us, "low"), "p99 crosses the ceiling"
+    """The largest rate whose p99 stays under ``ceiling_us`` and how it was found: the rule of
+    ``twin capacity`` (:func:`twin.sweep.capacity.capacity_from_curve`) on the explorer's curve."""
+    return capacity_from_curve(rates, p99_us, ceiling_us)

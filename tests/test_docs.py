@@ -16,6 +16,17 @@ def test_every_table_in_docs_is_up_to_date() -> None:
     assert gendocs.main(["--check"]) == 0, "run make docs"
 
 
+def test_the_api_pages_example_runs(monkeypatch) -> None:
+    """Issue 22: there was no API reference; docs/api.md's example is a doctest."""
+    import doctest
+
+    monkeypatch.chdir(ROOT)
+    failed, tried = doctest.testfile(
+        str(ROOT / "docs" / "api.md"), module_relative=False, optionflags=doctest.ELLIPSIS
+    )
+    assert tried >= 8 and failed == 0
+
+
 def test_a_hand_edited_figure_is_detected(tmp_path: Path, monkeypatch) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -1,7 +1,8 @@
 """Regenerate the measured-figure tables in ``docs/*.md`` from the committed results files.
 
 A table lives between ``<!-- table: NAME -->`` and ``<!-- /table -->``; everything between the
-two markers is rewritten from the JSON file :data:`TABLES` names, so no figure is copied by hand.
+two markers is rewritten from the JSON file :data:`TABLES` names, so no figure is copied by hand
+(the ``api`` block of ``docs/api.md`` is written from docstrings instead: ``tools/apiref.py``).
 Usage::
 
     python tools/gendocs.py          # rewrite docs/ in place (make docs)
@@ -329,7 +330,16 @@ def load_points() -> str:
     return _table(header, "llrrrrrrrr", rows)
 
 
+def api() -> str:
+    """The API reference, from the public names' docstrings (``tools/apiref.py``)."""
+    sys.path.insert(0, str(ROOT))
+    from apiref import api_reference
+
+    return api_reference()
+
+
 TABLES: dict[str, Callable[[], str]] = {
+    "api": api,
     "load-summary": load_summary,
     "load-points": load_points,
     "crosscheck": crosscheck,

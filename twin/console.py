@@ -68,7 +68,6 @@ def format_intervals(
     return "\n".join(lines)
 
 
-
 def format_bands(bands: Mapping[str, Band]) -> str:
     """A small table: statistic, prediction, band."""
     level = next(iter(bands.values())).level

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -101,6 +102,16 @@ def test_curve_rates_rise_to_just_below_saturation(tier1) -> None:
 def test_capacity_under_a_ceiling(ceiling: float, expected: float | None) -> None:
     capacity, _ = runner.capacity_at([10.0, 20.0, 40.0], [100.0, 200.0, 300.0], ceiling)
     assert capacity == expected
+
+
+def test_the_explorer_and_twin_capacity_share_one_rule() -> None:
+    """Issue 22: the explorer took the low end of a bracket whose upper end is unstable where
+    twin capacity took its middle; both now use twin.sweep.capacity.capacity_from_curve."""
+    from twin.sweep.capacity import capacity_from_curve
+
+    curve = ([10.0, 20.0, 40.0], [100.0, 200.0, math.inf])
+    assert runner.capacity_at(*curve, 250.0) == capacity_from_curve(*curve, 250.0)
+    assert runner.capacity_at(*curve, 250.0)[0] == 30.0
 
 
 def test_engine_sizes_are_chosen_per_engine() -> None:

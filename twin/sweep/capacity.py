@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,6 +165,20 @@ def crossing(rates: Sequence[float], values: Sequence[float], ceiling: float, si
     return float(rates[-1])
 
 
+def capacity_from_curve(
+    rates: Sequence[float], p99_us: Sequence[float], ceiling_us: float
+) -> tuple[float | None, str]:
+    """The highest rate whose p99 stays under ``ceiling_us`` on a rising p99 curve, and how it
+    was found: None when the lowest rate is already over it, the highest rate when none is,
+    else the linear crossing (the middle of the bracket when its upper end is unstable). One
+    rule for ``twin capacity`` and the explorer's curve."""
+    if not rates or p99_us[0] >= ceiling_us:
+        return None, "p99 is over the ceiling even at the lowest rate"
+    if max(p99_us) < ceiling_us:
+        return float(rates[-1]), "p99 stays under the ceiling at every rate tried"
+    return crossing(rates, p99_us, ceiling_us, "mid"), "p99 crosses the ceiling"
+
+
 class _Evaluator:
     """Runs replications at rates through an executor and remembers every outcome."""
 
@@ -278,15 +292,16 @@ def find_capacity(
     upper = [c.ci95[1] if c.ci95 else c.p99_us for c in curve]
     lower = [c.ci95[0] if c.ci95 else c.p99_us for c in curve]
     reached = any(m >= p99_ceiling_us for m in mean)
-    if mean[0] >= p99_ceiling_us:
+    found, _ = capacity_from_curve(r, mean, p99_ceiling_us)
+    if found is None:
         # Over the ceiling at every rate tried: the capacity is below the lowest one.
         estimate, low, high = 0.0, 0.0, r[0]
     elif not reached:
         # Never over the ceiling: at least the highest rate tried, below saturation.
-        estimate, low = r[-1], r[-1]
+        estimate, low = found, found
         high = max(sat, r[-1]) if sat is not None else r[-1]
     else:
-        estimate = crossing(r, mean, p99_ceiling_us, "mid")
+        estimate = found
         low = min(crossing(r, upper, p99_ceiling_us, "low"), estimate)
         high = max(crossing(r, lower, p99_ceiling_us, "high"), estimate)
     result = CapacityResult(
@@ -363,19 +378,25 @@ def _write_folder(
     finish(out_dir, sweep)
 
 
-def bite_statement(result: CapacityResult) -> list[str]:
-    """Where the ceiling bites and whether the answer depends on the run length (text)."""
-    rho, tau = result.utilization_at_capacity, result.relaxation_time_s
-    if rho is None or tau is None or not result.ceiling_reached:
+def bite_statement(answer: Mapping[str, Any]) -> list[str]:
+    """Where the ceiling bites and whether the answer depends on the run length, from the
+    answer's JSON (:meth:`CapacityResult.to_dict`, also kept in a capacity folder's manifest)."""
+    rho, tau = answer.get("utilization_at_capacity"), answer.get("relaxation_time_s")
+    if rho is None or tau is None:
         return []
+    where = (
+        "the ceiling bites at utilization"
+        if answer["ceiling_reached"]
+        else "p99 stayed under the ceiling up to utilization"
+    )
     lines = [
-        f"the ceiling bites at utilization {rho:.4g} of the busiest station, where its queue "
-        f"relaxes in about {tau:.3g} s (M/M/1 relaxation time)"
+        f"{where} {rho:.4g} of the busiest station, where its queue relaxes in about "
+        f"{tau:.3g} s (M/M/1 relaxation time)"
     ]
-    if result.depends_on_run_length:
+    if answer["depends_on_run_length"]:
         lines.append(
-            f"runs of {result.warmup_s:g} s warm-up + {result.duration_s:g} s are shorter than "
-            f"that (warm-up >= {tau:.2g} s and window >= {10 * tau:.2g} s needed): the p99 "
+            f"runs of {answer['warmup_s']:g} s warm-up + {answer['duration_s']:g} s are shorter "
+            f"than that (warm-up >= {tau:.2g} s and window >= {10 * tau:.2g} s needed): the p99 "
             "there and this answer still depend on the run length"
         )
     else:
@@ -395,7 +416,7 @@ def format_capacity(result: CapacityResult) -> str:
     if result.saturation_rate_msgs_per_s is not None:
         sat = result.saturation_rate_msgs_per_s
         lines.append(f"saturation (utilization 1) at {sat:,.0f} msg/s")
-    lines += bite_statement(result)
+    lines += bite_statement(result.to_dict())
     if not result.ceiling_reached:
         lines.append("p99 never reached the ceiling: the answer is the highest rate tried")
     elif result.max_rate_msgs_per_s == 0.0:

@@ -20,8 +20,10 @@ from twin.atomic import write_text
 from twin.errors import ScenarioError
 from twin.percentiles import HEADLINE, PERCENTILES, label
 from twin.sweep import store
+from twin.sweep.capacity import bite_statement
 from twin.sweep.spec import point_label
-from twin.sweep.summary import summarise_rows
+from twin.sweep.summary import COVERS, summarise_rows
+from twin.uncertainty import MIN_TAIL_SAMPLES, with_interval
 
 RATE_FIELD = "workload.rate_msgs_per_s"
 PALETTE = (
@@ -226,9 +228,7 @@ def _figures(rows: pl.DataFrame, summary: pl.DataFrame, axes: list[str], ceiling
 
 def _cell(p: dict[str, Any], stat: str) -> str:
     mean, hi = p[f"{stat}_mean"], p[f"{stat}_ci95_hi"]
-    if mean is None:
-        return "unstable"
-    return f"{mean:,.1f}" + (f" ± {hi - mean:,.1f}" if hi is not None else "")
+    return "unstable" if mean is None else with_interval(mean, hi)
 
 
 def _table(summary: pl.DataFrame, axes: list[str]) -> str:
@@ -305,10 +305,15 @@ def render_report(out_dir: Path, ceiling_us: float = 1000.0) -> str:
             f"<p><b>Capacity at p99 &le; {cap['p99_ceiling_us']:,.0f} us: "
             f"{cap['max_rate_msgs_per_s']:,.0f} msg/s</b> (95% CI {lo:,.0f} .. {hi:,.0f})</p>"
         )
+        bites = bite_statement(cap)
+        if bites:
+            parts.append("<p class='note'>" + html.escape("; ".join(bites)) + "</p>")
         ceiling_us = cap["p99_ceiling_us"]
     parts.append(
         "<h2>Summary</h2><p class='note'>Round trip in us: mean over stable "
-        "replications &plusmn; 95% CI half-width (Student t).</p>"
+        f"replications &plusmn; 95% CI half-width (Student t), covering {COVERS}; digits follow "
+        f"the half-width; no &plusmn; where a replication has fewer than {MIN_TAIL_SAMPLES} "
+        "round trips beyond the percentile.</p>"
     )
     parts.append(_table(summary, axes))
     first = True

@@ -130,6 +130,8 @@ def _short_value(value: Any) -> str:
         return Path(value).stem
     if isinstance(value, float) and value.is_integer():
         return f"{value:.0f}"
+    if isinstance(value, float) and abs(value) >= 1000:
+        return f"{value:.0f}"  # a computed rate: 57421.60140048741 -> 57422
     return str(value)
 
 
