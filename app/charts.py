@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 from app.runner import PERCENTILES, Summary
+from calibration.bands import Band
 from twin import Profile, percentiles
 from twin.uncertainty import bounds_text
 
@@ -109,8 +110,11 @@ def cdf_chart(runs: Mapping[str, Summary], marks: Sequence[str], tail: bool = Fa
     return chart.properties(height=400)
 
 
-def percentile_rows(summary: Summary, keys: Sequence[str]) -> list[dict[str, Any]]:
-    """The percentile table: value and its 95% interval, plus mean and max.
+def percentile_rows(
+    summary: Summary, keys: Sequence[str], bands: Mapping[str, Band] | None = None
+) -> list[dict[str, Any]]:
+    """The percentile table: value and its 95% interval, plus mean and max; with ``bands``
+    (:func:`calibration.bands.prediction_bands`) also each statistic's calibration band.
 
     For the order loop, the order's and the cancel's round trips get a column each (an order
     and its cancel can differ a lot: the order wakes sleeping threads, its cancel follows at
@@ -124,6 +128,12 @@ def percentile_rows(summary: Summary, keys: Sequence[str]) -> list[dict[str, Any
             "round trip (µs)": summary.p(key),
             "95% interval (µs)": interval_text(summary.ci95_us.get(key)),
         }
+        if bands is not None:
+            band = bands.get(percentiles.key(key))
+            row["90% calibration band (µs)"] = (
+                "—" if band is None or not math.isfinite(band.low_us)
+                else bounds_text(band.low_us, band.high_us)
+            )  # fmt: skip
         for kind, rtt in kinds.items():
             row[f"{kind} (µs)"] = rtt.get(percentiles.key(key), math.nan)
         rows.append(row)

@@ -20,6 +20,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from app import charts, controls, runner  # noqa: E402
+from calibration.bands import DEFAULT_DRAWS, prediction_bands  # noqa: E402
 from twin import (  # noqa: E402
     DEFAULT_ENGINE,
     ProfileError,
@@ -28,6 +29,7 @@ from twin import (  # noqa: E402
     TwinError,
     load_profile,
     load_scenario,
+    scenario_profile,
 )
 from twin.profile import resolve_profile_path  # noqa: E402
 from twin.scenario import scenarios_dir  # noqa: E402
@@ -212,7 +214,14 @@ def headline(summary: runner.Summary, base: runner.Summary | None) -> None:
     )
 
 
-def distribution_tab(summary: runner.Summary) -> None:
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_bands(toml_text: str, source: str, messages: int) -> dict:
+    """Calibration bands of a scenario sized to ``messages`` per draw (twin run --bands)."""
+    scenario = runner.sized(runner.scenario_from_toml(toml_text, source), messages)
+    return prediction_bands(scenario, scenario_profile(scenario))
+
+
+def distribution_tab(summary: runner.Summary, scenario: Scenario, band_messages: int) -> None:
     if not summary.stable:
         st.info("No distribution: the run is unstable.")
         return
@@ -224,8 +233,18 @@ def distribution_tab(summary: runner.Summary) -> None:
         key="marks",
     )
     tail = right.toggle("Tail view (1 − CDF)", key="tail_view")
+    with_bands = right.toggle(
+        "Calibration bands",
+        key="bands",
+        help=f"90% band of each statistic over the fit's parameter uncertainty: "
+        f"{DEFAULT_DRAWS} runs with parameters drawn from the fit (twin run --bands)",
+    )
     left.altair_chart(charts.cdf_chart({summary.scenario: summary}, marks, tail))
-    rows = charts.percentile_rows(summary, marks or ["p50", "p99"])
+    bands = None
+    if with_bands:
+        with st.spinner(f"Simulating {DEFAULT_DRAWS} parameter draws…"):
+            bands = cached_bands(scenario.to_toml(), scenario.source, band_messages)
+    rows = charts.percentile_rows(summary, marks or ["p50", "p99"], bands)
     show_table(rows)
     st.caption(
         f"{summary.messages:,} recorded round trips. The 95% intervals are distribution-free "
@@ -419,7 +438,7 @@ def main() -> None:
     )
     with tabs[0]:
         if tabs[0].open:
-            distribution_tab(summary)
+            distribution_tab(summary, scenario, sweep_messages)
     with tabs[1]:
         if tabs[1].open:
             tiers_tab(values, base, engine, messages)

@@ -3,8 +3,8 @@
 Streamlit runs the explorer's script in the server's own interpreter, but only when a browser
 session opens; the first visitor of a fresh ``streamlit run`` paid for importing the model, the
 charts and Numba and for loading the compiled kernels (about 1.5 s of a 3.1 s first result,
-``benchmarks/results/explorer.json``). Serving from here imports them and runs one small
-simulation first, so the first visitor meets a warm server. Arguments are Streamlit's own
+``benchmarks/results/explorer.json``). Serving from here runs the script once without a
+browser first, so the first visitor meets a warm server. Arguments are Streamlit's own
 (``--server.address``, ``--server.port``, ...).
 """
 

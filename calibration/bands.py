@@ -34,6 +34,7 @@ from twin.simulation import prepare
 
 __all__ = ["Band", "parameter_draws", "prediction_bands"]
 
+DEFAULT_DRAWS = 40  # profiles drawn per band; its ends are their 5th and 95th percentiles
 _MAX_BATCHES = 50  # of 4 n draws each, before giving up on a profile's bounds
 STATISTICS = (*PERCENTILES, "mean")
 
@@ -121,7 +122,7 @@ def prediction_bands(
     scenario: Scenario,
     profile: Profile,
     *,
-    draws: int = 40,
+    draws: int = DEFAULT_DRAWS,
     level: float = 0.9,
     seed: int = 0,
     engine: tuple[str, Callable[..., EngineOutput]] | None = None,

@@ -330,6 +330,18 @@ def load_points() -> str:
     return _table(header, "llrrrrrrrr", rows)
 
 
+def explorer() -> str:
+    data = _load("benchmarks/results/explorer.json")
+    rows = [
+        (
+            f"visitor {i + 1}",
+            *(f"{s[k]:.2f}" for k in ("page_load_s", "sidebar_s", "first_result_s")),
+        )
+        for i, s in enumerate(data["sessions"])
+    ]
+    return _table(("session", "page loaded s", "sidebar s", "first headline s"), "lrrr", rows)
+
+
 def api() -> str:
     """The API reference, from the public names' docstrings (``tools/apiref.py``)."""
     sys.path.insert(0, str(ROOT))
@@ -340,6 +352,7 @@ def api() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "api": api,
+    "explorer": explorer,
     "load-summary": load_summary,
     "load-points": load_points,
     "crosscheck": crosscheck,

@@ -32,9 +32,6 @@ from twin.simulation import (
 from twin.uncertainty import Varied, few_samples
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_UNSTABLE = 0, 1, 2, 3
-# Profiles drawn for --bands, each simulated once; the band's ends are their 5th and 95th
-# percentiles.
-BAND_DRAWS = 40
 
 
 def _progress_bar(total: float, unit: str, decimals: int = 0) -> Any:
@@ -100,7 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from calibration.bands import prediction_bands
         from twin.simulation import scenario_profile
 
-        bands = prediction_bands(scenario, scenario_profile(scenario), draws=BAND_DRAWS)
+        bands = prediction_bands(scenario, scenario_profile(scenario))
     if args.out is not None:
         write_run(Path(args.out), result, scenario.to_toml())
     if args.json:

@@ -146,3 +146,15 @@ def test_the_waterfall_switches_to_the_p99_split(app: AppTest) -> None:
     assert not app.exception
     (table,) = app.dataframe
     assert table.value["at p99 (µs)"].sum() == pytest.approx(p99_us(app), rel=1e-3)
+
+
+def test_calibration_bands_reach_the_explorer(app: AppTest) -> None:
+    """Issue 22: calibration bands (parameter uncertainty) were only in twin run --bands. The
+    distribution view shows them on request, around the run's own p99."""
+    assert "90% calibration band (µs)" not in app.dataframe[0].value.columns
+    app.toggle(key="bands").set_value(True).run()
+    assert not app.exception
+    table = app.dataframe[0].value
+    band = dict(zip(table["statistic"], table["90% calibration band (µs)"], strict=True))
+    low, high = (float(x.replace(",", "")) for x in band["p99"].split(" .. "))
+    assert low < p99_us(app) < high

@@ -278,3 +278,14 @@ def test_the_explorer_sends_no_usage_statistics() -> None:
 
     config = tomllib.loads((SCENARIOS.parent / ".streamlit" / "config.toml").read_text())
     assert config["browser"]["gatherUsageStats"] is False
+
+
+def test_no_shipped_scenarios_is_an_error_not_an_empty_list(capsys, tmp_path, monkeypatch) -> None:
+    """Issue 22: in a broken install twin scenarios printed nothing and exited 0."""
+    import twin.cli
+
+    monkeypatch.setattr(twin.cli, "shipped_scenarios", lambda: [])
+    monkeypatch.setattr(twin.cli, "scenarios_dir", lambda: tmp_path)
+    assert main(["scenarios"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert str(tmp_path) in line and "no shipped scenarios" in line

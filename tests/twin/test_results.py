@@ -101,3 +101,12 @@ def test_a_result_gives_tidy_frames_and_its_cdf() -> None:
     with pytest.raises(ModelError, match="no round-trip histogram"):
         unstable.cdf()
     assert unstable.to_polars()["histogram"].height == 0
+
+
+def test_every_json_key_of_a_result_is_its_python_name() -> None:
+    """Issue 22: JSON and attribute names differed (saturated vs saturated_stations)."""
+    from twin import load_scenario, run
+
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "tier1_peering_cpg.toml"
+    result = run(load_scenario(path).with_fields({"workload.duration_s": 0.02}))
+    assert [k for k in result.to_dict() if not hasattr(result, k)] == []
