@@ -11,6 +11,7 @@ from typing import Any
 from twin.argtypes import positive_float, positive_int, seed
 from twin.atomic import write_json
 from twin.errors import ConfigError
+from twin.extras import Extra, require
 from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier
 from twin.profile import write_profile
 from twin.scenario import scenarios_dir
@@ -199,6 +200,33 @@ def cmd_lab(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_feed(args: argparse.Namespace) -> int:
+    require("orjson", Extra.TESTBED, "the feed")
+    from twin.testbed.feed import FeedConfig, measure_feed
+    from twin.testbed.feed_client import STAGES
+
+    config = FeedConfig(
+        rate_msgs_per_s=args.rate,
+        burst=args.burst,
+        duration_s=args.duration,
+        warmup_s=args.warmup,
+        fault_every=args.fault_every,
+    )
+    summary = measure_feed(config, Path(args.out))
+    print(f"{'stage':14s} {'p50 us':>9s} {'p99 us':>9s} {'max us':>10s}")
+    for stage in STAGES:
+        s = summary["stages_us"][stage]
+        if s.get("count"):
+            print(f"{stage:14s} {s['p50']:9.1f} {s['p99']:9.1f} {s['max']:10.1f}")
+    counts = summary["counts"]
+    print(
+        f"{counts['recorded']:,} messages recorded in {summary['messages_per_read']['reads']:,} "
+        f"reads; bad input: {counts['json_errors']} JSON, {counts['frame_errors']} frame, "
+        f"{counts['tls_errors']} TLS ({counts['reconnects']} reconnects); results in {args.out}"
+    )
+    return 0
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     from calibration.testbed import fit as predict
     from twin.scenario import load_scenario
@@ -361,6 +389,21 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=positive_int, metavar="N", help="override the plan's")
     p.add_argument("--duration", type=positive_float, metavar="S", help="seconds per run")
     p.set_defaults(run=cmd_lab)
+
+    p = tsub.add_parser(
+        "feed", help="time a trading engine's inbound pipeline on a TLS WebSocket JSON feed"
+    )
+    p.add_argument("--rate", type=positive_float, required=True, metavar="MSGS_PER_S")
+    p.add_argument("--burst", type=positive_int, default=1, metavar="N", help="messages per write")
+    p.add_argument("--duration", type=positive_float, default=5.0, metavar="S")
+    p.add_argument("--warmup", type=float, default=1.0, metavar="S")
+    p.add_argument(
+        "--fault-every", type=int, default=0, metavar="N",
+        help="every N-th burst carries bad input (invalid JSON, a truncated frame, a broken TLS "
+        "record, in turn); 0: none",
+    )  # fmt: skip
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.set_defaults(run=cmd_feed)
 
     p = tsub.add_parser(
         "predict", help="calibrate on a campaign's lowest rate, predict the rest (and saturation)"

@@ -1,0 +1,70 @@
+"""Issue 20: the real inbound pipeline (TLS WebSocket JSON feed) measured per stage."""
+
+from __future__ import annotations
+
+import pytest
+
+from twin.errors import ConfigError
+from twin.testbed.feed import FeedConfig, measure_feed
+from twin.testbed.feed_client import STAGES
+from twin.testbed.wsframe import (
+    OP_TEXT,
+    FrameError,
+    accept_key,
+    next_frame,
+    server_response,
+    text_frame,
+)
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.mark.parametrize("size", [0, 125, 126, 65_535, 65_536])
+def test_text_frames_round_trip_at_every_length_encoding(size: int) -> None:
+    payload = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    wire = text_frame(payload) + text_frame(b"next")
+    opcode, got, at = next_frame(wire, 0)
+    assert (opcode, got) == (OP_TEXT, payload)
+    assert next_frame(wire, at)[1] == b"next"
+    assert next_frame(wire[: at - 1], 0) is None  # incomplete: wait for more bytes
+
+
+def test_the_handshake_and_frames_the_feed_never_sends() -> None:
+    # RFC 6455 section 1.3's example key and answer.
+    assert accept_key("dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+    with pytest.raises(FrameError):
+        server_response(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    for bad in (b"\x01\x05hello", b"\x81\x85maskhello", b"\xc1\x05hello"):
+        with pytest.raises(FrameError):
+            next_frame(bad, 0)
+
+
+def test_bad_feed_settings_are_refused() -> None:
+    for kwargs in ({"rate_msgs_per_s": 0}, {"rate_msgs_per_s": 10, "burst": 0}):
+        with pytest.raises(ConfigError):
+            FeedConfig(**kwargs)
+
+
+def test_a_feed_run_times_every_stage_of_every_message(tmp_path) -> None:
+    summary = measure_feed(FeedConfig(1_000, burst=8, duration_s=1.5, warmup_s=0.3), tmp_path)
+    recorded = summary["counts"]["recorded"]
+    assert 0.8 * 1_500 <= recorded <= 1.2 * 1_500
+    assert all(summary["stages_us"][s]["count"] == recorded for s in STAGES)
+    assert {f"{s}.hgrm" for s in STAGES} <= {p.name for p in tmp_path.iterdir()}
+    # Bursts of 8 arrive in reads of several messages, and a message's decode waits for the
+    # frames ahead of it: the decode stage's tail is several times its median.
+    assert summary["messages_per_read"]["mean_weighted_by_message"] > 2
+    decode = summary["stages_us"]["decode"]
+    assert decode["p99"] > 2 * decode["p50"]
+    inbound = summary["stages_us"]["inbound"]
+    assert inbound["p50"] >= summary["stages_us"]["tls"]["p50"]
+    assert summary["counts"]["sequence_gaps"] == 0
+
+
+def test_bad_input_is_counted_and_the_run_goes_on(tmp_path) -> None:
+    """Invalid JSON, a truncated frame and a broken TLS record, in turn, every 10th burst."""
+    config = FeedConfig(1_000, burst=4, duration_s=1.5, warmup_s=0.2, fault_every=10)
+    counts = measure_feed(config, tmp_path)["counts"]
+    assert counts["json_errors"] >= 2 and counts["frame_errors"] >= 2
+    assert counts["tls_errors"] >= 2 and counts["reconnects"] == counts["tls_errors"]
+    assert counts["recorded"] > 500
