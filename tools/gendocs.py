@@ -330,6 +330,38 @@ def load_points() -> str:
     return _table(header, "llrrrrrrrr", rows)
 
 
+def feed() -> str:
+    data = _load("calibration/validation/feed_prediction.json")
+    rows = []
+    for r in data["runs"]:
+        worst = max(
+            (abs(st[f"{q}_error"]), f"{name} {q}")
+            for name, st in r["stages"].items()
+            for q in ("p50", "p99")
+        )
+        inbound = r["stages"]["inbound"]
+        rows.append(
+            (
+                r["run"] + (" (overloaded)" if r["overloaded"] else ""),
+                f"{r['rate_msgs_per_s']:,.0f}",
+                ",".join(str(b) for b in r["bursts"]),
+                f"{r['messages_per_read_measured']:.1f} / {r['messages_per_read_predicted']:.1f}",
+                f"{inbound['p50_measured_us']:.0f} / {inbound['p50_predicted_us']:.0f}",
+                f"{inbound['p99_measured_us']:,.0f} / {inbound['p99_predicted_us']:,.0f}",
+                f"{worst[1]} {worst[0]:+.0%}".replace("+", ""),
+            )
+        )
+    a = data["accuracy"]
+    header = ("run", "msg/s", "burst", "msgs per read meas / pred", "inbound p50 us",
+              "inbound p99 us", "largest stage error")  # fmt: skip
+    table = _table(header, "lrrrrrl", rows)
+    return table + (
+        f"\nOver the {a['pairs']} (run, stage) pairs of runs that were not overloaded: median "
+        f"|error| p50 {a['p50_median_abs_error']:.0%}, p99 {a['p99_median_abs_error']:.0%}; "
+        f"{a['within_goal_share']:.0%} within p50 15% and p99 25%.\n"
+    )
+
+
 def explorer() -> str:
     data = _load("benchmarks/results/explorer.json")
     rows = [
@@ -353,6 +385,7 @@ def api() -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "api": api,
     "explorer": explorer,
+    "feed": feed,
     "load-summary": load_summary,
     "load-points": load_points,
     "crosscheck": crosscheck,

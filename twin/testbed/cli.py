@@ -207,7 +207,7 @@ def cmd_feed(args: argparse.Namespace) -> int:
 
     config = FeedConfig(
         rate_msgs_per_s=args.rate,
-        burst=args.burst,
+        bursts=args.burst,
         duration_s=args.duration,
         warmup_s=args.warmup,
         fault_every=args.fault_every,
@@ -223,6 +223,51 @@ def cmd_feed(args: argparse.Namespace) -> int:
         f"{counts['recorded']:,} messages recorded in {summary['messages_per_read']['reads']:,} "
         f"reads; bad input: {counts['json_errors']} JSON, {counts['frame_errors']} frame, "
         f"{counts['tls_errors']} TLS ({counts['reconnects']} reconnects); results in {args.out}"
+    )
+    return 0
+
+
+def cmd_feed_lab(args: argparse.Namespace) -> int:
+    require("orjson", Extra.TESTBED, "the feed")
+    from twin.testbed.feed import feed_lab
+
+    measured = feed_lab(Path(args.out))
+    print(f"twin testbed feed-lab: {len(measured)} runs measured into {args.out}")
+    return 0
+
+
+def cmd_feed_predict(args: argparse.Namespace) -> int:
+    from calibration.feed import COMPARED, accuracy, fit_pipeline, predict_run
+
+    lab = Path(args.lab)
+    model = fit_pipeline(lab / "calibration")
+    targets = sorted(p for p in lab.iterdir() if p.is_dir() and p.name != "calibration")
+    predictions = [predict_run(model, target, lab / "calibration") for target in targets]
+    result = {"calibration": str(lab / "calibration"), "runs": predictions,
+              "accuracy": accuracy(predictions)}  # fmt: skip
+    if args.json_out:
+        write_json(Path(args.json_out), result)
+    print(f"{'run':9s} {'stage':13s} {'p50 meas':>9s} {'pred':>7s} {'err':>6s} "
+          f"{'p99 meas':>9s} {'pred':>7s} {'err':>6s}")  # fmt: skip
+    for run in predictions:
+        for stage in COMPARED:
+            st = run["stages"][stage]
+            cells = [
+                f"{st[f'{q}_measured_us']:9.1f} {st[f'{q}_predicted_us']:7.1f} "
+                f"{st[f'{q}_error']:+6.0%}"
+                for q in ("p50", "p99")
+            ]
+            print(f"{run['run']:9s} {stage:13s} " + " ".join(cells))
+    a = result["accuracy"]
+    print(
+        f"median |error|: p50 {a['p50_median_abs_error']:.0%}, "
+        f"p99 {a['p99_median_abs_error']:.0%}; {a['within_goal_share']:.0%} of {a['pairs']} "
+        "(run, stage) pairs within p50 15% and p99 25%"
+        + (
+            f"; overloaded, left out: {', '.join(a['overloaded_runs'])}"
+            if a["overloaded_runs"]
+            else ""
+        )
     )
     return 0
 
@@ -394,7 +439,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "feed", help="time a trading engine's inbound pipeline on a TLS WebSocket JSON feed"
     )
     p.add_argument("--rate", type=positive_float, required=True, metavar="MSGS_PER_S")
-    p.add_argument("--burst", type=positive_int, default=1, metavar="N", help="messages per write")
+    p.add_argument(
+        "--burst", type=_sizes, default=(1,), metavar="N[,N...]",
+        help="messages per write; several sizes are cycled (a calibration run)",
+    )  # fmt: skip
     p.add_argument("--duration", type=positive_float, default=5.0, metavar="S")
     p.add_argument("--warmup", type=float, default=1.0, metavar="S")
     p.add_argument(
@@ -404,6 +452,19 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("--out", required=True, metavar="DIR")
     p.set_defaults(run=cmd_feed)
+
+    p = tsub.add_parser(
+        "feed-lab", help="measure the feed's calibration run and the runs it predicts (resumes)"
+    )
+    p.add_argument("--out", default="calibration/data/feed", metavar="DIR")
+    p.set_defaults(run=cmd_feed_lab)
+
+    p = tsub.add_parser(
+        "feed-predict", help="calibrate the inbound pipeline on the lab's one run, predict the rest"
+    )
+    p.add_argument("--lab", default="calibration/data/feed", metavar="DIR")
+    p.add_argument("--json-out", metavar="FILE", help="also write the comparison as JSON")
+    p.set_defaults(run=cmd_feed_predict)
 
     p = tsub.add_parser(
         "predict", help="calibrate on a campaign's lowest rate, predict the rest (and saturation)"

@@ -14,6 +14,11 @@ the same read: the k-th frame's decode latency is the decode time of frames 1..k
 * ``inbound``: epoll returned -> this message's update applied (the write-up's p50 ~50 us);
 * ``wire``: the server's send time (CLOCK_MONOTONIC in the message) -> epoll returned.
 
+Raw rows for calibration go to ``reads.parquet`` (per read: its start, messages, bytes,
+poll-to-read and TLS times, and the thread's work after the last update, ``after``) and
+``messages.parquet`` (per message: its read, position, send time, the server's lateness, wire
+time and its **own** decode, parse and update work, the difference of successive completions).
+
 Bad input is counted and survived: a frame the feed never sends (truncated, fragmented) drops
 the rest of that read's bytes and resynchronises at the next message boundary the server sends
 (its next burst); invalid JSON skips that message; a TLS error ends the connection and the client
@@ -63,6 +68,17 @@ class FeedCounts:
 class _Timings:
     stages: dict[str, list[int]] = field(default_factory=lambda: {s: [] for s in STAGES})
     batch: list[int] = field(default_factory=list)  # messages per read (recorded reads)
+    # Raw rows for calibration (ns): per read, and per message its own work in each stage.
+    reads: dict[str, list[int]] = field(
+        default_factory=lambda: {
+            c: [] for c in ("poll_ns", "messages", "bytes", "poll_to_read", "tls", "after")
+        }
+    )
+    own: dict[str, list[int]] = field(
+        default_factory=lambda: {
+            c: [] for c in ("read", "k", "sent", "late", "wire", "decode", "parse", "update")
+        }
+    )
 
 
 class _Book:
@@ -235,6 +251,21 @@ def run_feed_client(run: FeedRun, conditions: dict[str, Any]) -> dict[str, Any]:
                 continue
             stages = timings.stages
             timings.batch.append(len(good))
+            reads, own = timings.reads, timings.own
+            for column, value in (
+                ("poll_ns", mono_poll - started), ("messages", len(good)), ("bytes", len(data)),
+                ("poll_to_read", t_read - t_poll), ("tls", t_tls - t_read),
+            ):  # fmt: skip
+                reads[column].append(value)
+            for k, i in enumerate(good):
+                own["read"].append(len(reads["tls"]) - 1)
+                own["k"].append(k)
+                own["sent"].append(updates[i]["t"] - started)
+                own["late"].append(updates[i]["t"] - updates[i]["d"])
+                own["wire"].append(mono_poll - updates[i]["t"])
+                own["decode"].append(ends_dec[i] - (ends_dec[i - 1] if i else t_tls))
+                own["parse"].append(ends_parse[i] - (ends_parse[i - 1] if i else t_dec))
+                own["update"].append(ends_upd[i] - (ends_upd[i - 1] if i else t_parse))
             for i in good:
                 stages["poll_to_read"].append(t_read - t_poll)
                 stages["tls"].append(t_tls - t_read)
@@ -244,6 +275,9 @@ def run_feed_client(run: FeedRun, conditions: dict[str, Any]) -> dict[str, Any]:
                 stages["inbound"].append(ends_upd[i] - t_poll)
                 stages["wire"].append(mono_poll - updates[i]["t"])
                 counts.recorded += 1
+            # The thread's work after the last update (checks and these records): it delays
+            # the next poll like any stage, so the model needs it too.
+            reads["after"].append(time.perf_counter_ns() - ends_upd[-1])
     finally:
         conn.close()
     cpu_s = (time.process_time_ns() - cpu0) / 1e9
@@ -253,7 +287,15 @@ def run_feed_client(run: FeedRun, conditions: dict[str, Any]) -> dict[str, Any]:
 def _write(
     run: FeedRun, conditions: dict[str, Any], counts: FeedCounts, timings: _Timings, cpu_s: float
 ) -> dict[str, Any]:
+    import polars as pl
+
     run.out_dir.mkdir(parents=True, exist_ok=True)
+    pl.DataFrame(timings.reads, schema={c: pl.Int64 for c in timings.reads}).write_parquet(
+        run.out_dir / "reads.parquet"
+    )
+    pl.DataFrame(timings.own, schema={c: pl.Int64 for c in timings.own}).write_parquet(
+        run.out_dir / "messages.parquet"
+    )
     stages = {}
     for stage, values in timings.stages.items():
         counts_ns = counts_of_ns(values)

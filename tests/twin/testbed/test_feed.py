@@ -40,13 +40,17 @@ def test_the_handshake_and_frames_the_feed_never_sends() -> None:
 
 
 def test_bad_feed_settings_are_refused() -> None:
-    for kwargs in ({"rate_msgs_per_s": 0}, {"rate_msgs_per_s": 10, "burst": 0}):
+    for kwargs in (
+        {"rate_msgs_per_s": 0},
+        {"rate_msgs_per_s": 10, "bursts": (0,)},
+        {"rate_msgs_per_s": 10, "bursts": ()},
+    ):
         with pytest.raises(ConfigError):
             FeedConfig(**kwargs)
 
 
 def test_a_feed_run_times_every_stage_of_every_message(tmp_path) -> None:
-    summary = measure_feed(FeedConfig(1_000, burst=8, duration_s=1.5, warmup_s=0.3), tmp_path)
+    summary = measure_feed(FeedConfig(1_000, bursts=(8,), duration_s=1.5, warmup_s=0.3), tmp_path)
     recorded = summary["counts"]["recorded"]
     assert 0.8 * 1_500 <= recorded <= 1.2 * 1_500
     assert all(summary["stages_us"][s]["count"] == recorded for s in STAGES)
@@ -63,8 +67,28 @@ def test_a_feed_run_times_every_stage_of_every_message(tmp_path) -> None:
 
 def test_bad_input_is_counted_and_the_run_goes_on(tmp_path) -> None:
     """Invalid JSON, a truncated frame and a broken TLS record, in turn, every 10th burst."""
-    config = FeedConfig(1_000, burst=4, duration_s=1.5, warmup_s=0.2, fault_every=10)
+    config = FeedConfig(1_000, bursts=(4,), duration_s=1.5, warmup_s=0.2, fault_every=10)
     counts = measure_feed(config, tmp_path)["counts"]
     assert counts["json_errors"] >= 2 and counts["frame_errors"] >= 2
     assert counts["tls_errors"] >= 2 and counts["reconnects"] == counts["tls_errors"]
     assert counts["recorded"] > 500
+
+
+def test_the_pipeline_calibrates_on_one_run_and_predicts_another(tmp_path) -> None:
+    """fit_pipeline reads a calibration run (several burst sizes at one rate); predict_run
+    compares every stage of another run, measured against predicted."""
+    from calibration.feed import COMPARED, accuracy, fit_pipeline, predict_run
+
+    measure_feed(FeedConfig(4_000, bursts=(1, 2, 4, 8), duration_s=1.5, warmup_s=0.3),
+                 tmp_path / "calibration")  # fmt: skip
+    measure_feed(FeedConfig(2_000, bursts=(4,), duration_s=1.0, warmup_s=0.3), tmp_path / "b4")
+    model = fit_pipeline(tmp_path / "calibration")
+    assert model.tls_per_message_ns >= 0 and model.source_per_message_ns > 0
+    result = predict_run(model, tmp_path / "b4", tmp_path / "calibration")
+    assert set(result["stages"]) == set(COMPARED) and result["bursts"] == [4]
+    for stage in result["stages"].values():
+        assert (
+            stage["p50_predicted_us"] > 0 and stage["p99_predicted_us"] >= stage["p50_predicted_us"]
+        )
+    assert 0 < result["thread_busy_share_predicted"] < 1 and not result["overloaded"]
+    assert accuracy([result])["pairs"] == len(COMPARED)
