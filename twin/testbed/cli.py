@@ -243,8 +243,8 @@ def cmd_feed_predict(args: argparse.Namespace) -> int:
     model = fit_pipeline(lab / "calibration")
     targets = sorted(p for p in lab.iterdir() if p.is_dir() and p.name != "calibration")
     predictions = [predict_run(model, target, lab / "calibration") for target in targets]
-    result = {"calibration": str(lab / "calibration"), "runs": predictions,
-              "accuracy": accuracy(predictions)}  # fmt: skip
+    summary = accuracy(predictions)
+    result = {"calibration": str(lab / "calibration"), "runs": predictions, "accuracy": summary}
     if args.json_out:
         write_json(Path(args.json_out), result)
     print(f"{'run':9s} {'stage':13s} {'p50 meas':>9s} {'pred':>7s} {'err':>6s} "
@@ -258,7 +258,7 @@ def cmd_feed_predict(args: argparse.Namespace) -> int:
                 for q in ("p50", "p99")
             ]
             print(f"{run['run']:9s} {stage:13s} " + " ".join(cells))
-    a = result["accuracy"]
+    a = summary
     print(
         f"median |error|: p50 {a['p50_median_abs_error']:.0%}, "
         f"p99 {a['p99_median_abs_error']:.0%}; {a['within_goal_share']:.0%} of {a['pairs']} "
