@@ -138,15 +138,18 @@ class _Model:
             yield self.env.process(self.message(kind))
 
     def open_loop(self) -> Generator[Any, Any, None]:
-        """Start cycles on a Poisson or evenly spaced schedule until the window closes."""
-        mean_gap = 1.0 / self.load.cycle_rate_per_us
+        """Start groups of ``burst`` cycles on a Poisson or evenly spaced schedule until the
+        window closes (a group's cycles start together, in order)."""
+        burst = self.load.burst
+        mean_gap = burst / self.load.cycle_rate_per_us
         poisson = self.load.arrivals == dtypes.ARRIVALS_POISSON
         while True:
             gap = self.rng.exponential(mean_gap) if poisson else mean_gap
             yield self.env.timeout(gap)
             if self.env.now >= self.load.end_us:
                 return
-            self.env.process(self.cycle())
+            for _ in range(burst):
+                self.env.process(self.cycle())
 
     def closed_account(self, phase_us: float) -> Generator[Any, Any, None]:
         """One account's paced loop: a cycle, then wait for its next slot (if still ahead)."""

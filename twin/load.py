@@ -2,7 +2,8 @@
 
 Rates count client messages (orders and cancels, or echoes) per second. In an open loop, cycles
 (order + cancel, or one echo) start on a schedule at ``rate / messages_per_cycle`` per second,
-whatever the replies do: Poisson or evenly spaced. In a closed loop each of ``accounts`` loops
+whatever the replies do: Poisson or evenly spaced, one cycle at a time or ``burst`` together
+(the schedule's arrivals then come ``burst`` times less often). In a closed loop each of ``accounts`` loops
 waits for its reply before sending again and paces its cycles to share the target rate, so the
 achieved rate falls below target when latency grows (the closed-loop property).
 
@@ -33,8 +34,11 @@ class Load:
     duration_us: float
     warmup_us: float
     seed: int
+    burst: int = 1  # cycles per arrival (open loop)
 
     def __post_init__(self) -> None:
+        if self.burst < 1 or (self.burst > 1 and self.loop != dtypes.LOOP_OPEN):
+            raise ConfigError(f"Burst {self.burst}: need >= 1, and > 1 only in an open loop")
         if self.rate_msgs_per_s <= 0:
             raise ConfigError(f"Rate must be > 0 msg/s, got {self.rate_msgs_per_s}")
         if self.duration_us <= 0:
@@ -76,4 +80,5 @@ class Load:
             duration_us=seconds_to_us(workload.duration_s),
             warmup_us=seconds_to_us(workload.warmup_s),
             seed=workload.seed,
+            burst=workload.burst,
         )

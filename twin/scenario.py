@@ -48,6 +48,7 @@ AZ_ID_PATTERN = re.compile(r"[a-z]{2,5}[0-9]-az[0-9]{1,2}")  # whole string (ful
 # Bounds that keep a run finite and its time arithmetic exact: a day of simulated time (the fast
 # engine's calendar keys hold a day at 400k msg/s with room to spare) and a rate whose message
 # spacing is still a finite number of microseconds.
+MAX_BURST = 1_000  # cycles per group arrival
 MAX_SIMULATED_S = 86_400.0
 MIN_RATE_MSGS_PER_S = 1e-3
 # A profile is a shipped name or a .toml path: printable, no control characters.
@@ -106,7 +107,12 @@ class Connectivity:
 
 @dataclass(frozen=True)
 class Workload:
-    """The client's traffic: the order loop (order -> ack -> cancel -> cancel ack) or an echo."""
+    """The client's traffic: the order loop (order -> ack -> cancel -> cancel ack) or an echo.
+
+    ``burst`` cycles start together at each arrival of an open loop (a feed's burst of updates,
+    several orders at once); arrivals then come ``burst`` times less often, so
+    ``rate_msgs_per_s`` stays the mean rate.
+    """
 
     kind: WorkloadKind
     accounts: int
@@ -118,6 +124,7 @@ class Workload:
     warmup_s: float
     seed: int
     segmentation: bool
+    burst: int = 1  # cycles that start together (an open loop's arrival is a group of them)
 
     @property
     def messages_per_cycle(self) -> int:
@@ -379,8 +386,15 @@ def _parse_workload(source: str, data: Any) -> Workload:
             "seed", 1, check=lambda v: 0 <= v < 2**63, allowed="0..2**63-1", integer=True
         ),
         segmentation=t.boolean("segmentation", False),
+        burst=t.number(
+            "burst", 1, check=lambda v: 1 <= v <= MAX_BURST, allowed=f"1..{MAX_BURST}", integer=True
+        ),
     )
     t.done()
+    if workload.burst > 1 and workload.loop != Loop.OPEN:
+        raise ConfigError(
+            f"{source}: workload.burst = {workload.burst}: groups of cycles need the open loop"
+        )
     return workload
 
 

@@ -98,8 +98,8 @@ SLOT_MASK = MAX_SLOTS - 1
 # Entries of the scalar state arrays.
 F_NEXT_CYCLE, F_RTT_SUM, F_RTT_MAX = 0, 1, 2
 FSTATE_LEN = 3
-I_HEAP_N, I_FREE_N, I_SEQ, I_MESSAGES, I_STARTED = 0, 1, 2, 3, 4
-ISTATE_LEN = 5
+I_HEAP_N, I_FREE_N, I_SEQ, I_MESSAGES, I_STARTED, I_GROUP_LEFT = 0, 1, 2, 3, 4, 5
+ISTATE_LEN = 6
 
 _INF = np.inf
 
@@ -141,6 +141,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     warmup_us: float,
     end_us: float,
     per_cycle: int,
+    burst: int,
     rng: np.ndarray,
     fstate: np.ndarray,
     istate: np.ndarray,
@@ -165,6 +166,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     seq = istate[I_SEQ]
     messages = istate[I_MESSAGES]
     next_cycle = fstate[F_NEXT_CYCLE]
+    group_left = istate[I_GROUP_LEFT]  # cycles of the current group still to start
     rtt_sum = fstate[F_RTT_SUM]
     rtt_max = fstate[F_RTT_MAX]
 
@@ -193,11 +195,13 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     seq += 1
             next_cycle = _INF
         else:
-            gap = mean_gap_us
+            # Groups of ``burst`` cycles arrive ``burst`` times less often (the mean rate holds).
+            gap = mean_gap_us * burst
             if poisson:
                 e, s0, s1, s2, s3 = _exponential(s0, s1, s2, s3)
-                gap = mean_gap_us * e
+                gap = mean_gap_us * burst * e
             next_cycle = gap
+            group_left = burst
 
     status = STATUS_DONE
     while True:
@@ -218,11 +222,14 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             record = False
             enter = t
             send = t
-            gap = mean_gap_us
-            if poisson:
-                e, s0, s1, s2, s3 = _exponential(s0, s1, s2, s3)
-                gap = mean_gap_us * e
-            next_cycle += gap
+            group_left -= 1
+            if group_left == 0:  # the group is out: the next one's arrival
+                gap = mean_gap_us * burst
+                if poisson:
+                    e, s0, s1, s2, s3 = _exponential(s0, s1, s2, s3)
+                    gap = mean_gap_us * burst * e
+                next_cycle += gap
+                group_left = burst
             other_t = top_t
         else:
             if heap_n == 0:
@@ -433,6 +440,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     istate[I_SEQ] = seq
     istate[I_MESSAGES] = messages
     fstate[F_NEXT_CYCLE] = next_cycle
+    istate[I_GROUP_LEFT] = group_left
     fstate[F_RTT_SUM] = rtt_sum
     fstate[F_RTT_MAX] = rtt_max
     return status

@@ -197,6 +197,7 @@ class _Run:
                 float(load.warmup_us),
                 float(load.end_us),
                 int(load.messages_per_cycle),
+                int(load.burst),
                 self.rng,
                 self.fstate,
                 self.istate,
