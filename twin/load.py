@@ -3,9 +3,10 @@
 Rates count client messages (orders and cancels, or echoes) per second. In an open loop, cycles
 (order + cancel, or one echo) start on a schedule at ``rate / messages_per_cycle`` per second,
 whatever the replies do: Poisson or evenly spaced, one cycle at a time or ``burst`` together
-(the schedule's arrivals then come ``burst`` times less often). In a closed loop each of ``accounts`` loops
-waits for its reply before sending again and paces its cycles to share the target rate, so the
-achieved rate falls below target when latency grows (the closed-loop property).
+(the schedule's arrivals then come ``burst`` times less often). In a closed loop each of
+``accounts`` loops waits for its reply before sending again and paces its cycles to share the
+target rate, so the achieved rate falls below target when latency grows (the closed-loop
+property).
 
 Messages are recorded when they are **sent** inside ``[warmup, warmup + duration)``; a run goes
 on until every recorded message has been answered, so slow replies are never cut off.

@@ -392,7 +392,7 @@ def _parse_workload(source: str, data: Any) -> Workload:
     )
     t.done()
     if workload.burst > 1 and workload.loop != Loop.OPEN:
-        raise ConfigError(
+        raise ScenarioError(
             f"{source}: workload.burst = {workload.burst}: groups of cycles need the open loop"
         )
     return workload

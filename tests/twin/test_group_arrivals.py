@@ -63,8 +63,10 @@ def test_poisson_groups_match_the_batch_arrival_queue(engine: str) -> None:
     burst, service, rho = 4, 1.0, 0.6
     per_us = rho / service  # messages per us
     groups_per_us = per_us / burst
-    t, t2 = burst * service, (burst * service) ** 2
-    expected = groups_per_us * t2 / (2 * (1 - rho)) + (burst - 1) / 2 * service + service
+    group_service_sq = (burst * service) ** 2  # E[T^2] of a group's whole service
+    expected = (
+        groups_per_us * group_service_sq / (2 * (1 - rho)) + (burst - 1) / 2 * service + service
+    )
     path = compile_path([Hop("work", "test", service=Const(service), station=Station("t", 1))])
     load = replace(poisson_load(per_us, 200_000 if engine == "fast" else 40_000, seed=11),
                    burst=burst)  # fmt: skip
