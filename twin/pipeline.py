@@ -82,14 +82,6 @@ class PipelineModel:
             if not (value >= 0 and np.isfinite(value)):
                 raise ModelError(f"pipeline model: {name} = {value}: must be finite and >= 0")
 
-    def work_per_message_ns(self, batch: float) -> float:
-        """Mean thread time per message when reads carry ``batch`` messages."""
-        per_read = self.poll_to_read_ns.mean() + self.tls_ns.mean()
-        per_read += (batch - 1) * self.tls_per_message_ns
-        first = sum(self.first[s].mean() for s in MESSAGE_STAGES)
-        rest = sum(self.rest[s].mean() for s in MESSAGE_STAGES)
-        return float((per_read + first + (batch - 1) * rest) / batch)
-
 
 def burst_schedule(
     rate_msgs_per_s: float, bursts: Sequence[int], duration_s: float

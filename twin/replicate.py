@@ -281,6 +281,9 @@ def run_prepared_replicated(
         return unstable, None
     same_path = varied is Varied.SEED
     jobs = _seeds_of(prepared.path, prepared.load) if same_path else _placements_of(prepared)
+    # The hop table comes from the first replication's own run: with placements drawn, its path
+    # (and maybe its hop list) is that replication's, not the scenario's own draw.
+    shown = prepared if same_path else _replaced(prepared, 0)
     if target_ci_pct is not None:
         replicated = run_until(
             prepared.path,
@@ -296,27 +299,39 @@ def run_prepared_replicated(
         )
     else:
         replicated = run_jobs(jobs, replications, engine, workers, progress, same_path)
-    result = summarise(
-        name, engine, prepared.path, prepared.load, replicated.output, prepared.placements
-    )
+    placements = shown.placements
+    if not same_path:
+        placements = {
+            role: f"{where} (replication 1; each replication draws its own)"
+            for role, where in placements.items()
+        }
+    result = summarise(name, engine, shown.path, shown.load, replicated.output, placements)
     return result, replicated
 
 
-def _placements_of(prepared: Prepared) -> Jobs:
-    """Replication ``k``: the scenario re-placed and run with seed :func:`replication_seed`
-    (the placement is drawn from the scenario's seed, so each replication gets its own)."""
+def _replaced(prepared: Prepared, k: int) -> Prepared:
+    """Replication ``k`` of ``prepared`` with its own placement: the scenario re-placed with
+    seed :func:`replication_seed` (the placement is drawn from the scenario's seed)."""
     from twin.simulation import apply_overrides, prepare
 
-    scenario, profile = prepared.scenario, prepared.profile
+    scenario = prepared.scenario
+    again = prepare(
+        apply_overrides(scenario, seed=replication_seed(scenario.workload.seed, k)),
+        prepared.profile,
+    )
+    if again.is_saturated():
+        raise ScenarioError(
+            f"{scenario.name}: replication {k + 1}'s placement saturates a station at this "
+            "rate: no interval over placements"
+        )
+    return again
+
+
+def _placements_of(prepared: Prepared) -> Jobs:
+    """Replication ``k``: :func:`_replaced` ``(prepared, k)``'s path and load."""
 
     def job(k: int) -> Job:
-        seed = replication_seed(scenario.workload.seed, k)
-        again = prepare(apply_overrides(scenario, seed=seed), profile)
-        if again.is_saturated():
-            raise ScenarioError(
-                f"{scenario.name}: replication {k + 1}'s placement saturates a station at this "
-                "rate: no interval over placements"
-            )
+        again = _replaced(prepared, k)
         return again.path, again.load
 
     return job

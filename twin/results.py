@@ -70,16 +70,18 @@ class EngineOutput:
 
     def merge_round_trips(self, other: EngineOutput) -> EngineOutput:
         """Pool the round trips of a run of another path (another placement, whose hops may
-        differ); per-hop means and station utilizations stay this run's own."""
+        differ): round trips, messages and duration add up (so throughput is the pooled one);
+        per-hop means and station utilizations stay this run's own (its sums are scaled)."""
         messages = self.messages + other.messages
+        duration = self.duration_us + other.duration_us
         return EngineOutput(
             counts=self.counts + other.counts,
             messages=messages,
             rtt_sum_us=self.rtt_sum_us + other.rtt_sum_us,
             rtt_max_us=max(self.rtt_max_us, other.rtt_max_us),
             hop_time_sum_us=self.hop_time_sum_us * (messages / max(self.messages, 1)),
-            station_busy_us=self.station_busy_us,
-            duration_us=self.duration_us,
+            station_busy_us=self.station_busy_us * (duration / max(self.duration_us, 1e-9)),
+            duration_us=duration,
             counts_by_kind=self._kinds_with(other),
         )
 

@@ -144,6 +144,8 @@ def test_replications_can_vary_the_placement_and_say_so(capsys) -> None:
         assert main([*args, "--vary", vary, "--json"]) == 0
         payload = json.loads(capsys.readouterr().out)
         assert payload["ci95_varied"] == vary
+        # Pooled over replications (and placements), the throughput is still the offered rate.
+        assert payload["throughput_msgs_per_s"] == pytest.approx(10_000, rel=0.15)
         lo, hi = payload["ci95"]["p50"]
         widths[vary] = hi - lo
     assert widths["placement"] > 5 * widths["seed"], widths
