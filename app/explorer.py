@@ -250,7 +250,8 @@ def distribution_tab(summary: runner.Summary, scenario: Scenario, band_messages:
         f"{summary.messages:,} recorded round trips. The 95% intervals are distribution-free "
         "(binomial order statistics) and cover the seed noise of this run, its placement fixed; "
         "neighbouring round trips share queues, so the true uncertainty is somewhat wider. "
-        "Calibration bands (profile parameter uncertainty) come from `twin run --bands`."
+        "Calibration bands (the fit's parameter uncertainty): the toggle above, or "
+        "`twin run --bands`."
     )
 
 
