@@ -33,7 +33,7 @@ from twin import (  # noqa: E402
 )
 from twin.profile import resolve_profile_path  # noqa: E402
 from twin.scenario import scenarios_dir  # noqa: E402
-from twin.sweep.capacity import saturation_rate  # noqa: E402
+from twin.sweep.capacity import capacity_from_curve, saturation_rate  # noqa: E402
 
 SCENARIOS = scenarios_dir()
 UPLOADED = "uploaded"
@@ -309,7 +309,7 @@ def curve_tab(scenario: Scenario, engine: str, messages: int) -> None:
         format_func=lambda v: f"{v:,} µs",
     )
     stable = [(r, s) for r, s in zip(rates, runs, strict=True) if s.stable]
-    capacity, how = runner.capacity_at(
+    capacity, how = capacity_from_curve(
         [r for r, _ in stable], [s.p("p99") for _, s in stable], ceiling
     )
     saturation = saturation_rate(scenario)

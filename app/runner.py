@@ -26,7 +26,7 @@ from twin import (
 )
 from twin.histogram import cdf_points_us, percentile_ci95_us
 from twin.kinds import Loop
-from twin.sweep.capacity import capacity_from_curve, saturation_rate
+from twin.sweep.capacity import saturation_rate
 from twin.tomlio import parse_toml
 
 # Messages per run. The SimPy reference manages ~2-3k messages per wall second; the compiled
@@ -196,11 +196,3 @@ def curve_rates(scenario: Scenario, points: int = 8) -> list[float]:
     if scenario.workload.rate_msgs_per_s < top:
         rates.add(float(scenario.workload.rate_msgs_per_s))
     return sorted(r for r in rates if r > 0)
-
-
-def capacity_at(
-    rates: list[float], p99_us: list[float], ceiling_us: float
-) -> tuple[float | None, str]:
-    """The largest rate whose p99 stays under ``ceiling_us`` and how it was found: the rule of
-    ``twin capacity`` (:func:`twin.sweep.capacity.capacity_from_curve`) on the explorer's curve."""
-    return capacity_from_curve(rates, p99_us, ceiling_us)

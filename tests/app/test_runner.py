@@ -21,7 +21,7 @@ from twin.histogram import (
     record_us,
     to_hdr,
 )
-from twin.sweep.capacity import saturation_rate
+from twin.sweep.capacity import capacity_from_curve, saturation_rate
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -100,18 +100,15 @@ def test_curve_rates_rise_to_just_below_saturation(tier1) -> None:
     [(50.0, None), (150.0, 15.0), (1e6, 40.0)],
 )
 def test_capacity_under_a_ceiling(ceiling: float, expected: float | None) -> None:
-    capacity, _ = runner.capacity_at([10.0, 20.0, 40.0], [100.0, 200.0, 300.0], ceiling)
+    capacity, _ = capacity_from_curve([10.0, 20.0, 40.0], [100.0, 200.0, 300.0], ceiling)
     assert capacity == expected
 
 
-def test_the_explorer_and_twin_capacity_share_one_rule() -> None:
+def test_an_unstable_upper_end_gives_the_middle_of_the_bracket() -> None:
     """Issue 22: the explorer took the low end of a bracket whose upper end is unstable where
-    twin capacity took its middle; both now use twin.sweep.capacity.capacity_from_curve."""
-    from twin.sweep.capacity import capacity_from_curve
-
+    twin capacity took its middle; both now call twin.sweep.capacity.capacity_from_curve."""
     curve = ([10.0, 20.0, 40.0], [100.0, 200.0, math.inf])
-    assert runner.capacity_at(*curve, 250.0) == capacity_from_curve(*curve, 250.0)
-    assert runner.capacity_at(*curve, 250.0)[0] == 30.0
+    assert capacity_from_curve(*curve, 250.0) == (30.0, "p99 crosses the ceiling")
 
 
 def test_engine_sizes_are_chosen_per_engine() -> None:

@@ -22,8 +22,8 @@ from twin.percentiles import HEADLINE, PERCENTILES, label
 from twin.sweep import store
 from twin.sweep.capacity import bite_statement
 from twin.sweep.spec import point_label
-from twin.sweep.summary import COVERS, summarise_rows
-from twin.uncertainty import MIN_TAIL_SAMPLES, with_interval
+from twin.sweep.summary import COVERS, statistic_cell, summarise_rows
+from twin.uncertainty import MIN_TAIL_SAMPLES
 
 RATE_FIELD = "workload.rate_msgs_per_s"
 PALETTE = (
@@ -226,11 +226,6 @@ def _figures(rows: pl.DataFrame, summary: pl.DataFrame, axes: list[str], ceiling
     return figs
 
 
-def _cell(p: dict[str, Any], stat: str) -> str:
-    mean, hi = p[f"{stat}_mean"], p[f"{stat}_ci95_hi"]
-    return "unstable" if mean is None else with_interval(mean, hi)
-
-
 def _table(summary: pl.DataFrame, axes: list[str]) -> str:
     shown = (*HEADLINE, "max")
     head = ["point", "fields", "tier", "ok/n", *(label(s) for s in shown)]
@@ -241,7 +236,7 @@ def _table(summary: pl.DataFrame, axes: list[str]) -> str:
             _label(p, axes),
             p["tier"],
             f"{p['stable']}/{p['replications']}",
-            *[_cell(p, s) for s in shown],
+            *[statistic_cell(p, s) for s in shown],
         ]
         out.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
     out.append("</tbody></table>")

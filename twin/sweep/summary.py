@@ -14,6 +14,8 @@ its bounds are null.
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 from twin.percentiles import HEADLINE, PERCENTILES, label
@@ -73,9 +75,11 @@ def summarise_rows(rows: pl.DataFrame, axes: list[str] | tuple[str, ...] = ()) -
     )
 
 
-def _cell(mean: float | None, hi: float | None) -> str:
-    # the t half-width, from the upper bound (only the lower bound is cut at zero)
-    return "unstable" if mean is None else with_interval(mean, hi)
+def statistic_cell(row: dict[str, Any], stat: str) -> str:
+    """A summary row's ``stat`` as ``mean ± 95% half-width`` (the t half-width, from the upper
+    bound: only the lower bound is cut at zero), or ``unstable``."""
+    mean = row[f"{stat}_mean"]
+    return "unstable" if mean is None else with_interval(mean, row[f"{stat}_ci95_hi"])
 
 
 def format_summary(summary: pl.DataFrame, labels: dict[int, str]) -> str:
@@ -87,7 +91,7 @@ def format_summary(summary: pl.DataFrame, labels: dict[int, str]) -> str:
     for r in summary.iter_rows(named=True):
         body.append(
             [str(r["point"]), labels.get(r["point"], ""), f"{r['stable']}/{r['replications']}"]
-            + [_cell(r[f"{s}_mean"], r[f"{s}_ci95_hi"]) for s in shown]
+            + [statistic_cell(r, s) for s in shown]
         )
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
     lines = [
