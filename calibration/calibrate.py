@@ -24,6 +24,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import reduce
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -73,21 +74,25 @@ class _Outcome:
     messages: int = 0
     mean_us: float = math.nan
     throughput_msgs_per_s: float = math.nan
+    hour_means_us: tuple[float, ...] = ()  # a whole-day scenario's mean per hour (twin.day)
 
 
 def _run(prepared: Prepared, engine: Callable[..., EngineOutput]) -> _Outcome:
-    """Run a prepared scenario; a saturated open loop is reported unstable, not simulated."""
+    """Run a prepared scenario; a saturated open loop is reported unstable, not simulated.
+    A whole-day scenario runs hour by hour and pools the hours (:mod:`twin.day`)."""
     if prepared.is_saturated():
         return _Outcome(stable=False)
-    out = engine(prepared.path, prepared.load)
-    if out.messages == 0:
+    outputs = [engine(p.path, p.load) for p in prepared.by_hour or (prepared,)]
+    if any(o.messages == 0 for o in outputs):
         return _Outcome(stable=False)
+    out = reduce(lambda a, b: a.merge(b), outputs)
     return _Outcome(
         stable=True,
         counts=out.counts,
         messages=out.messages,
         mean_us=out.rtt_sum_us / out.messages,
         throughput_msgs_per_s=out.messages / (out.duration_us / 1e6),
+        hour_means_us=tuple(o.rtt_sum_us / o.messages for o in outputs) if prepared.by_hour else (),
     )
 
 
@@ -117,6 +122,12 @@ def _pooled_stat(results: Sequence[_Outcome], stat: str) -> float:
     if stat == "mean":
         n = sum(r.messages for r in results)
         return sum(r.mean_us * r.messages for r in results) / n
+    if stat == "hour_mean_range":
+        if not all(r.hour_means_us for r in results):
+            raise ConfigError(
+                "statistic hour_mean_range needs a whole-day scenario ([day], no hour)"
+            )
+        return float(np.mean([max(r.hour_means_us) - min(r.hour_means_us) for r in results]))
     counts = np.sum([r.counts for r in results if r.counts is not None], axis=0)
     if stat == "min":
         return min_from_counts_us(counts)
@@ -225,7 +236,7 @@ def evaluate_targets(
             groups.setdefault(t.latent_placement, []).append(t)
             continue
         seeds = _seeds(t, base_seed)
-        if not t.relative:
+        if not (t.relative or t.difference):
             out[t.id] = pooled(t, seeds)
             continue
         runs = [result(t.scenario, t.overrides, s, t.duration_s) for s in seeds]
@@ -236,6 +247,9 @@ def evaluate_targets(
             if t.statistic == "throughput_gain":
                 va, vb = _pooled_stat([a], "throughput"), _pooled_stat([b], "throughput")
                 figures.append(100.0 * (va / vb - 1.0))
+            elif t.difference:
+                stat = t.statistic.removesuffix("_difference")
+                figures.append(_pooled_stat([b], stat) - _pooled_stat([a], stat))
             else:
                 stat = t.statistic.removesuffix("_cut")
                 va, vb = _pooled_stat([a], stat), _pooled_stat([b], stat)
@@ -268,7 +282,11 @@ def evaluate_targets(
 
 
 def _residual(t: Target, predicted: float) -> float:
-    if not math.isfinite(predicted) or (not t.relative and predicted <= 0):
+    if not math.isfinite(predicted):
+        return _UNSTABLE_RESIDUAL
+    if t.difference:
+        return (predicted - t.value) / (t.tolerance * abs(t.value))
+    if not t.relative and predicted <= 0:
         return _UNSTABLE_RESIDUAL
     if t.relative:
         return (predicted - t.value) / t.tolerance

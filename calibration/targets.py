@@ -7,11 +7,14 @@ A targets file (``calibration/targets/*.toml``) holds:
   factor on their prior value), ``bounds`` (factor range) and ``why``;
 - ``[[target]]``: one published figure to reproduce: ``id``, ``row`` (published-figures row id),
   ``scenario`` (path relative to the targets file), ``overrides`` (dotted scenario fields),
-  ``statistic`` (``p50``, ``p90``, ``p99``, ``mean``, ``min``; or a relative figure
-  ``p50_cut`` / ``p90_cut`` = ``1 - stat(scenario)/stat(baseline)`` in %, ``throughput_gain`` =
-  ``throughput(scenario)/throughput(baseline) - 1`` in %), ``baseline`` + ``baseline_overrides``
-  for relative figures, ``value``, ``unit`` (``us`` or ``%``), ``tolerance`` (the noise the fit
-  allows: a fraction for absolute targets, percentage points for relative ones),
+  ``statistic`` (``p50``, ``p90``, ``p99``, ``mean``, ``min``, ``hour_mean_range`` of a
+  whole-day scenario; or a relative figure ``p50_cut`` / ``p90_cut`` =
+  ``1 - stat(scenario)/stat(baseline)`` in %, ``throughput_gain`` =
+  ``throughput(scenario)/throughput(baseline) - 1`` in %; or a difference ``mean_difference`` =
+  ``mean(baseline) - mean(scenario)`` in us, what a change saves, matched as a share of its
+  value), ``baseline`` + ``baseline_overrides`` for relative figures and differences,
+  ``value``, ``unit`` (``us`` or ``%``), ``tolerance`` (the noise the fit allows: a fraction
+  for absolute targets and differences, percentage points for relative ones),
   ``placement_seeds`` (random placements averaged over) and ``duration_s`` (simulated time);
   ``latent_placement`` (a label shared by absolute targets measured on one pair of instances
   whose placement was not stated: the pair's placement class is estimated with the fit, see
@@ -44,12 +47,23 @@ from twin.errors import ProfileError, TwinError
 from twin.percentiles import ALL_PERCENTILES, DISTRIBUTION_WEIGHTS
 from twin.tomlio import parse_toml, read_toml_bytes
 
-__all__ = ["FreeGroup", "Target", "TargetSet", "load_targets", "ABSOLUTE_STATS", "RELATIVE_STATS"]
+__all__ = [
+    "FreeGroup",
+    "Target",
+    "TargetSet",
+    "load_targets",
+    "ABSOLUTE_STATS",
+    "RELATIVE_STATS",
+    "DIFFERENCE_STATS",
+]
 
-ABSOLUTE_STATS = (*ALL_PERCENTILES, "mean", "min", "throughput")
+# ``hour_mean_range``: the largest difference between two hours' mean round trips over a
+# whole-day scenario (twin.day).
+ABSOLUTE_STATS = (*ALL_PERCENTILES, "mean", "min", "throughput", "hour_mean_range")
 # How far an open loop's achieved rate may be from its scenario's rate (a share of the latter).
 RATE_AGREEMENT = 0.10
 RELATIVE_STATS = ("p50_cut", "p90_cut", "p99_cut", "mean_cut", "throughput_gain")
+DIFFERENCE_STATS = ("mean_difference",)
 
 
 @dataclass(frozen=True)
@@ -85,6 +99,11 @@ class Target:
     @property
     def relative(self) -> bool:
         return self.statistic in RELATIVE_STATS
+
+    @property
+    def difference(self) -> bool:
+        """A saving in us between a baseline and the scenario (error as a share of it)."""
+        return self.statistic in DIFFERENCE_STATS
 
     def error(self, predicted: float) -> float:
         """Percent error for an absolute target, percentage points for a relative one."""
@@ -158,17 +177,17 @@ def load_targets(path: str | Path) -> TargetSet:
             targets.extend(expanded)
             continue
         stat = t.get("statistic")
-        if stat not in ABSOLUTE_STATS + RELATIVE_STATS:
+        allowed = ABSOLUTE_STATS + RELATIVE_STATS + DIFFERENCE_STATS
+        if stat not in allowed:
+            raise _err(path, f"{where}.statistic", stat, f"allowed: {', '.join(allowed)}")
+        relative = stat in RELATIVE_STATS
+        compared = relative or stat in DIFFERENCE_STATS
+        if compared and "baseline" not in t:
             raise _err(
                 path,
-                f"{where}.statistic",
-                stat,
-                f"allowed: {', '.join(ABSOLUTE_STATS + RELATIVE_STATS)}",
-            )
-        relative = stat in RELATIVE_STATS
-        if relative and "baseline" not in t:
-            raise _err(
-                path, f"{where}.baseline", None, "a relative figure needs a baseline scenario"
+                f"{where}.baseline",
+                None,
+                "a relative figure or a difference needs a baseline scenario",
             )
         unit = t.get("unit", "%" if relative else "us")
         if unit != ("%" if relative else ("msg/s" if stat == "throughput" else "us")):
@@ -177,7 +196,7 @@ def load_targets(path: str | Path) -> TargetSet:
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise _err(path, f"{where}.value", value, "a number")
         latent = t.get("latent_placement")
-        if latent is not None and (not isinstance(latent, str) or not latent or relative):
+        if latent is not None and (not isinstance(latent, str) or not latent or compared):
             raise _err(
                 path,
                 f"{where}.latent_placement",
@@ -194,7 +213,7 @@ def load_targets(path: str | Path) -> TargetSet:
                 unit=unit,
                 tolerance=float(t.get("tolerance", 2.5 if relative else 0.05)),
                 overrides=MappingProxyType(dict(t.get("overrides", {}))),
-                baseline=(base / t["baseline"]).resolve() if relative else None,
+                baseline=(base / t["baseline"]).resolve() if compared else None,
                 baseline_overrides=MappingProxyType(dict(t.get("baseline_overrides", {}))),
                 placement_seeds=int(t.get("placement_seeds", 1)),
                 duration_s=float(t.get("duration_s", 0.1)),

@@ -165,6 +165,93 @@ def leave_one_out() -> str:
     return _table(header, "llrrr", _validation_rows(rows))
 
 
+def venue_fit() -> str:
+    rows = _load("calibration/validation/venue_fit.json")["rows"]
+    header = ("row", "statistic", "measured (us)", "fitted twin (us)", "error")
+    return _table(header, "llrrr", _validation_rows(rows))
+
+
+def venue_leave_one_out() -> str:
+    rows = _load("calibration/validation/venue_leave_one_out.json")["rows"]
+    header = ("row", "statistic", "measured (us)", "predicted (fit without it, us)", "error")
+    return _table(header, "llrrr", _validation_rows(rows))
+
+
+def _hunt() -> dict[str, Any]:
+    return dict(_load("calibration/validation/tokyo_hunt/hunt.json"))
+
+
+def hunt_levels() -> str:
+    h = _hunt()
+    rows = [
+        (
+            lv["level"],
+            f"{lv['probability']:.1%}",
+            f"{lv['cpg_probability']:.1%}",
+            f"{lv['daily_mean_us']:,.1f}",
+            f"{min(lv['hourly_mean_us']):,.0f} .. {max(lv['hourly_mean_us']):,.0f}",
+        )
+        for lv in h["levels"]
+    ]
+    header = ("level", "random instance", "shared CPG", "daily mean (us)", "hourly means (us)")
+    return _table(header, "lrrrr", rows)
+
+
+def hunt_rules() -> str:
+    h = _hunt()
+    rows = [
+        (
+            r["rule"],
+            f"{r['p_within']:.1%}",
+            f"{r['gain_vs_random_us']:+.1f}",
+            f"{r['gap_to_shared_cpg_us']:+.1f}",
+            f"{r['instance_hours']:.1f}",
+            f"{r['cost_usd']:.2f}",
+            f"{r['wall_hours']:.1f}",
+        )
+        for r in h["rules"]
+    ]
+    header = (
+        f"rule ({h['trials']:,} hunts)",
+        f"P(within {h['within_us']:g} us of best)",
+        "gain vs random (us)",
+        "gap to shared CPG (us)",
+        "instance-hours",
+        "USD",
+        "wall hours",
+    )
+    return _table(header, "lrrrrrr", rows)
+
+
+def hunt_windows() -> str:
+    m = _hunt()["measurement"]
+    rows = [
+        (
+            f"{w['window_minutes']:g}",
+            f"{w['p_correct_concurrent']:.1%}",
+            f"{w['p_correct_recorded']:.1%}",
+            f"{w['largest_hour_drift_us']:,.0f}",
+        )
+        for w in m["windows"]
+    ]
+    rows.append(
+        (
+            f"fixed test: {m['fixed_window_minutes']:,.0f}",
+            f"alpha {m['alpha']:g}, beta {m['beta']:g}",
+            f"sequential: {m['sequential_expected_minutes_faster']:,.0f} (faster), "
+            f"{m['sequential_expected_minutes_not_faster']:,.0f} (not)",
+            "",
+        )
+    )
+    header = (
+        "window (min)",
+        f"P(right), measured together ({m['delta_us']:g} us apart)",
+        "P(right), one after the other",
+        "largest hour drift (us)",
+    )
+    return _table(header, "lrrr", rows)
+
+
 def campaign() -> str:
     c = _load("calibration/data/local_campaign/campaign.json")
 
@@ -395,6 +482,11 @@ TABLES: dict[str, Callable[[], str]] = {
     "small-benchmarks": small_benchmarks,
     "fit": fit,
     "leave-one-out": leave_one_out,
+    "venue-fit": venue_fit,
+    "venue-leave-one-out": venue_leave_one_out,
+    "hunt-levels": hunt_levels,
+    "hunt-rules": hunt_rules,
+    "hunt-windows": hunt_windows,
     "campaign": campaign,
     "prediction": prediction,
     "prediction-veth": prediction_veth,

@@ -6,7 +6,8 @@ The layers, lowest first (a module may import its own layer or any lower one, ne
 1. the ``twin`` model: scenario, topology, components, path, engines, results, profiles.
 2. ``calibration``: readers, fits, bands, validation; may import the model.
 3. front ends: the ``twin`` command line (``twin.cli``, ``twin.demo``, ``twin.console``,
-   ``twin.argtypes``), the sweep and testbed commands (``twin.sweep``, ``twin.testbed``), the
+   ``twin.argtypes``), the sweep, hunt and testbed commands (``twin.sweep``, ``twin.hunt.cli``
+   and ``twin.hunt.report``, ``twin.testbed``), the
    calibration commands (``calibration.*_cmd``) and the explorer (``app``).
 
 Every import counts, at module level or inside a function. Usage::
@@ -33,6 +34,8 @@ FRONT_ENDS = (
     "twin.cli",
     "twin.console",
     "twin.demo",
+    "twin.hunt.cli",
+    "twin.hunt.report",
     "twin.sweep",
     "twin.testbed",
     "app",

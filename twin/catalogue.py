@@ -1,10 +1,11 @@
 """The EC2 instance catalogue: the facts of each instance type the twin can place.
 
 Facts come from the public EC2 instance-type pages (vCPUs, bare metal or not, network bandwidth,
-hypervisor). AWS does not publish packet-per-second allowances; the ``pps_allowance`` column is an
-order-of-magnitude assumption (about 100k packets/s per Gb/s of bandwidth, in line with public
-packet-rate tests on ENA) and only binds on small instances. ENA exposes up to 32 queue pairs, one
-per vCPU (ENA documentation), which is how many cores can run the receive path in parallel.
+hypervisor, processor). AWS does not publish packet-per-second allowances; the ``pps_allowance``
+column is an order-of-magnitude assumption (about 100k packets/s per Gb/s of bandwidth, in line
+with public packet-rate tests on ENA) and only binds on small instances. ENA exposes up to 32 queue
+pairs, one per vCPU (ENA documentation), which is how many cores can run the receive path in
+parallel.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ class InstanceType:
     bandwidth_gbps: float
     hypervisor: str  # "nitro" (virtualised on Nitro), "metal" (Nitro card, no hypervisor), "xen"
     pps_allowance: float
+    # Single-thread speed relative to t2.micro's Haswell Xeon (up to 3.3 GHz): the clock AWS
+    # quotes for the family times an instructions-per-clock ratio between processor generations
+    # (an assumption: public generational gains compound to about 1.3x from Haswell to
+    # Skylake/Cascade Lake, 1.4x to Ice Lake and Zen 3, 1.5x to Sapphire Rapids, 1.6x to Zen 5;
+    # Graviton3 about 1.15x). Only a REST client's own work per request uses it.
+    cpu_speed: float = 1.0
 
     @property
     def ena_queues(self) -> int:
@@ -29,7 +36,9 @@ class InstanceType:
         return 1 if self.hypervisor == "xen" else min(self.vcpus, 32)
 
 
-def _nitro(name: str, vcpus: int, bandwidth_gbps: float, metal: bool = False) -> InstanceType:
+def _nitro(
+    name: str, vcpus: int, bandwidth_gbps: float, cpu_speed: float, metal: bool = False
+) -> InstanceType:
     return InstanceType(
         name=name,
         vcpus=vcpus,
@@ -37,31 +46,33 @@ def _nitro(name: str, vcpus: int, bandwidth_gbps: float, metal: bool = False) ->
         bandwidth_gbps=bandwidth_gbps,
         hypervisor="metal" if metal else "nitro",
         pps_allowance=bandwidth_gbps * 100_000.0,
+        cpu_speed=cpu_speed,
     )
 
 
 # Public EC2 documentation, "Network specifications" of each instance family (bandwidth is the
-# sustained figure; "up to" sizes use their baseline).
+# sustained figure; "up to" sizes use their baseline). CPU speed: the family's quoted clock over
+# 3.3 GHz times the IPC ratio of its processor to Haswell (see InstanceType.cpu_speed).
 CATALOGUE: dict[str, InstanceType] = {
     t.name: t
     for t in (
-        _nitro("c6id.metal", 128, 50.0, metal=True),
-        _nitro("c5n.xlarge", 4, 5.0),
-        _nitro("c5n.9xlarge", 36, 50.0),
-        _nitro("c5n.18xlarge", 72, 100.0),
-        _nitro("c5n.metal", 72, 100.0, metal=True),
-        _nitro("c5.xlarge", 4, 1.25),
-        _nitro("c5.4xlarge", 16, 5.0),
-        _nitro("c6i.32xlarge", 128, 50.0),
-        _nitro("c6in.32xlarge", 128, 200.0),
-        _nitro("c6in.metal", 128, 200.0, metal=True),
-        _nitro("c7gn.16xlarge", 64, 200.0),
-        _nitro("c7i.4xlarge", 16, 3.125),
-        _nitro("c7i.24xlarge", 96, 37.5),
-        _nitro("c6a.2xlarge", 8, 3.125),
+        _nitro("c6id.metal", 128, 50.0, 1.5, metal=True),
+        _nitro("c5n.xlarge", 4, 5.0, 1.35),
+        _nitro("c5n.9xlarge", 36, 50.0, 1.35),
+        _nitro("c5n.18xlarge", 72, 100.0, 1.35),
+        _nitro("c5n.metal", 72, 100.0, 1.35, metal=True),
+        _nitro("c5.xlarge", 4, 1.25, 1.4),
+        _nitro("c5.4xlarge", 16, 5.0, 1.4),
+        _nitro("c6i.32xlarge", 128, 50.0, 1.5),
+        _nitro("c6in.32xlarge", 128, 200.0, 1.5),
+        _nitro("c6in.metal", 128, 200.0, 1.5, metal=True),
+        _nitro("c7gn.16xlarge", 64, 200.0, 0.9),
+        _nitro("c7i.4xlarge", 16, 3.125, 1.45),
+        _nitro("c7i.24xlarge", 96, 37.5, 1.45),
+        _nitro("c6a.2xlarge", 8, 3.125, 1.5),
         # m8a.metal-24xl: 96 vCPUs, 37.5 Gb/s (EC2 M8a specifications);
         # pub_m8a_metal_cpg_udp_rtt_p50.
-        _nitro("m8a.metal-24xl", 96, 37.5, metal=True),
+        _nitro("m8a.metal-24xl", 96, 37.5, 2.2, metal=True),
         InstanceType(
             name="t2.micro",
             vcpus=1,

@@ -40,6 +40,14 @@ def format_result(result: RunResult) -> str:
         lines.append(note)
     for kind, rtt in result.rtt_by_kind_us.items():
         lines.append(f"  {kind + ':':7s} " + format_statistics(rtt))
+    if result.by_hour:
+        lines.append("")
+        lines.append("hour (UTC)  mean us    p50 us    p99 us")
+        for h in result.by_hour:
+            lines.append(
+                f"{h.hour:02d}        {h.rtt_us['mean']:9,.0f} {h.rtt_us['p50']:9,.0f} "
+                f"{h.rtt_us['p99']:9,.0f}"
+            )
     lines.append("")
     width = max([44, *(len(hop.name) for hop in result.hops)])
     lines.append(f"{'hop':{width}s} {'mean us':>9s} {'util':>6s}")

@@ -229,6 +229,72 @@ class Occasional(Dist):
 
 
 @dataclass(frozen=True)
+class BusyWait(Dist):
+    """The wait a message finds at a busy server it hardly loads itself: other traffic's queue.
+
+    A server shared with a Poisson stream of other work (exponential services of mean
+    ``service_us``) at utilisation ``utilization``: by PASTA an arrival finds it busy with
+    probability ``utilization`` and then waits an exponential time of mean
+    ``service_us / (1 - utilization)`` (the M/M/1 waiting time, Kleinrock 1975, vol. 1, 3.2).
+    So the wait is zero with probability ``1 - utilization``, its mean is
+    ``utilization * service_us / (1 - utilization)``, and it grows without bound as the other
+    traffic approaches the server's capacity. Used for a venue's load by hour of the day, which
+    the twin does not simulate message by message.
+    """
+
+    service_us: float
+    utilization: float
+    code = 7
+
+    def __post_init__(self) -> None:
+        _require(self.service_us > 0, f"Busy-wait service must be > 0 us, got {self.service_us}")
+        _require(
+            0.0 <= self.utilization < 1.0,
+            f"Busy-wait utilisation must be in [0, 1), got {self.utilization}",
+        )
+
+    @property
+    def _busy_mean(self) -> float:
+        return self.service_us / (1.0 - self.utilization)
+
+    def params(self) -> tuple[float, float, float]:
+        return (self.service_us, self.utilization, 0.0)
+
+    @property
+    def mean(self) -> float:
+        return self.utilization * self._busy_mean
+
+    @property
+    def variance(self) -> float:
+        rho, m = self.utilization, self._busy_mean
+        return 2.0 * rho * m**2 - (rho * m) ** 2
+
+    def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        busy = rng.random(size) < self.utilization
+        return np.where(busy, rng.exponential(self._busy_mean, size), 0.0)
+
+    @classmethod
+    def from_params(
+        cls, p0: float, p1: float, p2: float, table: np.ndarray | None = None
+    ) -> BusyWait:
+        return cls(p0, p1)
+
+    def draw_function(self, rng: np.random.Generator) -> Draw | None:
+        rho, m = self.utilization, self._busy_mean
+        return lambda: rng.exponential(m) if rng.random() < rho else 0.0
+
+    def quantiles(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # Q(u) = 0 for u <= 1 - rho, else -m log((1 - u) / rho): continuous (a kink, no step),
+        # so the fast engine's interpolation stays exact to its grid.
+        rho, m = self.utilization, self._busy_mean
+        if rho == 0.0:
+            return np.zeros_like(d), np.zeros_like(d)
+        lower = np.where(d > 1.0 - rho, -m * np.log(np.maximum(1.0 - d, 1e-300) / rho), 0.0)
+        upper = np.where(d < rho, -m * np.log(d / rho), 0.0)
+        return np.maximum(lower, 0.0), np.maximum(upper, 0.0)
+
+
+@dataclass(frozen=True)
 class ShiftedLognormal(Dist):
     """``shift_us`` plus a lognormal with the given median and log-space sigma.
 

@@ -115,6 +115,18 @@ def min_from_counts_us(counts: np.ndarray) -> float:
     return float(bucket_lowest_ns(np.flatnonzero(counts)[:1])[0]) / 1e3
 
 
+def sd_from_counts_us(counts: np.ndarray) -> float:
+    """Standard deviation of a histogram's values (us), each taken at its bucket's middle
+    (within the histogram's 0.1% resolution)."""
+    idx = np.flatnonzero(counts)
+    if idx.size == 0:
+        return 0.0
+    middle = (bucket_lowest_ns(idx) + bucket_highest_ns(idx)) / 2e3
+    weights = counts[idx].astype(float)
+    mean = float(np.average(middle, weights=weights))
+    return float(np.sqrt(np.average((middle - mean) ** 2, weights=weights)))
+
+
 def cdf_points_us(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The empirical CDF of a histogram: (bucket floor in us, fraction at or below it)."""
     idx = np.flatnonzero(counts)

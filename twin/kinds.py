@@ -16,6 +16,7 @@ class Tier(StrEnum):
     TRANSIT_GATEWAY = "transit_gateway"
     PRIVATELINK = "privatelink"
     CLOUDFRONT = "cloudfront"
+    PUBLIC_API = "public_api"
     LOOPBACK = "loopback"
     VETH = "veth"
     RELAY = "relay"

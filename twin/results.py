@@ -92,6 +92,16 @@ class EngineOutput:
 
 
 @dataclass(frozen=True)
+class HourStat:
+    """One hour of a whole-day run (:mod:`twin.day`): its round trips' mean and percentiles."""
+
+    hour: int
+    messages: int
+    rtt_us: dict[str, float]
+    sd_us: float  # standard deviation of the hour's round trips
+
+
+@dataclass(frozen=True)
 class HopStat:
     name: str
     component: str
@@ -125,6 +135,7 @@ class RunResult:
     counts: np.ndarray | None = field(default=None, repr=False, compare=False)
     # The order loop's order and cancel round trips apart (same keys as rtt_us, no max).
     rtt_by_kind_us: dict[str, dict[str, float]] = field(default_factory=dict)
+    by_hour: tuple[HourStat, ...] = ()
 
     def cdf(self) -> tuple[np.ndarray, np.ndarray]:
         """The round trips' empirical CDF: (bucket floor in us, share of messages at or below).
@@ -210,6 +221,10 @@ class RunResult:
             ],
             "placements": dict(self.placements),
             "few_samples": self.few_samples,
+            "by_hour": [
+                {"hour": h.hour, "messages": h.messages, "rtt_us": dict(h.rtt_us), "sd_us": h.sd_us}
+                for h in self.by_hour
+            ],
         }
 
     @property

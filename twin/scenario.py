@@ -38,6 +38,7 @@ MTU_BYTES = {
     Tier.TRANSIT_GATEWAY: 8500,
     Tier.PRIVATELINK: 8500,
     Tier.CLOUDFRONT: 1500,
+    Tier.PUBLIC_API: 1500,
     Tier.LOOPBACK: 65536,  # Linux lo default MTU
     Tier.VETH: 1500,  # veth default MTU
     Tier.RELAY: 65536,  # over loopback, both legs
@@ -141,6 +142,26 @@ class Exchange:
     risk_match_service_us: float | None
 
 
+HOURS_PER_DAY = 24
+
+
+@dataclass(frozen=True)
+class Day:
+    """Conditions that change over a day (UTC hours), for a venue reached through its public API.
+
+    ``venue_load[h]`` is the venue's activity at hour ``h`` relative to its busiest hour (0..1):
+    how busy its API servers and matching engine are with everybody else's traffic;
+    ``path_load[h]`` likewise for the Internet path's congestion. The profile turns them into
+    utilisations (``venue_peak_utilization_prob``, ``venue_path_peak_utilization_prob``).
+    ``hour`` runs one hour; without it a run covers all 24 and pools them
+    (:mod:`twin.day`).
+    """
+
+    venue_load: tuple[float, ...]
+    path_load: tuple[float, ...]
+    hour: int | None
+
+
 @dataclass(frozen=True)
 class Scenario:
     """A validated deployment + workload. Build with :func:`load_scenario` or :func:`parse`."""
@@ -157,6 +178,7 @@ class Scenario:
     workload: Workload
     exchange: Exchange
     raw: Mapping[str, Any]
+    day: Day | None = None
 
     @property
     def base_dir(self) -> Path | None:
@@ -251,6 +273,23 @@ class _Table:
         if not math.isfinite(number) or not check(number):
             raise self.error(field, value, f"allowed: {allowed}")
         return value if integer else number
+
+    def hourly(self, key: str) -> tuple[float, ...]:
+        """One number in 0..1 for each hour of the day (a list of exactly 24)."""
+        field, value = self._get(key, ...)
+        if value is ...:
+            raise ScenarioError(f"{self.source}: {field} is required (24 numbers, 0..1)")
+        if not isinstance(value, list) or len(value) != HOURS_PER_DAY:
+            size = len(value) if isinstance(value, list) else "not a list"
+            raise ScenarioError(
+                f"{self.source}: {field}: must cover the day: a list of {HOURS_PER_DAY} numbers, "
+                f"one per hour from 00 UTC (got {size})"
+            )
+        for hour, v in enumerate(value):
+            ok = isinstance(v, int | float) and not isinstance(v, bool)
+            if not ok or not (0.0 <= float(v) <= 1.0):
+                raise self.error(f"{field}[{hour}]", v, "allowed: 0..1 (relative to the peak)")
+        return tuple(float(v) for v in value)
 
     def string_list(self, key: str) -> tuple[str, ...]:
         field, value = self._get(key, [])
@@ -415,6 +454,19 @@ def _parse_exchange(source: str, data: Any) -> Exchange:
     return exchange
 
 
+def _parse_day(source: str, data: Any) -> Day:
+    t = _Table(source, "day.", data)
+    day = Day(
+        venue_load=t.hourly("venue_load"),
+        path_load=t.hourly("path_load"),
+        hour=t.number(
+            "hour", None, check=lambda v: 0 <= v < HOURS_PER_DAY, allowed="0..23", integer=True
+        ),
+    )
+    t.done()
+    return day
+
+
 def _check_groups(source: str, roles: Mapping[str, Role], groups: Mapping[str, PlacementGroup]):
     for role in roles.values():
         if role.placement_group is None:
@@ -542,7 +594,14 @@ def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
     hosts = {s: _parse_host(source, s, raw_hosts.get(s, {})) for s in HOST_SIDES}
     workload = _parse_workload(source, t.table("workload"))
     exchange = _parse_exchange(source, t.table("exchange", required=False))
+    raw_day = t.table("day", required=False)
+    day = _parse_day(source, raw_day) if raw_day else None
     t.done()
+    if day is not None and connectivity.tier != Tier.PUBLIC_API:
+        raise ScenarioError(
+            f"{source}: [day]: conditions by hour describe a venue's public API "
+            f"(connectivity.tier = 'public_api'), not tier '{connectivity.tier}'"
+        )
     _check_groups(source, roles, groups)
     _check_payload(source, workload, connectivity)
     _check_local(source, roles, connectivity)
@@ -563,6 +622,7 @@ def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
         workload=workload,
         exchange=exchange,
         raw=MappingProxyType(copy.deepcopy(dict(data))),
+        day=day,
     )
 
 

@@ -8,20 +8,24 @@ of them give the same number for the same scenario and seed. Engines register th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
+from functools import partial, reduce
 from typing import Any, Protocol
 
 import numpy as np
 
 from twin import dtypes
+from twin.day import hour_scenarios, is_whole_day
 from twin.dists import Dist
 from twin.errors import ConfigError, ProfileError, ScenarioError
+from twin.histogram import sd_from_counts_us
 from twin.load import Load
 from twin.path import CompiledPath, compile_path
 from twin.profile import Profile, load_profile, resolve_profile_path
 from twin.results import (
     EngineOutput,
+    HourStat,
     Progress,
     RunResult,
     offered_utilization,
@@ -29,7 +33,7 @@ from twin.results import (
     unstable_result,
 )
 from twin.scenario import Scenario
-from twin.topology import build_path, place
+from twin.topology import Placement, build_path, place
 
 
 class Engine(Protocol):
@@ -78,12 +82,15 @@ class Prepared:
     path: CompiledPath
     load: Load
     placements: dict[str, str]
+    # A whole-day scenario (twin.day): one prepared run per hour; ``path`` is hour 0's.
+    by_hour: tuple[Prepared, ...] = ()
 
     def is_saturated(self) -> bool:
         """True when an open loop offers some station a utilization of 1 or more."""
         if self.load.loop != dtypes.LOOP_OPEN:
             return False
-        return bool(np.any(offered_utilization(self.path, self.load) >= 1.0))
+        paths = [p.path for p in self.by_hour] or [self.path]
+        return any(bool(np.any(offered_utilization(p, self.load) >= 1.0)) for p in paths)
 
 
 def scenario_profile(scenario: Scenario) -> Profile:
@@ -154,11 +161,21 @@ def what_if(
 
 
 def prepare(
-    scenario: Scenario, profile: Profile | None = None, engine_service: Dist | None = None
+    scenario: Scenario,
+    profile: Profile | None = None,
+    engine_service: Dist | None = None,
+    placements: dict[str, Placement] | None = None,
 ) -> Prepared:
-    """Place the instances and compile the round-trip path of ``scenario``."""
+    """Place the instances (unless ``placements`` are given) and compile the round-trip path of
+    ``scenario``; for a whole-day scenario, of each hour (:mod:`twin.day`): the same placements
+    all day, each hour with its own random stream."""
     profile = profile if profile is not None else scenario_profile(scenario)
-    placements = place(scenario, profile)
+    placements = placements if placements is not None else place(scenario, profile)
+    if is_whole_day(scenario):
+        hours = tuple(
+            prepare(s, profile, engine_service, placements) for s in hour_scenarios(scenario)
+        )
+        return replace(hours[0], scenario=scenario, by_hour=hours)
     path = compile_path(build_path(scenario, profile, placements, engine_service))
     return Prepared(
         scenario=scenario,
@@ -181,8 +198,41 @@ def run_prepared(
     name = prepared.scenario.name
     if prepared.is_saturated():
         return unstable_result(name, engine, prepared.path, prepared.load, prepared.placements)
+    if prepared.by_hour:
+        return _run_day(prepared, engine, progress)
     out = ENGINES[engine](prepared.path, prepared.load, progress)
     return summarise(name, engine, prepared.path, prepared.load, out, prepared.placements)
+
+
+def _run_day(prepared: Prepared, engine: str, progress: Progress | None) -> RunResult:
+    """Each hour's run, pooled (:mod:`twin.day`); the result keeps each hour's figures."""
+    n = len(prepared.by_hour)
+    outputs = []
+    for i, hour in enumerate(prepared.by_hour):
+        hour_progress = None
+        if progress is not None:
+            hour_progress = partial(_scaled, progress, i, n)
+        outputs.append(ENGINES[engine](hour.path, hour.load, hour_progress))
+    pooled = reduce(lambda a, b: a.merge(b), outputs)
+    result = summarise(
+        prepared.scenario.name, engine, prepared.path, prepared.load, pooled, prepared.placements
+    )
+    hours = tuple(
+        HourStat(
+            hour=i,
+            messages=out.messages,
+            rtt_us=summarise(
+                prepared.scenario.name, engine, h.path, h.load, out, h.placements
+            ).rtt_us,
+            sd_us=sd_from_counts_us(out.counts),
+        )
+        for i, (h, out) in enumerate(zip(prepared.by_hour, outputs, strict=True))
+    )
+    return replace(result, by_hour=hours)
+
+
+def _scaled(progress: Progress, done: int, total: int, fraction: float) -> None:
+    progress((done + fraction) / total)
 
 
 def run(

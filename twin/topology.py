@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twin.components import exchange, fabric, host, hyperplane, internet, loopback, nic
+from twin.components import exchange, fabric, host, hyperplane, internet, loopback, nic, venue
 from twin.dists import Dist
 from twin.kinds import Strategy, Tier, WorkloadKind
 from twin.path import Hop
@@ -162,6 +162,10 @@ class _PathBuilder:
         p = self.profile
         if tier == Tier.PEERING:
             return self.fabric(src, dst)
+        if tier == Tier.PUBLIC_API:
+            # The venue's public front end is the gateway role's placement: how far the client
+            # landed from it is the fabric level between them (across AZs if they differ).
+            return self.fabric(src, dst) + [venue.border_hop(label, p, self.s.day)]
         if tier == Tier.TRANSIT_GATEWAY:
             return (
                 self.outside(f"{label} to TGW", False)
@@ -228,6 +232,8 @@ class _PathBuilder:
         for r in range(rounds):
             what = "TCP handshake" if r == 0 else "TLS handshake"
             hops += [_renamed(h, f"{what}: {h.name}") for h in trip + back]
+        if self.s.connectivity.tier == Tier.PUBLIC_API:
+            hops.append(venue.connection_setup_hop(self.profile))
         if self.s.hosts["client"].tls:
             hops.append(
                 Hop(
@@ -268,9 +274,26 @@ class _PathBuilder:
             + loopback.client_receive_hops(self.profile, rate)
         )
 
+    def public_api_round_trip(self) -> list[Hop]:
+        """A REST request to a venue's public endpoint (see :mod:`twin.components.venue`): the
+        venue's own hosts are inside its service time, not modelled host by host."""
+        return (
+            self.handshake()
+            + [venue.client_work_hop(self.s.roles["client"].instance, self.profile)]
+            + self.send("client", "gateway")
+            + self.tier_network("client", "gateway")
+            + [venue.load_balancer_hop("request", self.profile)]
+            + venue.venue_hops(self.profile, self.s.day)
+            + [venue.load_balancer_hop("response", self.profile)]
+            + self.tier_network("gateway", "client")
+            + self.receive("client", "gateway")
+        )
+
     def round_trip(self, engine: Dist | None) -> list[Hop]:
         if self.s.connectivity.tier.local:
             return _unique_names(self.local_round_trip())
+        if self.s.connectivity.tier == Tier.PUBLIC_API:
+            return _unique_names(self.public_api_round_trip())
         middle = (
             self.exchange_work(engine)
             if self.s.workload.kind == WorkloadKind.ORDER_LOOP

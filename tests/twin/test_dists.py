@@ -10,6 +10,7 @@ import pytest
 from twin.dists import (
     REGISTRY,
     ZERO,
+    BusyWait,
     Const,
     Dist,
     Empirical,
@@ -27,6 +28,7 @@ EXAMPLES: list[Dist] = [
     Const(3.5),
     Exponential(2.0),
     Occasional(4.0, 0.25),
+    BusyWait(3.0, 0.7),
     ShiftedLognormal(1.0, 2.0, 0.5),
     ShiftedGamma(0.5, 2.0, 1.5),
     Empirical((1.0, 2.0, 2.0, 7.0)),

@@ -19,6 +19,11 @@ of an interrupt taken on the wrong core. Both of the last two are occasional cos
 some messages, not others, see :class:`twin.dists.Occasional`), and the wrong core costs
 differently by how the thread waits: a sleeping thread is woken across cores (an
 inter-processor interrupt), a busy-polling thread loses its core to the softirq for a while.
+On a Xen guest (the burstable ``t2`` family) a thread that sleeps lets its vCPU halt, and the
+hypervisor must schedule the vCPU again before the thread runs: on a host shared with other
+tenants' vCPUs that is sometimes a wait for another vCPU's time slice (Xen's credit scheduler
+rate-limits preemption, ``sched_ratelimit_us``, to 1 ms by default). A busy-polling thread never
+halts its vCPU.
 """
 
 from __future__ import annotations
@@ -133,6 +138,17 @@ def receive_hops(
                 source=sources(profile, "wakeup_median_us"),
             )
         )
+        if instance.hypervisor == "xen":
+            hops.append(
+                Hop(
+                    f"{role} Xen vCPU wake",
+                    "host",
+                    delay=_occasional(
+                        profile, "xen_vcpu_wake_mean_us", "xen_vcpu_wake_probability"
+                    ),
+                    source=sources(profile, "xen_vcpu_wake_mean_us", "xen_vcpu_wake_probability"),
+                )
+            )
         if host.deep_cstates:
             hops.append(
                 Hop(

@@ -158,9 +158,14 @@ def _capacity(args: argparse.Namespace, scenario: Any, engine: str, executor: st
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from twin.hunt.report import is_hunt_folder, write_hunt_report
     from twin.sweep.report import write_report
 
-    path = write_report(Path(args.results_dir), Path(args.output), args.p99_ceiling_us)
+    folder = Path(args.results_dir)
+    if is_hunt_folder(folder):
+        path = write_hunt_report(folder, Path(args.output))
+    else:
+        path = write_report(folder, Path(args.output), args.p99_ceiling_us)
     print(f"twin report: wrote {path.resolve()}", file=sys.stderr)
     return EXIT_OK
 
@@ -215,7 +220,9 @@ def add_parsers(sub: Any) -> None:
     _executor_args(p)
     p.set_defaults(run=cmd_capacity)
 
-    p = sub.add_parser("report", help="self-contained HTML report of a sweep results folder")
+    p = sub.add_parser(
+        "report", help="self-contained HTML report of a sweep (or twin hunt --out) results folder"
+    )
     p.add_argument("results_dir", metavar="RESULTS_DIR")
     p.add_argument("-o", "--output", default="report.html", metavar="report.html")
     p.add_argument(
