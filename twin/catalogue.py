@@ -29,6 +29,18 @@ class InstanceType:
     # Skylake/Cascade Lake, 1.4x to Ice Lake and Zen 3, 1.5x to Sapphire Rapids, 1.6x to Zen 5;
     # Graviton3 about 1.15x). Only a REST client's own work per request uses it.
     cpu_speed: float = 1.0
+    # Burstable instances (AWS "CPU credits and baseline utilization for burstable performance
+    # instances"): each vCPU runs at ``cpu_baseline`` of a core for as long as it likes, and
+    # above it while it has CPU credits (one credit: one vCPU at 100% for a minute), earned at
+    # ``credits_per_hour`` up to ``credits_max``, ``launch_credits`` at launch. 1.0: not burstable.
+    cpu_baseline: float = 1.0
+    credits_per_hour: float = 0.0
+    credits_max: float = 0.0
+    launch_credits: float = 0.0
+
+    @property
+    def burstable(self) -> bool:
+        return self.cpu_baseline < 1.0
 
     @property
     def ena_queues(self) -> int:
@@ -80,6 +92,11 @@ CATALOGUE: dict[str, InstanceType] = {
             bandwidth_gbps=0.1,
             hypervisor="xen",
             pps_allowance=50_000.0,
+            # t2.micro: baseline 10% of its vCPU, 6 credits an hour, at most 144, 30 at launch.
+            cpu_baseline=0.10,
+            credits_per_hour=6.0,
+            credits_max=144.0,
+            launch_credits=30.0,
         ),
         # The testbed's own machine (``twin testbed``): client and gateway share its 2 vCPUs over
         # loopback or a veth pair; no NIC, so bandwidth and packet allowance never bind.

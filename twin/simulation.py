@@ -175,7 +175,9 @@ def prepare(
         hours = tuple(
             prepare(s, profile, engine_service, placements) for s in hour_scenarios(scenario)
         )
-        return replace(hours[0], scenario=scenario, by_hour=hours)
+        return replace(
+            hours[0], scenario=scenario, load=Load.from_workload(scenario.workload), by_hour=hours
+        )
     path = compile_path(build_path(scenario, profile, placements, engine_service))
     return Prepared(
         scenario=scenario,
@@ -196,16 +198,28 @@ def run_prepared(
     if engine not in ENGINES:
         raise ScenarioError(f"engine = {engine!r}: allowed: {', '.join(sorted(ENGINES))}")
     name = prepared.scenario.name
-    if prepared.is_saturated():
-        return unstable_result(name, engine, prepared.path, prepared.load, prepared.placements)
     if prepared.by_hour:
         return _run_day(prepared, engine, progress)
+    if prepared.is_saturated():
+        return unstable_result(name, engine, prepared.path, prepared.load, prepared.placements)
     out = ENGINES[engine](prepared.path, prepared.load, progress)
     return summarise(name, engine, prepared.path, prepared.load, out, prepared.placements)
 
 
 def _run_day(prepared: Prepared, engine: str, progress: Progress | None) -> RunResult:
-    """Each hour's run, pooled (:mod:`twin.day`); the result keeps each hour's figures."""
+    """Each hour's run, pooled (:mod:`twin.day`); the result keeps each hour's figures. A day
+    with a saturated hour has no steady state: it is reported unstable, naming the hours."""
+    saturated = [i for i, hour in enumerate(prepared.by_hour) if hour.is_saturated()]
+    if saturated:
+        first = prepared.by_hour[saturated[0]]
+        result = unstable_result(
+            prepared.scenario.name, engine, first.path, prepared.load, prepared.placements
+        )
+        when = ", ".join(f"{h:02d}" for h in saturated)
+        return replace(
+            result,
+            saturated_stations=tuple(f"{s} at {when} UTC" for s in result.saturated_stations),
+        )
     n = len(prepared.by_hour)
     outputs = []
     for i, hour in enumerate(prepared.by_hour):
@@ -217,7 +231,7 @@ def _run_day(prepared: Prepared, engine: str, progress: Progress | None) -> RunR
     result = summarise(
         prepared.scenario.name, engine, prepared.path, prepared.load, pooled, prepared.placements
     )
-    hours = tuple(
+    by_hour = tuple(
         HourStat(
             hour=i,
             messages=out.messages,
@@ -228,7 +242,7 @@ def _run_day(prepared: Prepared, engine: str, progress: Progress | None) -> RunR
         )
         for i, (h, out) in enumerate(zip(prepared.by_hour, outputs, strict=True))
     )
-    return replace(result, by_hour=hours)
+    return replace(result, by_hour=by_hour)
 
 
 def _scaled(progress: Progress, done: int, total: int, fraction: float) -> None:

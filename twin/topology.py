@@ -279,7 +279,12 @@ class _PathBuilder:
         venue's own hosts are inside its service time, not modelled host by host."""
         return (
             self.handshake()
-            + [venue.client_work_hop(self.s.roles["client"].instance, self.profile)]
+            + venue.client_work_hops(
+                self.s.roles["client"].instance,
+                self.profile,
+                self.s.workload.rate_msgs_per_s,
+                self.s.day,
+            )
             + self.send("client", "gateway")
             + self.tier_network("client", "gateway")
             + [venue.load_balancer_hop("request", self.profile)]

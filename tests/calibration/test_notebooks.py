@@ -15,6 +15,7 @@ OURS = (
     "03_validation",
     "04_local_testbed",
     "05_load_response",
+    "06_hunt",
 )
 
 

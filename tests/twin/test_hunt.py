@@ -13,10 +13,13 @@ from scipy.stats import norm
 from tests.twin.conftest import SCENARIOS
 from twin.cli import main
 from twin.errors import ConfigError
+from twin.histogram import sd_from_counts_us
 from twin.hunt import sequential
-from twin.hunt.classes import ClassTable
+from twin.hunt.classes import ClassTable, _level_frequencies, class_table, probe_waits_us
 from twin.hunt.plan import HuntPlan, Rule, SequentialTest, load_hunt
 from twin.hunt.simulate import _sequential_round, play, run_hunt, window_average
+from twin.scenario import load_scenario
+from twin.simulation import prepare, run_prepared
 
 HUNT = SCENARIOS / "hunts" / "tokyo_hunt.toml"
 
@@ -204,3 +207,19 @@ def test_twin_hunt_json_and_report(tmp_path: Path, capsys: pytest.CaptureFixture
     page = (tmp_path / "hunt.html").read_text()
     assert "Ranking a faster placement first" in page and "plotly" in page
     assert load_hunt(HUNT).rule == payload["rule"]
+
+
+def test_the_class_table_agrees_with_a_simulated_hour() -> None:
+    """The table's moments (hop sums plus the probes' own M/G/1 waits) against the engine."""
+    scenario = load_scenario(SCENARIOS / "venue_api_keepalive.toml")
+    table = class_table(scenario, 10.0)
+    probed = scenario.with_fields({"workload.rate_msgs_per_s": 10.0})
+    _, examples = _level_frequencies(probed)
+    level, hour = "cross_datacenter", 3
+    i = table.levels.index(level)
+    one_hour = probed.with_fields({"day.hour": hour, "workload.duration_s": 3000.0})
+    result = run_prepared(prepare(one_hour, placements=examples[level]))
+    se = table.sd_us[i, hour] / np.sqrt(result.messages)
+    assert result.rtt_us["mean"] == pytest.approx(table.mean_us[i, hour], abs=4 * se)
+    assert sd_from_counts_us(result.counts) == pytest.approx(table.sd_us[i, hour], rel=0.05)
+    assert probe_waits_us(prepare(one_hour).path, 10.0)[0] > 0.0  # the probes do queue a little

@@ -11,7 +11,9 @@ from scipy import stats
 from calibration.calibrate import evaluate_targets
 from calibration.targets import load_targets
 from tests.twin.conftest import REPO, SCENARIOS
+from twin.catalogue import CATALOGUE
 from twin.cli import main
+from twin.components.burstable import throttled_share
 from twin.day import hour_seed
 from twin.dists import BusyWait
 from twin.errors import ScenarioError
@@ -140,3 +142,29 @@ def test_a_day_on_a_private_tier_is_refused() -> None:
     tier1 = load_scenario(SCENARIOS / "tier1_peering_cpg.toml")
     with pytest.raises(ScenarioError, match=r"\[day\].*public_api"):
         tier1.with_fields({"day": day})
+
+
+def test_cpu_credits_run_out_hour_by_hour() -> None:
+    t2 = CATALOGUE["t2.micro"]  # 10% baseline, 6 credits an hour, 30 at launch
+    # Needing 17.5% of the vCPU: 10.5 credits spent an hour, 6 earned: 4.5 lost an hour; the 30
+    # launch credits last 6 hours and two thirds.
+    shares = [throttled_share(t2, 0.175, h) for h in range(9)]
+    assert shares[:6] == [0.0] * 6
+    assert shares[6] == pytest.approx(1 - 3.0 / 4.5)
+    assert shares[7:] == [1.0, 1.0]
+    assert throttled_share(t2, 0.05, 20) == 0.0  # under the baseline: credits never run out
+    assert throttled_share(t2, 0.175, None) == 1.0  # the steady state
+    assert throttled_share(CATALOGUE["c6a.2xlarge"], 0.9, 20) == 0.0  # not burstable
+
+
+def test_a_small_instance_out_of_credits_saturates_its_cpu() -> None:
+    scenario = load_scenario(KEEPALIVE).with_fields({"workload.duration_s": 20.0})
+    assert run(scenario).stable  # 5 requests a second: a few percent of the vCPU
+    busy = run(scenario.with_fields({"workload.rate_msgs_per_s": 25}))
+    assert not busy.stable
+    (reason,) = busy.saturated_stations
+    assert reason.startswith("client CPU") and reason.endswith("23 UTC") and " 00," not in reason
+    larger = scenario.with_fields(
+        {"workload.rate_msgs_per_s": 25, "roles.client.instance": "c6a.2xlarge"}
+    )
+    assert run(larger).stable

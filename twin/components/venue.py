@@ -18,9 +18,10 @@ scenario and the profile's peak utilisations). The hour is the scenario's ``day.
 from __future__ import annotations
 
 from twin.catalogue import InstanceType
+from twin.components import burstable
 from twin.components.stages import sources, stage
-from twin.dists import ZERO, BusyWait, Dist
-from twin.path import Hop
+from twin.dists import ZERO, BusyWait, Const, Dist, Occasional
+from twin.path import Hop, Station
 from twin.profile import Profile
 from twin.scenario import Day
 
@@ -83,15 +84,37 @@ def venue_hops(profile: Profile, day: Day | None) -> list[Hop]:
     ]
 
 
-def client_work_hop(instance: InstanceType, profile: Profile) -> Hop:
-    """The REST client's own work per request (HTTP, TLS records, JSON) at the instance's
-    single-thread speed (:attr:`twin.catalogue.InstanceType.cpu_speed`)."""
-    return Hop(
-        "client REST request work",
-        "host",
-        fixed_us=profile.value("client_request_work_us") / instance.cpu_speed,
-        source=sources(profile, "client_request_work_us"),
-    )
+def client_work_hops(
+    instance: InstanceType, profile: Profile, rate_msgs_per_s: float, day: Day | None
+) -> list[Hop]:
+    """The REST client's own work per request (HTTP, TLS records, JSON) on its vCPUs, at the
+    instance's single-thread speed (:attr:`twin.catalogue.InstanceType.cpu_speed`); on a
+    burstable instance out of CPU credits, stretched to its baseline share
+    (:mod:`twin.components.burstable`) for the share of the hour it is throttled."""
+    work = profile.value("client_request_work_us") / instance.cpu_speed
+    cpu = Station("client CPU", instance.vcpus)
+    hops = [
+        Hop(
+            "client REST request work",
+            "host",
+            service=Const(work),
+            station=cpu,
+            source=sources(profile, "client_request_work_us"),
+        )
+    ]
+    demand = rate_msgs_per_s * work / 1e6 / instance.vcpus
+    throttled = burstable.throttled_share(instance, demand, _hour(day))
+    if throttled > 0.0:
+        hops.append(
+            Hop(
+                "client CPU throttled (no CPU credits)",
+                "host",
+                service=Occasional(work * (1.0 / instance.cpu_baseline - 1.0), throttled),
+                station=cpu,
+                source="AWS burstable performance instances: baseline utilisation and CPU credits",
+            )
+        )
+    return hops
 
 
 def connection_setup_hop(profile: Profile) -> Hop:

@@ -1,14 +1,16 @@
 """How a venue's round trip depends on where a candidate instance lands, and on the hour.
 
-A random instance lands at one of a few fabric levels from the venue's front end (same rack,
-same spine cell, another cell, another data centre: :func:`twin.topology.level_between`), with
-the chances the placement model gives. The twin compiles the venue's path with the client at
-each level reached, hour by hour (:mod:`twin.day`), and keeps each hour's mean and standard
-deviation per request: the sums of its hops' means and variances
-(:meth:`twin.path.CompiledPath.hop_moments_us`). That is exact while the probes leave every
-station idle (a hunt probes a few requests per second; a busier probe is refused), and free of
-the simulation noise that would otherwise swamp differences of tens of microseconds under a
-spread of milliseconds. A hunt is played on this table (:mod:`twin.hunt.simulate`).
+A random instance lands at one of a few fabric levels from the venue's front end (same rack, same
+spine cell, another cell, another data centre: :func:`twin.topology.level_between`), with the
+chances the placement model gives. The twin compiles the venue's path with the client at each level
+reached, hour by hour (:mod:`twin.day`), and keeps each hour's mean and standard deviation per
+request: the sums of its hops' means and variances (:meth:`twin.path.CompiledPath.hop_moments_us`),
+plus the mean wait the probes cause at each one-server station and its variance (M/G/1:
+Pollaczek-Khinchine and Takacs, the probes being Poisson: :func:`probe_waits_us`); stations of
+several servers wait with probability of order ``rho ** servers``, neglected). That holds while the
+probes load no station much (a busier probe is refused), and is free of the simulation noise that
+would otherwise swamp differences of tens of microseconds under a spread of milliseconds. A hunt is
+played on this table (:mod:`twin.hunt.simulate`).
 """
 
 from __future__ import annotations
@@ -18,14 +20,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from twin.components import fabric
+from twin.dists import Dist, Empirical
 from twin.errors import ConfigError
+from twin.path import CompiledPath
 from twin.results import offered_utilization
 from twin.scenario import HOURS_PER_DAY, Scenario
 from twin.simulation import prepare, scenario_profile
 from twin.topology import Placement, level_between, place
 
 # Highest station utilisation the probes may cause for the moments to stand for the round trip.
-MAX_PROBE_UTILIZATION = 0.01
+MAX_PROBE_UTILIZATION = 0.10
+# Grid points of each half of the quantile function when integrating a service's moments.
+_MOMENT_GRID = 20_000
 # Placements drawn to estimate how often a random instance lands at each level.
 PLACEMENT_DRAWS = 4000
 # The seed stream of those draws, apart from the runs' seeds.
@@ -105,6 +111,40 @@ def shared_cpg(scenario: Scenario) -> Scenario:
     )
 
 
+def _moment(dist: Dist, k: int) -> float:
+    """``E[S**k]`` of a service distribution, by midpoint integration of its quantile function
+    (an empirical one from its samples)."""
+    if isinstance(dist, Empirical):
+        return float(np.mean(np.asarray(dist.samples_us) ** k))
+    d = (np.arange(_MOMENT_GRID) + 0.5) / (2 * _MOMENT_GRID)  # 0 < d < 1/2
+    lower, upper = dist.quantiles(d)
+    return float((np.sum(lower**k) + np.sum(upper**k)) / (2 * _MOMENT_GRID))
+
+
+def probe_waits_us(path: CompiledPath, rate_msgs_per_s: float) -> tuple[float, float]:
+    """Mean and variance of the queueing wait per round trip at the one-server stations (M/G/1:
+    Pollaczek-Khinchine for the mean, Takacs for the second moment,
+    ``E[W^2] = 2 E[W]^2 + lambda E[S^3] / (3 (1 - rho))``); a station visited several times
+    per round trip pools its visits' services, and visits are taken as independent."""
+    rate = rate_msgs_per_s / 1e6  # per us
+    mean_total = variance_total = 0.0
+    for k in range(path.n_stations):
+        if path.station_servers[k] != 1:
+            continue
+        services = [path.distribution(row, "service") for row in path.hops if row["station"] == k]
+        visits = len(services)
+        arrivals = rate * visits
+        s1 = sum(d.mean for d in services) / visits
+        s2 = sum(d.variance + d.mean**2 for d in services) / visits
+        s3 = sum(_moment(d, 3) for d in services) / visits
+        rho = arrivals * s1
+        wait = arrivals * s2 / (2.0 * (1.0 - rho))
+        second = 2.0 * wait**2 + arrivals * s3 / (3.0 * (1.0 - rho))
+        mean_total += visits * wait
+        variance_total += visits * (second - wait**2)
+    return mean_total, variance_total
+
+
 def class_table(scenario: Scenario, probe_rate_per_s: float) -> ClassTable:
     """The venue's round trip at each level a random or shared-CPG instance reaches, by hour."""
     if scenario.day is None:
@@ -131,7 +171,9 @@ def class_table(scenario: Scenario, probe_rate_per_s: float) -> ClassTable:
                     f"{busiest:.0%} (above {MAX_PROBE_UTILIZATION:.0%}): probe less often"
                 )
             means, variances = p.path.hop_moments_us()
-            mean[i, hour], variance[i, hour] = means.sum(), variances.sum()
+            wait_mean, wait_variance = probe_waits_us(p.path, probe_rate_per_s)
+            mean[i, hour] = means.sum() + wait_mean
+            variance[i, hour] = variances.sum() + wait_variance
     return ClassTable(
         levels=levels,
         probability=np.array([random_freq.get(lv, 0.0) for lv in levels]),
