@@ -16,7 +16,7 @@ from typing import Any
 
 from engine_ext.errors import EngineError
 from twin.argtypes import assignment, positive_float, positive_int, seed
-from twin.console import format_bands, format_intervals, format_result
+from twin.console import format_bands, format_failover, format_intervals, format_result
 from twin.errors import ConfigError, TwinError, one_line
 from twin.jsontext import dumps
 from twin.scenario import load_scenario, scenarios_dir, shipped_scenarios
@@ -98,6 +98,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         from twin.simulation import scenario_profile
 
         bands = prediction_bands(scenario, scenario_profile(scenario))
+    failover = None
+    replication = scenario.exchange.replication
+    if replication is not None and replication.failover is not None:
+        from twin.failover import failover_report
+
+        failover = failover_report(prepared)
     if args.out is not None:
         write_run(Path(args.out), result, scenario.to_toml())
     if args.json:
@@ -113,6 +119,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 k: {"predicted": b.predicted_us, "low": b.low_us, "high": b.high_us}
                 for k, b in bands.items()
             }
+        if failover is not None:
+            payload["failover"] = failover.to_dict()
         print(dumps(payload))
     else:
         print(format_result(result))
@@ -122,6 +130,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if bands is not None:
             print()
             print(format_bands(bands))
+        if failover is not None:
+            print()
+            print(format_failover(failover))
     # A run that has no steady state printed what it could (the saturated stations) but gave no
     # latency: a script must not take it for an answer.
     return EXIT_OK if result.stable else EXIT_UNSTABLE

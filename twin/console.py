@@ -6,6 +6,11 @@ them through these functions, so every command words a result the same way.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from twin.failover import FailoverReport
+
 from collections.abc import Mapping
 
 from calibration.bands import Band
@@ -86,3 +91,17 @@ def format_bands(bands: Mapping[str, Band]) -> str:
             f"[{b.low_us:,.1f} .. {b.high_us:,.1f}]"
         )
     return "\n".join(lines)
+
+
+def format_failover(f: FailoverReport) -> str:
+    """The leader's failure: outage, what is lost, the spike after."""
+    return "\n".join(
+        [
+            f"leader fails at {f.fails_at_s:g} s: outage "
+            f"{f.rto_ms_min:,.0f}..{f.rto_ms_max:,.0f} ms (mean {f.rto_ms_mean:,.0f} ms)",
+            f"committed messages lost: {f.committed_lost}; in flight, not yet committed (resent "
+            f"by the clients): {f.in_flight_uncommitted:,.1f}",
+            f"backlog at recovery {f.backlog_messages:,.0f} messages, drained in "
+            f"{f.drain_ms:,.1f} ms; worst round trip about {f.worst_latency_ms:,.0f} ms",
+        ]
+    )

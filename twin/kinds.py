@@ -73,3 +73,19 @@ class Arrivals(StrEnum):
 
     POISSON = "poisson"
     UNIFORM = "uniform"
+
+
+class Sync(StrEnum):
+    """How a consensus member makes its log durable before acknowledging: not at all (the page
+    cache), ``fdatasync`` (the data) or ``fsync`` (data and metadata)."""
+
+    NONE = "none"
+    DATA = "data"
+    DATA_METADATA = "data_metadata"
+
+
+class Storage(StrEnum):
+    """Where a consensus member writes its log."""
+
+    INSTANCE_STORE = "instance_store"
+    EBS = "ebs"

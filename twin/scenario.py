@@ -21,7 +21,17 @@ from typing import Any, TypeVar
 
 from twin.catalogue import CATALOGUE, InstanceType
 from twin.errors import ScenarioError
-from twin.kinds import Arrivals, Loop, Runtime, Stack, Strategy, Tier, WorkloadKind
+from twin.kinds import (
+    Arrivals,
+    Loop,
+    Runtime,
+    Stack,
+    Storage,
+    Strategy,
+    Sync,
+    Tier,
+    WorkloadKind,
+)
 from twin.tomlio import dump_toml, read_toml
 
 E = TypeVar("E", bound=StrEnum)
@@ -134,12 +144,58 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class Member:
+    """Where one member of a replicated engine's consensus cluster runs."""
+
+    az_id: str
+    instance: InstanceType
+    placement_group: str | None
+
+
+@dataclass(frozen=True)
+class Failover:
+    """The leader fails at ``leader_fails_at_s`` into the run; followers notice after
+    ``heartbeat_timeout_ms`` without a heartbeat and elect a new leader in ``election_ms``."""
+
+    leader_fails_at_s: float
+    heartbeat_timeout_ms: float
+    election_ms: float
+
+
+@dataclass(frozen=True)
+class Replication:
+    """A replicated matching engine: a consensus cluster of ``members`` (3 or 5), the leader at
+    position ``leader`` (1-based) running on the ``engine`` role's host (the gateway's when the
+    engine runs there), each member's log made
+    durable by ``sync`` on ``storage`` before it acknowledges; an optional warm ``standby``
+    (asynchronous, outside the quorum) and a scheduled leader failure."""
+
+    members: tuple[Member, ...]
+    leader: int
+    sync: Sync
+    storage: Storage
+    standby: Member | None
+    failover: Failover | None
+
+    @property
+    def followers(self) -> tuple[Member, ...]:
+        return tuple(m for i, m in enumerate(self.members, start=1) if i != self.leader)
+
+    @property
+    def quorum(self) -> int:
+        """Members whose durable append commits a message (a majority)."""
+        return len(self.members) // 2 + 1
+
+
+@dataclass(frozen=True)
 class Exchange:
-    """The venue's software: gateway threads and optional service-time overrides (us)."""
+    """The venue's software: gateway threads, optional service-time overrides (us) and an
+    optional replicated engine."""
 
     gateway_threads: int
     gateway_service_us: float | None
     risk_match_service_us: float | None
+    replication: Replication | None = None
 
 
 HOURS_PER_DAY = 24
@@ -437,8 +493,87 @@ def _parse_workload(source: str, data: Any) -> Workload:
     return workload
 
 
+def _parse_member(source: str, prefix: str, data: Any) -> Member:
+    t = _Table(source, prefix, data)
+    az_id = t.string("az_id")
+    if not AZ_ID_PATTERN.fullmatch(az_id):
+        raise t.error(f"{prefix}az_id", az_id, "expected an AZ ID like use1-az4")
+    name = t.string("instance")
+    if name not in CATALOGUE:
+        raise t.error(
+            f"{prefix}instance", name, f"not in the catalogue; allowed: {', '.join(CATALOGUE)}"
+        )
+    standby = prefix.endswith("standby.")
+    voting = t.boolean("voting", not standby)
+    member = Member(az_id, CATALOGUE[name], t.string("placement_group", None))
+    t.done()
+    if standby and voting:
+        raise t.error(
+            f"{prefix}voting", True, "a warm standby replicates asynchronously, outside the quorum"
+        )
+    if not standby and not voting:
+        raise t.error(
+            f"{prefix}voting", False, "every member votes; a copy outside the quorum is a standby"
+        )
+    return member
+
+
+def _parse_replication(source: str, data: Any) -> Replication:
+    t = _Table(source, "exchange.replication.", data)
+    raw_members = t._get("members", None)[1]
+    if not isinstance(raw_members, list) or not raw_members:
+        raise t.error("exchange.replication.members", raw_members, "a list of member tables")
+    if len(raw_members) not in (3, 5):
+        raise t.error(
+            "exchange.replication.members",
+            f"{len(raw_members)} members",
+            "3 or 5: an odd count, so that a majority survives a member's loss",
+        )
+    members = tuple(
+        _parse_member(source, f"exchange.replication.members[{i}].", m)
+        for i, m in enumerate(raw_members, start=1)
+    )
+    leader = t.number(
+        "leader",
+        1,
+        check=lambda v: 1 <= v <= len(members),
+        allowed=f"1..{len(members)}",
+        integer=True,
+    )
+    sync = t.choice("sync", Sync, Sync.DATA)
+    storage = t.choice("storage", Storage, Storage.INSTANCE_STORE)
+    raw_standby = t.table("standby", required=False)
+    standby = (
+        _parse_member(source, "exchange.replication.standby.", raw_standby) if raw_standby else None
+    )
+    raw_failover = t.table("failover", required=False)
+    failover = None
+    if raw_failover:
+        f = _Table(source, "exchange.replication.failover.", raw_failover)
+        failover = Failover(
+            leader_fails_at_s=f.number(
+                "leader_fails_at_s",
+                check=lambda v: 0 < v <= MAX_SIMULATED_S,
+                allowed=f"0..{MAX_SIMULATED_S:g} seconds into the run",
+            ),
+            heartbeat_timeout_ms=f.number(
+                "heartbeat_timeout_ms",
+                1000.0,
+                check=lambda v: 0 < v <= 600_000,
+                allowed="0..600000 ms",
+            ),
+            election_ms=f.number(
+                "election_ms", 100.0, check=lambda v: 0 <= v <= 600_000, allowed="0..600000 ms"
+            ),
+        )
+        f.done()
+    t.done()
+    return Replication(members, leader, sync, storage, standby, failover)
+
+
 def _parse_exchange(source: str, data: Any) -> Exchange:
     t = _Table(source, "exchange.", data)
+    raw_replication = t.table("replication", required=False)
     exchange = Exchange(
         gateway_threads=t.number(
             "gateway_threads", 4, check=lambda v: 1 <= v <= 1024, allowed="1..1024", integer=True
@@ -449,6 +584,7 @@ def _parse_exchange(source: str, data: Any) -> Exchange:
         risk_match_service_us=t.number(
             "risk_match_service_us", None, check=_service_time, allowed=SERVICE_ALLOWED
         ),
+        replication=_parse_replication(source, raw_replication) if raw_replication else None,
     )
     t.done()
     return exchange
@@ -520,6 +656,75 @@ def _check_groups(source: str, roles: Mapping[str, Role], groups: Mapping[str, P
                 f"{source}: placement_groups.{name}: a cluster group cannot span AZs "
                 f"(members name {sorted(azs)})"
             )
+
+
+_DIRECTIONS = {
+    "east": "e",
+    "west": "w",
+    "north": "n",
+    "south": "s",
+    "central": "c",
+    "northeast": "ne",
+    "northwest": "nw",
+    "southeast": "se",
+    "southwest": "sw",
+}
+
+
+def az_id_prefix(region: str) -> str | None:
+    """The prefix of a region's AZ IDs (``us-east-1`` -> ``use1``, ``ap-northeast-1`` ->
+    ``apne1``: AWS's AZ ID naming), or None for a region name outside that pattern."""
+    parts = region.split("-")
+    if len(parts) != 3 or parts[1] not in _DIRECTIONS:
+        return None
+    return f"{parts[0]}{_DIRECTIONS[parts[1]]}{parts[2]}"
+
+
+def _check_replication(
+    source: str,
+    region: str,
+    roles: Mapping[str, Role],
+    groups: Mapping[str, PlacementGroup],
+    replication: Replication,
+) -> None:
+    where = "exchange.replication"
+    engine = roles.get("engine") or roles["gateway"]  # the leader's host
+    prefix = az_id_prefix(region)
+    named = [(f"{where}.members[{i}]", m) for i, m in enumerate(replication.members, start=1)]
+    if replication.standby is not None:
+        named.append((f"{where}.standby", replication.standby))
+    for field, m in named:
+        if prefix is not None and not m.az_id.startswith(prefix + "-"):
+            raise ScenarioError(
+                f"{source}: {field}.az_id = {m.az_id!r}: not an AZ of region {region!r} "
+                f"(its AZ IDs start {prefix}-)"
+            )
+        if m.placement_group is not None and m.placement_group not in groups:
+            raise ScenarioError(
+                f"{source}: {field}.placement_group = {m.placement_group!r}: no such placement "
+                f"group; defined: {', '.join(groups) or 'none'}"
+            )
+    leader = replication.members[replication.leader - 1]
+    if (leader.az_id, leader.instance.name, leader.placement_group) != (
+        engine.az_id,
+        engine.instance.name,
+        engine.placement_group,
+    ):
+        raise ScenarioError(
+            f"{source}: {where}.members[{replication.leader}]: the leader must be where "
+            f"[roles.{engine.name}] is (AZ {engine.az_id}, {engine.instance.name}, placement "
+            f"group {engine.placement_group})"
+        )
+    azs: dict[str, set[str]] = {}
+    for field, m in named:
+        if m.placement_group is not None:
+            azs.setdefault(m.placement_group, set()).add(m.az_id)
+            group = groups[m.placement_group]
+            if group.strategy == Strategy.CLUSTER and len(azs[m.placement_group]) > 1:
+                raise ScenarioError(
+                    f"{source}: {field}.placement_group = {m.placement_group!r}: a cluster group "
+                    f"lives in one AZ; its members name {sorted(azs[m.placement_group])}"
+                )
 
 
 def _check_payload(source: str, workload: Workload, connectivity: Connectivity) -> None:
@@ -603,6 +808,8 @@ def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
             f"(connectivity.tier = 'public_api'), not tier '{connectivity.tier}'"
         )
     _check_groups(source, roles, groups)
+    if exchange.replication is not None:
+        _check_replication(source, region, roles, groups, exchange.replication)
     _check_payload(source, workload, connectivity)
     _check_local(source, roles, connectivity)
     if workload.kind == WorkloadKind.ECHO and "engine" in roles:

@@ -25,7 +25,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twin.components import exchange, fabric, host, hyperplane, internet, loopback, nic, venue
+from twin.catalogue import InstanceType
+from twin.components import (
+    consensus,
+    exchange,
+    fabric,
+    host,
+    hyperplane,
+    internet,
+    loopback,
+    nic,
+    venue,
+)
 from twin.dists import Dist
 from twin.kinds import Strategy, Tier, WorkloadKind
 from twin.path import Hop
@@ -76,39 +87,60 @@ def place(scenario: Scenario, profile: Profile) -> dict[str, Placement]:
     group_cell: dict[tuple[str, str, int], tuple[int, int]] = {}
     used_racks: dict[str, set[tuple[str, int, int]]] = {}
     placements = {}
-    for role in scenario.roles.values():
-        group = scenario.placement_groups.get(role.placement_group or "")
+
+    def land(name: str, az_id: str, group_name: str | None, partition: int | None) -> None:
+        group = scenario.placement_groups.get(group_name or "")
         if group is None:
             cell, rack = int(rng.integers(cells)), int(rng.integers(racks))
         elif group.strategy == Strategy.CLUSTER:
-            key = (group.name, role.az_id, 0)
+            key = (group.name, az_id, 0)
             if key not in group_cell:
                 group_cell[key] = (int(rng.integers(cells)), int(rng.integers(racks - span + 1)))
             cell, first_rack = group_cell[key]
             rack = first_rack + int(rng.integers(span))
         else:
             taken = used_racks.setdefault(group.name, set())
-            partition = role.partition or (len(taken) % group.partitions) + 1
+            partition = partition or (len(taken) % group.partitions) + 1
             if group.strategy == Strategy.PARTITION:
-                key = (group.name, role.az_id, partition)
+                key = (group.name, az_id, partition)
                 if key not in group_cell:
                     group_cell[key] = (int(rng.integers(cells)), int(rng.integers(racks)))
                 cell, rack = group_cell[key]
             else:
                 cell, rack = int(rng.integers(cells)), int(rng.integers(racks))
-                while (role.az_id, cell, rack) in taken:
+                while (az_id, cell, rack) in taken:
                     cell, rack = int(rng.integers(cells)), int(rng.integers(racks))
-            taken.add((role.az_id, cell, rack))
-        placements[role.name] = Placement(
-            role.name,
-            role.az_id,
+            taken.add((az_id, cell, rack))
+        placements[name] = Placement(
+            name,
+            az_id,
             cell % datacenters,
             cell,
             rack,
-            role.placement_group,
+            group_name,
             group.strategy if group else None,
         )
+
+    for role in scenario.roles.values():
+        land(role.name, role.az_id, role.placement_group, role.partition)
+    replication = scenario.exchange.replication
+    if replication is not None:
+        # Followers and the standby after the roles: a scenario without them places as before.
+        for position, member in enumerate(replication.members, start=1):
+            if position != replication.leader:
+                land(member_role(position), member.az_id, member.placement_group, None)
+        if replication.standby is not None:
+            m = replication.standby
+            land(STANDBY_ROLE, m.az_id, m.placement_group, None)
     return placements
+
+
+def member_role(position: int) -> str:
+    """The placement name of a follower of the replicated engine (1-based member position)."""
+    return f"member {position}"
+
+
+STANDBY_ROLE = "standby"
 
 
 class _PathBuilder:
@@ -127,6 +159,19 @@ class _PathBuilder:
     def side(self, role: str) -> str:
         return "client" if role == "client" else "exchange"
 
+    def instance(self, name: str) -> InstanceType:
+        """The instance type of a role, or of a follower or standby of the replicated engine."""
+        if name in self.s.roles:
+            return self.s.roles[name].instance
+        replication = self.s.exchange.replication
+        assert replication is not None, name
+        if name == STANDBY_ROLE and replication.standby is not None:
+            return replication.standby.instance
+        for position, member in enumerate(replication.members, start=1):
+            if member_role(position) == name:
+                return member.instance
+        raise KeyError(name)
+
     def in_same_cluster_group(self, a: str, b: str) -> bool:
         pa, pb = self.placements[a], self.placements[b]
         return pa.group is not None and pa.group == pb.group and pa.strategy == Strategy.CLUSTER
@@ -135,7 +180,7 @@ class _PathBuilder:
         return nic.nic_hop(
             role,
             direction,
-            self.s.roles[role].instance,
+            self.instance(role),
             self.s.workload.payload_bytes,
             self.packets,
             self.in_same_cluster_group(role, peer),
@@ -206,7 +251,7 @@ class _PathBuilder:
         return host.send_hops(
             role,
             self.s.hosts[self.side(role)],
-            self.s.roles[role].instance,
+            self.instance(role),
             self.profile,
             self.flows,
         ) + [self.nic(role, "tx", peer)]
@@ -215,7 +260,7 @@ class _PathBuilder:
         return [self.nic(role, "rx", peer)] + host.receive_hops(
             role,
             self.s.hosts[self.side(role)],
-            self.s.roles[role].instance,
+            self.instance(role),
             self.profile,
             self.flows,
         )
@@ -248,19 +293,53 @@ class _PathBuilder:
     def exchange_work(self, engine: Dist | None) -> list[Hop]:
         inbound = exchange.inbound_hops(self.s.exchange, self.profile, engine)
         if self.s.engine_colocated:
-            return inbound + [exchange.reply_hop(self.s.exchange, self.profile)]
+            decode, match = inbound
+            return (
+                [decode]
+                + self.commit("gateway")
+                + [match, exchange.reply_hop(self.s.exchange, self.profile)]
+            )
         decode, match = inbound
         return (
             [decode]
             + self.send("gateway", "engine")
             + self.fabric("gateway", "engine")
             + self.receive("engine", "gateway")
+            + self.commit("engine")
             + [match]
             + self.send("engine", "gateway")
             + self.fabric("engine", "gateway")
             + self.receive("gateway", "engine")
             + [exchange.reply_hop(self.s.exchange, self.profile)]
         )
+
+    def commit(self, leader: str) -> list[Hop]:
+        """The replicated engine's consensus commit on the ``leader`` role's host
+        (:mod:`twin.components.consensus`); nothing without replication."""
+        replication = self.s.exchange.replication
+        if replication is None:
+            return []
+        write = consensus.durable_write(self.profile, replication.storage, replication.sync)
+        leader_write = [Hop("leader log append", "consensus", delay=write)]
+        trips = []
+        for position in range(1, len(replication.members) + 1):
+            if position == replication.leader:
+                continue
+            follower = member_role(position)
+            trips.append(
+                self.send(leader, follower)
+                + self.fabric(leader, follower)
+                + self.receive(follower, leader)
+                + [Hop("follower log append", "consensus", delay=write)]
+                + self.send(follower, leader)
+                + self.fabric(follower, leader)
+                + self.receive(leader, follower)
+            )
+        return [
+            consensus.commit_hop(
+                replication, leader_write, trips, self.profile, self.s.workload.seed
+            )
+        ]
 
     def local_round_trip(self) -> list[Hop]:
         """Client and gateway processes on one machine (see :mod:`twin.components.loopback`)."""
@@ -302,7 +381,7 @@ class _PathBuilder:
         middle = (
             self.exchange_work(engine)
             if self.s.workload.kind == WorkloadKind.ORDER_LOOP
-            else [exchange.echo_hop(self.profile)]
+            else self.commit("gateway") + [exchange.echo_hop(self.profile)]
         )
         hops = (
             self.handshake()

@@ -61,3 +61,16 @@ def test_a_bad_file_is_one_error_naming_it(tmp_path: Path, make, message: str) -
 def test_deep_nesting_within_the_parser_limit_is_refused() -> None:
     with pytest.raises(ScenarioError, match="nested deeper than"):
         parse_toml("a = " + "[" * 40 + "]" * 40, "x.toml", ScenarioError)
+
+
+def test_tables_inside_lists_are_written_inline() -> None:
+    data = {"exchange": {"replication": {"members": [{"az_id": "use1-az4", "n": 1}, {}]}}}
+    assert tomllib.loads(dump_toml(data)) == data
+
+
+def test_every_shipped_scenario_writes_back_to_itself() -> None:
+    from twin.scenario import load_scenario, parse, shipped_scenarios
+
+    for path in shipped_scenarios():
+        scenario = load_scenario(path)
+        assert parse(tomllib.loads(scenario.to_toml()), str(path)) == scenario

@@ -44,8 +44,10 @@ CASES = [
     ("tier4_cloudfront", 10_000),
     ("aeron_echo_cpg", 400_000),  # over CROSSCHECK_FLOWS: one kernel flow saturates
     ("netperf_rr_c5n_cpg", 10_000),
-    ("venue_api_keepalive", 10_000),
-    ("venue_api_new_connection", 10_000),
+    ("venue_api_keepalive", 10),  # a t2.micro's REST client: ~150 requests/s at most
+    ("venue_api_new_connection", 10),
+    ("cluster_3az", 100_000),
+    ("tier1_replicated", 400_000),
 ]
 # A venue scenario runs one hour of its day here: its busiest, where the venue's wait is longest.
 VENUE_HOUR = 14
