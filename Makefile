@@ -24,11 +24,12 @@ browser:
 	fi
 
 # Debian packages the tests and the lab need: sockperf (a system the project did not write,
-# measured by `twin testbed lab`), iproute2 (namespaces for veth), openssl (TLS test certificates).
+# measured by `twin testbed lab`), etcd-server (the consensus cluster of `twin testbed cluster`),
+# iproute2 (namespaces for veth and the cluster's bridge), openssl (TLS test certificates).
 lab-tools:
-	@if ! command -v sockperf >/dev/null || ! command -v ip >/dev/null || ! command -v openssl >/dev/null; then \
+	@if ! command -v sockperf >/dev/null || ! command -v etcd >/dev/null || ! command -v ip >/dev/null || ! command -v openssl >/dev/null; then \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq sockperf iproute2 openssl >/dev/null; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq sockperf etcd-server iproute2 openssl >/dev/null; \
 	fi
 
 demo: setup

@@ -252,6 +252,74 @@ def hunt_windows() -> str:
     return _table(header, "lrrr", rows)
 
 
+def cluster_prediction() -> str:
+    c = _load("calibration/validation/cluster_prediction.json")
+    rows = [
+        (
+            r["layout"],
+            f"{r['rate_per_s']:g}" + (" (calibration)" if r["calibration"] else ""),
+            f"{r['load_share']:.0%}",
+            _us(r["measured_p50_us"]),
+            _us(r["predicted_p50_us"]),
+            _signed(r["error_p50_pct"]),
+            _us(r["measured_p99_us"]),
+            _us(r["predicted_p99_us"]),
+            _signed(r["error_p99_pct"]),
+        )
+        for r in sorted(c["rows"], key=lambda r: (r["layout"] != "cpg", r["rate_per_s"]))
+    ]
+    header = (
+        "layout",
+        "writes/s",
+        "CPU load",
+        "p50 measured",
+        "p50 predicted",
+        "error",
+        "p99 measured",
+        "p99 predicted",
+        "error",
+    )
+    note = (
+        f"\n\nWithin the goal ({c['goal']}; CPU load: the vCPUs' measured busy share): "
+        f"{c['within_goal']} points.\n"
+    )
+    return _table(header, "llrrrrrrr", rows) + note
+
+
+def cluster_outage() -> str:
+    c = _load("calibration/validation/cluster_prediction.json")
+    rows = [
+        (
+            o["layout"],
+            f"{o['measured_ms']:,.0f}",
+            f"{o['predicted_min_ms']:,.0f} .. {o['predicted_max_ms']:,.0f}",
+            str(sum(o["errors"].values())),
+        )
+        for o in c["outages"]
+    ]
+    header = ("layout", "outage measured (ms)", "predicted (ms)", "failed writes")
+    capacity = [
+        (
+            k["layout"],
+            f"{k['p99_ceiling_us'] / 1e3:g} ms",
+            f"{k['measured_per_s']:,.0f}"
+            if k["measured_per_s"]
+            else f"> {k['measured_above_per_s']:,.0f}",
+            f"{k['predicted_per_s']:,.0f}"
+            if k["predicted_per_s"]
+            else f"> {k['predicted_above_per_s']:,.0f}",
+        )
+        for k in c["capacity"]
+    ]
+    return (
+        _table(header, "lrrr", rows)
+        + "\n\n"
+        + _table(
+            ("layout", "p99 ceiling", "capacity measured (writes/s)", "predicted"), "lrrr", capacity
+        )
+    )
+
+
 def campaign() -> str:
     c = _load("calibration/data/local_campaign/campaign.json")
 
@@ -485,6 +553,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "venue-fit": venue_fit,
     "venue-leave-one-out": venue_leave_one_out,
     "hunt-levels": hunt_levels,
+    "cluster-prediction": cluster_prediction,
+    "cluster-outage": cluster_outage,
     "hunt-rules": hunt_rules,
     "hunt-windows": hunt_windows,
     "campaign": campaign,

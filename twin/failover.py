@@ -1,11 +1,14 @@
 """A replicated engine's leader failure: the outage the clients see, what is lost, and the spike.
 
 Raft's timers (Ongaro and Ousterhout 2014, section 5.2; etcd's ``--heartbeat-interval`` and
-``--election-timeout``, 100 ms and 1000 ms by default): followers that hear no heartbeat for an
-election timeout, randomised between one and two times ``heartbeat_timeout_ms`` so that one of
-them usually moves first, start an election; it takes a vote round trip to a quorum (the commit's
-follower round trip) plus ``election_ms`` for the new leader to take over (its first heartbeat,
-the clients finding it). So the outage (RTO) lies between ``T + e`` and ``2T + e``.
+``--election-timeout``, 100 ms and 1000 ms by default): a follower that hears no heartbeat for
+an election timeout, randomised between one and two times ``heartbeat_timeout_ms`` (``T``) so
+that one of them usually moves first, starts an election. Its timer started at the last
+heartbeat it heard, up to one heartbeat interval (``h``) before the crash. The election takes a
+vote round trip to a quorum (``v``, the commit's follower round trip), and the new leader
+``election_ms`` (``e``) to take over (committing an entry of its term, the clients finding it).
+So the outage (RTO) lies between ``T - h + v + e`` and ``2T + v + e``
+(:func:`outage_range_ms`).
 
 Nothing committed is lost (RPO zero: a committed message is on a quorum, and Raft elects only a
 member holding every committed entry); messages in flight at the leader, not yet committed, are
@@ -44,6 +47,16 @@ class FailoverReport:
         return asdict(self)
 
 
+def outage_range_ms(
+    timeout_ms: float, heartbeat_ms: float, vote_ms: float, takeover_ms: float
+) -> tuple[float, float]:
+    """Shortest and longest outage after the leader's crash (see the module's rule)."""
+    return (
+        max(timeout_ms - heartbeat_ms, 0.0) + vote_ms + takeover_ms,
+        2 * timeout_ms + vote_ms + takeover_ms,
+    )
+
+
 def failover_report(prepared: Prepared) -> FailoverReport:
     """The outage of the prepared scenario's scheduled leader failure. A vote's round trip to a
     quorum is taken as the commit's mean (Raft persists a vote as it does an entry); the backlog
@@ -61,10 +74,10 @@ def failover_report(prepared: Prepared) -> FailoverReport:
     if replication is None or replication.failover is None:
         raise ModelError(f"{scenario.source}: no [exchange.replication.failover] to report")
     f = replication.failover
-    takeover_ms = vote_trip_us / MS + f.election_ms
-    rto_min = f.heartbeat_timeout_ms + takeover_ms
-    rto_max = 2 * f.heartbeat_timeout_ms + takeover_ms
-    rto_mean = 1.5 * f.heartbeat_timeout_ms + takeover_ms
+    rto_min, rto_max = outage_range_ms(
+        f.heartbeat_timeout_ms, f.heartbeat_interval_ms, vote_trip_us / MS, f.election_ms
+    )
+    rto_mean = (rto_min + rto_max) / 2
     rate = scenario.workload.rate_msgs_per_s
     capacity = rate_at_full_load(utilization_at)
     backlog = rate * rto_mean / MS

@@ -155,11 +155,13 @@ class Member:
 @dataclass(frozen=True)
 class Failover:
     """The leader fails at ``leader_fails_at_s`` into the run; followers notice after
-    ``heartbeat_timeout_ms`` without a heartbeat and elect a new leader in ``election_ms``."""
+    ``heartbeat_timeout_ms`` without a heartbeat (sent every ``heartbeat_interval_ms``) and the
+    new leader takes over ``election_ms`` after its election (:mod:`twin.failover`)."""
 
     leader_fails_at_s: float
     heartbeat_timeout_ms: float
     election_ms: float
+    heartbeat_interval_ms: float = 100.0
 
 
 @dataclass(frozen=True)
@@ -564,6 +566,12 @@ def _parse_replication(source: str, data: Any) -> Replication:
             ),
             election_ms=f.number(
                 "election_ms", 100.0, check=lambda v: 0 <= v <= 600_000, allowed="0..600000 ms"
+            ),
+            heartbeat_interval_ms=f.number(
+                "heartbeat_interval_ms",
+                100.0,
+                check=lambda v: 0 < v <= 600_000,
+                allowed="0..600000 ms",
             ),
         )
         f.done()

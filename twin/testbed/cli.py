@@ -166,9 +166,66 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 def cmd_relay(args: argparse.Namespace) -> int:
     from twin.testbed.relay import RelayDelay, run_relay
 
-    delay = RelayDelay(args.delay_floor_us, args.delay_mean_us)
+    delay = RelayDelay(args.delay_floor_us, args.delay_mean_us, args.spin_us)
     stats = Path(args.stats) if args.stats else None
     run_relay(args.listen, args.to, args.protocol, delay, stats, seed=args.seed)
+    return 0
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    from twin.testbed.cluster import run_cluster_lab
+
+    for layout in args.layout:
+        summary = run_cluster_lab(
+            layout, args.rates, args.duration, Path(args.out), args.kill_leader_at, args.seed
+        )
+        for rate, run in summary["runs"].items():
+            rtt = run["rtt_us"]
+            p50, p99 = rtt.get("p50", float("nan")), rtt.get("p99", float("nan"))
+            print(
+                f"{layout:4s} {rate:>12s}  achieved {run['achieved_per_s']:8.1f}/s  "
+                f"p50 {p50:9.1f} us  p99 {p99:9.1f} us  errors {sum(run['errors'].values())}  "
+                f"longest gap {run['longest_gap_ms']:.1f} ms"
+            )
+    return 0
+
+
+def cmd_cluster_predict(args: argparse.Namespace) -> int:
+    from calibration.cluster import predict
+    from twin.atomic import write_json
+
+    result = predict(Path(args.corpus), seed=args.seed)
+    if args.json_out:
+        write_json(Path(args.json_out), result)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"calibrated on {result['calibrated_on']}; within the goal: {result['within_goal']}")
+    for r in result["rows"]:
+        print(
+            f"{r['layout']:4s} {r['rate_per_s']:7g}/s  load {r['load_share']:4.0%}  "
+            f"p50 {r['measured_p50_us']:9.0f} -> {r['predicted_p50_us']:9.0f} us "
+            f"({r['error_p50_pct']:+.0f}%)  p99 {r['measured_p99_us']:9.0f} -> "
+            f"{r['predicted_p99_us']:9.0f} us ({r['error_p99_pct']:+.0f}%)"
+        )
+    for o in result["outages"]:
+        print(
+            f"{o['layout']:4s} leader loss: outage {o['measured_ms']:,.0f} ms measured, "
+            f"{o['predicted_min_ms']:,.0f}..{o['predicted_max_ms']:,.0f} ms predicted"
+        )
+    return 0
+
+
+def cmd_cluster_load(args: argparse.Namespace) -> int:
+    from twin.testbed.etcd_load import run_load
+
+    kill = None
+    if args.kill_at is not None:
+        kill = (args.kill_at, tuple(int(p) for p in args.kill_pids.split(",") if p))
+    summary = run_load(
+        args.target, args.rate, args.duration, Path(args.out), seed=args.seed, kill=kill
+    )
+    print(json.dumps(summary))
     return 0
 
 
@@ -406,6 +463,46 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_campaign)
 
     p = tsub.add_parser(
+        "cluster",
+        help="a real consensus cluster: three etcd members in network namespaces, open-loop "
+        "writes at each rate, optionally the leader's loss",
+    )
+    p.add_argument(
+        "--layout",
+        type=lambda t: [x for x in t.split(",") if x],
+        default=["cpg"],
+        metavar="cpg,3az",
+        help="cpg: members joined directly; 3az: a delaying relay on every peer link",
+    )
+    p.add_argument("--rates", type=_rates, required=True, metavar="R1,R2,...")
+    p.add_argument("--duration", type=float, default=10.0, metavar="S")
+    p.add_argument("--kill-leader-at", type=float, metavar="S", help="also a leader-loss run")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--seed", type=seed, default=1)
+    p.set_defaults(run=cmd_cluster)
+
+    p = tsub.add_parser(
+        "cluster-predict",
+        help="calibrate the twin's cluster model on the lab's lowest-rate cpg run, predict the "
+        "other runs and the leader's loss",
+    )
+    p.add_argument("corpus", metavar="DIR", help="a twin testbed cluster --out folder")
+    p.add_argument("--json-out", metavar="PATH", help="also write the JSON object to PATH")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    p.add_argument("--seed", type=seed, default=1)
+    p.set_defaults(run=cmd_cluster_predict)
+
+    p = tsub.add_parser("cluster-load", help="(internal) the cluster lab's open-loop write load")
+    p.add_argument("--target", type=_endpoint, required=True, metavar="HOST:PORT")
+    p.add_argument("--rate", type=float, required=True)
+    p.add_argument("--duration", type=float, required=True)
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--seed", type=seed, default=1)
+    p.add_argument("--kill-at", type=float, metavar="S", help="SIGKILL --kill-pids at S")
+    p.add_argument("--kill-pids", default="", metavar="PID,PID")
+    p.set_defaults(run=cmd_cluster_load)
+
+    p = tsub.add_parser(
         "relay", help="a delaying UDP/TCP relay: a userspace stand-in for one fabric hop"
     )
     p.add_argument("--listen", type=_endpoint, required=True, metavar="HOST:PORT")
@@ -413,6 +510,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--protocol", choices=("udp", "tcp"), default="udp")
     p.add_argument("--delay-floor-us", type=float, default=20.0, metavar="US")
     p.add_argument("--delay-mean-us", type=float, default=10.0, metavar="US")
+    p.add_argument(
+        "--spin-us",
+        type=float,
+        default=float("inf"),
+        metavar="US",
+        help="sleep until this long before a held message is due, then spin (default: spin)",
+    )
     p.add_argument("--stats", metavar="PATH", help="write the relay's measured cost (JSON)")
     p.add_argument("--seed", type=seed, default=1)
     p.set_defaults(run=cmd_relay)
