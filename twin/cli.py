@@ -152,9 +152,10 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     paths = shipped_scenarios()
     if not paths:
         raise ConfigError(f"{scenarios_dir()}: no shipped scenarios (an incomplete installation)")
+    width = max(len(p.name) for p in paths)
     for path in paths:
         scenario = load_scenario(path)
-        print(f"{path.name:28s} {scenario.description}")
+        print(f"{path.name:{width}s} {scenario.description}")
     return EXIT_OK
 
 
