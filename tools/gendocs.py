@@ -153,28 +153,33 @@ def _validation_rows(rows: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     return out
 
 
-def fit() -> str:
-    rows = _load("calibration/validation/fit.json")["rows"]
-    header = ("target", "statistic", "measured", "fitted twin", "error")
+def _validation_table(relative: str, predicted: str, first: str = "target", unit: str = "") -> str:
+    rows = _load(relative)["rows"]
+    header = (first, "statistic", f"measured{unit}", f"{predicted}{unit}", "error")
     return _table(header, "llrrr", _validation_rows(rows))
+
+
+def fit() -> str:
+    return _validation_table("calibration/validation/fit.json", "fitted twin")
 
 
 def leave_one_out() -> str:
-    rows = _load("calibration/validation/leave_one_out.json")["rows"]
-    header = ("target", "statistic", "measured", "predicted (fit without it)", "error")
-    return _table(header, "llrrr", _validation_rows(rows))
+    return _validation_table(
+        "calibration/validation/leave_one_out.json", "predicted (fit without it)"
+    )
 
 
 def venue_fit() -> str:
-    rows = _load("calibration/validation/venue_fit.json")["rows"]
-    header = ("row", "statistic", "measured (us)", "fitted twin (us)", "error")
-    return _table(header, "llrrr", _validation_rows(rows))
+    return _validation_table("calibration/validation/venue_fit.json", "fitted twin", "row", " (us)")
 
 
 def venue_leave_one_out() -> str:
-    rows = _load("calibration/validation/venue_leave_one_out.json")["rows"]
-    header = ("row", "statistic", "measured (us)", "predicted (fit without it, us)", "error")
-    return _table(header, "llrrr", _validation_rows(rows))
+    return _validation_table(
+        "calibration/validation/venue_leave_one_out.json",
+        "predicted (fit without it)",
+        "row",
+        " (us)",
+    )
 
 
 def _hunt() -> dict[str, Any]:
@@ -198,19 +203,10 @@ def hunt_levels() -> str:
 
 
 def hunt_rules() -> str:
+    from twin.hunt.report import rule_cells
+
     h = _hunt()
-    rows = [
-        (
-            r["rule"],
-            f"{r['p_within']:.1%}",
-            f"{r['gain_vs_random_us']:+.1f}",
-            f"{r['gap_to_shared_cpg_us']:+.1f}",
-            f"{r['instance_hours']:.1f}",
-            f"{r['cost_usd']:.2f}",
-            f"{r['wall_hours']:.1f}",
-        )
-        for r in h["rules"]
-    ]
+    rows = [tuple(rule_cells(r)) for r in h["rules"]]
     header = (
         f"rule ({h['trials']:,} hunts)",
         f"P(within {h['within_us']:g} us of best)",

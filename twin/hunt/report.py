@@ -37,6 +37,20 @@ def _read(folder: Path) -> dict[str, Any]:
     return data
 
 
+def rule_cells(r: dict[str, Any]) -> list[str]:
+    """One rule's outcome as table cells: P(within), gain, gap to CPG, instance-hours, USD and
+    wall hours (the hunt report's and the docs' tables)."""
+    return [
+        r["rule"],
+        f"{r['p_within']:.1%}",
+        f"{r['gain_vs_random_us']:+.1f}",
+        f"{r['gap_to_shared_cpg_us']:+.1f}",
+        f"{r['instance_hours']:.1f}",
+        f"{r['cost_usd']:.2f}",
+        f"{r['wall_hours']:.1f}",
+    ]
+
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join(
@@ -132,18 +146,7 @@ def render_hunt_report(folder: Path) -> str:
                 "USD",
                 "wall h",
             ],
-            [
-                [
-                    r["rule"],
-                    f"{r['p_within']:.1%}",
-                    f"{r['gain_vs_random_us']:+.1f}",
-                    f"{r['gap_to_shared_cpg_us']:+.1f}",
-                    f"{r['instance_hours']:.1f}",
-                    f"{r['cost_usd']:.2f}",
-                    f"{r['wall_hours']:.1f}",
-                ]
-                for r in s["rules"]
-            ],
+            [rule_cells(r) for r in s["rules"]],
         ),
         "<h2>How long to measure each candidate</h2>",
         f"<p class='note'>Telling apart a placement {m['delta_us']:g} us faster under a "
