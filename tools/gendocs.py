@@ -176,7 +176,7 @@ def venue_fit() -> str:
 def venue_leave_one_out() -> str:
     return _validation_table(
         "calibration/validation/venue_leave_one_out.json",
-        "predicted (fit without it)",
+        "predicted without it",
         "row",
         " (us)",
     )

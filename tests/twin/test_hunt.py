@@ -51,7 +51,6 @@ def plan(**changes: object) -> HuntPlan:
         sequential=SequentialTest(alpha=0.05, beta=0.1, delta_us=20.0, block_minutes=1.0),
         trials=20_000,
         seed=3,
-        twin_duration_s=1.0,
     )
     return dataclasses.replace(base, **changes)
 

@@ -64,7 +64,6 @@ class HuntPlan:
     sequential: SequentialTest
     trials: int
     seed: int
-    twin_duration_s: float
 
     @property
     def window_hours(self) -> float:
@@ -111,7 +110,7 @@ def load_hunt(path: str | Path) -> HuntPlan:
     """Read and validate a hunt file (its scenario path is relative to it)."""
     source = str(path)
     data = read_toml(path, "hunt", ConfigError)
-    top = {"name", "scenario", "seed", "trials", "hunt", "price", "sequential", "twin"}
+    top = {"name", "scenario", "seed", "trials", "hunt", "price", "sequential"}
     unknown = sorted(set(data) - top)
     if unknown:
         raise ConfigError(f"{source}: {unknown[0]}: unknown key; allowed: {', '.join(sorted(top))}")
@@ -137,7 +136,6 @@ def load_hunt(path: str | Path) -> HuntPlan:
     )
     price = _table(source, data, "price", {"per_instance_hour_usd"})
     seq = _table(source, data, "sequential", {"alpha", "beta", "delta_us", "block_minutes"})
-    twin = _table(source, data, "twin", {"duration_s"})
     rule_word = hunt.get("rule", Rule.RECORDED.value)
     if rule_word not in tuple(Rule):
         raise ConfigError(
@@ -244,14 +242,5 @@ def load_hunt(path: str | Path) -> HuntPlan:
         ),
         seed=_number(
             source, data, "", "seed", 1, lambda v: 0 <= v < 2**63, "0..2**63-1", integer=True
-        ),
-        twin_duration_s=_number(
-            source,
-            twin,
-            "twin.",
-            "duration_s",
-            30.0,
-            lambda v: 0 < v <= 3600,
-            "0..3600 simulated seconds",
         ),
     )
