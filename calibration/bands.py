@@ -30,7 +30,7 @@ from twin.percentiles import PERCENTILES
 from twin.profile import Profile
 from twin.results import EngineOutput
 from twin.scenario import Scenario
-from twin.simulation import prepare
+from twin.simulation import engine_output, prepare
 
 __all__ = ["Band", "parameter_draws", "prediction_bands"]
 
@@ -110,7 +110,7 @@ def _stats(
     prepared = prepare(scenario, profile)
     if prepared.is_saturated():
         return {k: math.nan for k in STATISTICS}
-    out = sim(prepared.path, prepared.load)
+    out = engine_output(prepared, sim)
     if out.messages == 0:
         return {k: math.nan for k in STATISTICS}
     stats = {k: percentile_from_counts_us(out.counts, p) for k, p in PERCENTILES.items()}

@@ -23,7 +23,7 @@ from twin.histogram import percentile_from_counts_us
 from twin.percentiles import HEADLINE, PERCENTILES
 from twin.profile import Profile, load_profile, profiles_dir
 from twin.scenario import Scenario
-from twin.simulation import prepare
+from twin.simulation import engine_output, prepare
 
 __all__ = ["leave_one_out", "profile_targets", "validate_measurements", "validate_targets"]
 
@@ -61,7 +61,7 @@ def validate_measurements(
 
     _, sim = default_engine()
     prepared = prepare(scenario, profile)
-    out = sim(prepared.path, prepared.load)
+    out = engine_output(prepared, sim)
     predicted = {k: percentile_from_counts_us(out.counts, PERCENTILES[k]) for k in _CHECKED}
     predicted["mean"] = out.rtt_sum_us / max(out.messages, 1)
     rows = []

@@ -276,6 +276,11 @@ def run_prepared_replicated(
     if engine not in ENGINES:
         raise ScenarioError(f"engine = {engine!r}: allowed: {', '.join(sorted(ENGINES))}")
     name = prepared.scenario.name
+    if prepared.by_hour:
+        raise ConfigError(
+            f"{prepared.scenario.source}: replications of a whole day are not supported: run "
+            "one hour (--set day.hour=H) with replications, or the day without them"
+        )
     if prepared.is_saturated():
         unstable = unstable_result(name, engine, prepared.path, prepared.load, prepared.placements)
         return unstable, None

@@ -206,6 +206,13 @@ def run_prepared(
     return summarise(name, engine, prepared.path, prepared.load, out, prepared.placements)
 
 
+def engine_output(prepared: Prepared, simulate: Engine) -> EngineOutput:
+    """The raw output of a prepared run on an engine function: a whole-day scenario's hours
+    pooled (:mod:`twin.day`), as :func:`run_prepared` pools them."""
+    outputs = [simulate(p.path, p.load) for p in prepared.by_hour or (prepared,)]
+    return reduce(lambda a, b: a.merge(b), outputs)
+
+
 def _run_day(prepared: Prepared, engine: str, progress: Progress | None) -> RunResult:
     """Each hour's run, pooled (:mod:`twin.day`); the result keeps each hour's figures. A day
     with a saturated hour has no steady state: it is reported unstable, naming the hours."""

@@ -168,3 +168,21 @@ def test_a_small_instance_out_of_credits_saturates_its_cpu() -> None:
         {"workload.rate_msgs_per_s": 25, "roles.client.instance": "c6a.2xlarge"}
     )
     assert run(larger).stable
+
+
+def test_every_way_of_running_a_whole_day_covers_the_day(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from calibration.bands import _stats
+    from twin.simulation import ENGINES, engine_output
+
+    scenario = load_scenario(KEEPALIVE).with_fields({"workload.duration_s": 5.0})
+    prepared = prepare(scenario)
+    pooled = engine_output(prepared, ENGINES["fast"])
+    assert pooled.messages == run(scenario).messages  # the same 24 hours as twin run
+    assert _stats(scenario, prepared.profile, ENGINES["fast"])["mean"] == pytest.approx(
+        pooled.rtt_sum_us / pooled.messages
+    )
+    assert main(["run", str(KEEPALIVE), "--replications", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "day.hour" in err and len(err.splitlines()) == 1

@@ -151,7 +151,7 @@ def class_table(scenario: Scenario, probe_rate_per_s: float) -> ClassTable:
         raise ConfigError(f"{scenario.source}: [day]: a hunt needs the venue's conditions by hour")
     scenario = scenario.with_fields(
         {
-            "day": {**dict(scenario.raw["day"]), "hour": None},
+            "day": {k: v for k, v in scenario.raw["day"].items() if k != "hour"},
             "workload.rate_msgs_per_s": probe_rate_per_s,
         }
     )
