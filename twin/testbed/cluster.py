@@ -36,14 +36,13 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import numpy as np
 
 from twin.atomic import write_json
 from twin.errors import ConfigError, TopologyError
-from twin.testbed.netns import _ip, netns_available
+from twin.testbed.netns import Namespaces, _ip, netns_available
 from twin.testbed.relay import RelayDelay
 
 MEMBERS = 3
@@ -119,8 +118,10 @@ def fsync_probe(directory: Path, writes: int = 400) -> dict[str, Any]:
     }
 
 
-class EtcdCluster:
+class EtcdCluster(Namespaces):
     """Three etcd members, a load client's namespace and a bridge; a context manager."""
+
+    what = "cluster lab"
 
     def __init__(self, layout: Layout, data_dir: Path, index: int = 0) -> None:
         tag = f"{os.getpid() % 100000}{index}"
@@ -136,26 +137,13 @@ class EtcdCluster:
         self.processes: list[subprocess.Popen[bytes]] = []
         self.relays: list[subprocess.Popen[bytes]] = []
 
-    def __enter__(self) -> EtcdCluster:
-        reason = etcd_available()
-        if reason is not None:
-            raise TopologyError(f"cluster lab unavailable: {reason}")
-        try:
-            self._network()
-            self._start()
-            self.wait_healthy()
-        except BaseException:
-            self.teardown()
-            raise
-        return self
+    def unavailable(self) -> str | None:
+        return etcd_available()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.teardown()
+    def build(self) -> None:
+        self._network()
+        self._start()
+        self.wait_healthy()
 
     def _network(self) -> None:
         _ip("netns", "add", self.switch_ns)

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 from types import TracebackType
+from typing import Self
 
 from twin.errors import TopologyError
 
@@ -39,34 +40,31 @@ def netns_available() -> str | None:
     return None
 
 
-class VethPair:
-    """Two namespaces and a veth pair between them; use as a context manager."""
+class Namespaces:
+    """Network namespaces built on entry and torn down on exit (also when building fails).
 
-    def __init__(self, index: int = 0) -> None:
-        tag = f"{os.getpid() % 100000}{index}"
-        self.gateway_ns = f"twtb{tag}g"
-        self.client_ns = f"twtb{tag}c"
-        subnet = 10 + (os.getpid() + index) % 240
-        self.gateway_addr = f"10.200.{subnet}.1"
-        self.client_addr = f"10.200.{subnet}.2"
-        self._veth = (f"tw{tag}g", f"tw{tag}c")
+    A subclass says what it is (``what``), why it cannot run here (:meth:`unavailable`, default
+    :func:`netns_available`), builds itself (:meth:`build`) and tears itself down
+    (:meth:`teardown`, safe to call twice).
+    """
 
-    def __enter__(self) -> VethPair:
-        reason = netns_available()
+    what = "namespace topology"
+
+    def unavailable(self) -> str | None:
+        return netns_available()
+
+    def build(self) -> None:
+        raise NotImplementedError
+
+    def teardown(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        reason = self.unavailable()
         if reason is not None:
-            raise TopologyError(f"veth topology unavailable: {reason}")
+            raise TopologyError(f"{self.what} unavailable: {reason}")
         try:
-            g, c = self._veth
-            _ip("netns", "add", self.gateway_ns)
-            _ip("netns", "add", self.client_ns)
-            _ip("link", "add", g, "type", "veth", "peer", "name", c)
-            _ip("link", "set", g, "netns", self.gateway_ns)
-            _ip("link", "set", c, "netns", self.client_ns)
-            _ip("-n", self.gateway_ns, "addr", "add", f"{self.gateway_addr}/30", "dev", g)
-            _ip("-n", self.client_ns, "addr", "add", f"{self.client_addr}/30", "dev", c)
-            for ns, dev in ((self.gateway_ns, g), (self.client_ns, c)):
-                _ip("-n", ns, "link", "set", "lo", "up")
-                _ip("-n", ns, "link", "set", dev, "up")
+            self.build()
         except BaseException:
             self.teardown()
             raise
@@ -79,6 +77,34 @@ class VethPair:
         tb: TracebackType | None,
     ) -> None:
         self.teardown()
+
+
+class VethPair(Namespaces):
+    """Two namespaces and a veth pair between them; use as a context manager."""
+
+    what = "veth topology"
+
+    def __init__(self, index: int = 0) -> None:
+        tag = f"{os.getpid() % 100000}{index}"
+        self.gateway_ns = f"twtb{tag}g"
+        self.client_ns = f"twtb{tag}c"
+        subnet = 10 + (os.getpid() + index) % 240
+        self.gateway_addr = f"10.200.{subnet}.1"
+        self.client_addr = f"10.200.{subnet}.2"
+        self._veth = (f"tw{tag}g", f"tw{tag}c")
+
+    def build(self) -> None:
+        g, c = self._veth
+        _ip("netns", "add", self.gateway_ns)
+        _ip("netns", "add", self.client_ns)
+        _ip("link", "add", g, "type", "veth", "peer", "name", c)
+        _ip("link", "set", g, "netns", self.gateway_ns)
+        _ip("link", "set", c, "netns", self.client_ns)
+        _ip("-n", self.gateway_ns, "addr", "add", f"{self.gateway_addr}/30", "dev", g)
+        _ip("-n", self.client_ns, "addr", "add", f"{self.client_addr}/30", "dev", c)
+        for ns, dev in ((self.gateway_ns, g), (self.client_ns, c)):
+            _ip("-n", ns, "link", "set", "lo", "up")
+            _ip("-n", ns, "link", "set", dev, "up")
 
     def teardown(self) -> None:
         """Delete both namespaces (and with them the veth pair); safe to call twice."""
