@@ -42,7 +42,7 @@ from twin.profile import write_profile as twin_write_profile
 from twin.provenance import git_commit
 from twin.results import EngineOutput
 from twin.scenario import Scenario, load_scenario
-from twin.simulation import DEFAULT_ENGINE, ENGINES, Prepared, prepare
+from twin.simulation import DEFAULT_ENGINE, ENGINES, Prepared, hour_outputs, prepare
 from twin.topology import level_between, place
 
 __all__ = [
@@ -82,7 +82,7 @@ def _run(prepared: Prepared, engine: Callable[..., EngineOutput]) -> _Outcome:
     A whole-day scenario runs hour by hour and pools the hours (:mod:`twin.day`)."""
     if prepared.is_saturated():
         return _Outcome(stable=False)
-    outputs = [engine(p.path, p.load) for p in prepared.by_hour or (prepared,)]
+    outputs = hour_outputs(prepared, engine)
     if any(o.messages == 0 for o in outputs):
         return _Outcome(stable=False)
     out = reduce(lambda a, b: a.merge(b), outputs)

@@ -206,11 +206,23 @@ def run_prepared(
     return summarise(name, engine, prepared.path, prepared.load, out, prepared.placements)
 
 
+def hour_outputs(
+    prepared: Prepared, simulate: Engine, progress: Progress | None = None
+) -> list[EngineOutput]:
+    """The raw output of each part of a prepared run on an engine function: each hour of a
+    whole-day scenario (:mod:`twin.day`), else the one run. ``progress`` sees the whole."""
+    parts = prepared.by_hour or (prepared,)
+    outputs = []
+    for i, part in enumerate(parts):
+        part_progress = None if progress is None else partial(_scaled, progress, i, len(parts))
+        outputs.append(simulate(part.path, part.load, part_progress))
+    return outputs
+
+
 def engine_output(prepared: Prepared, simulate: Engine) -> EngineOutput:
-    """The raw output of a prepared run on an engine function: a whole-day scenario's hours
-    pooled (:mod:`twin.day`), as :func:`run_prepared` pools them."""
-    outputs = [simulate(p.path, p.load) for p in prepared.by_hour or (prepared,)]
-    return reduce(lambda a, b: a.merge(b), outputs)
+    """The raw output of a prepared run on an engine function, a whole day's hours pooled, as
+    :func:`run_prepared` pools them."""
+    return reduce(lambda a, b: a.merge(b), hour_outputs(prepared, simulate))
 
 
 def _run_day(prepared: Prepared, engine: str, progress: Progress | None) -> RunResult:
@@ -227,13 +239,7 @@ def _run_day(prepared: Prepared, engine: str, progress: Progress | None) -> RunR
             result,
             saturated_stations=tuple(f"{s} at {when} UTC" for s in result.saturated_stations),
         )
-    n = len(prepared.by_hour)
-    outputs = []
-    for i, hour in enumerate(prepared.by_hour):
-        hour_progress = None
-        if progress is not None:
-            hour_progress = partial(_scaled, progress, i, n)
-        outputs.append(ENGINES[engine](hour.path, hour.load, hour_progress))
+    outputs = hour_outputs(prepared, ENGINES[engine], progress)
     pooled = reduce(lambda a, b: a.merge(b), outputs)
     result = summarise(
         prepared.scenario.name, engine, prepared.path, prepared.load, pooled, prepared.placements
