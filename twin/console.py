@@ -45,6 +45,16 @@ def format_result(result: RunResult) -> str:
         lines.append(note)
     for kind, rtt in result.rtt_by_kind_us.items():
         lines.append(f"  {kind + ':':7s} " + format_statistics(rtt))
+    if result.spans_us:
+        lines.append("")
+        span_width = max(len(name) for name in result.spans_us)
+        header = "  ".join(f"{k:>7s}" for k in ("mean", "p50", "p75", "p90", "p99", "p99.9"))
+        lines.append(f"{'span (us)':{span_width}s}  {header}")
+        for name, table in result.spans_us.items():
+            cells = "  ".join(
+                f"{table[k]:7.1f}" for k in ("mean", "p50", "p75", "p90", "p99", "p99_9")
+            )
+            lines.append(f"{name:{span_width}s}  {cells}")
     if result.by_hour:
         lines.append("")
         lines.append("hour (UTC)  mean us    p50 us    p99 us")

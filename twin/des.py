@@ -3,7 +3,9 @@
 Each message is a SimPy process that walks the path's hops in order: it waits the hop's fixed
 time and its non-queueing delay, then (if the hop has a station) queues FIFO for one of the
 station's servers and holds it for the service time (plus a wake-up when it finds a sleeping
-station idle, see :class:`twin.path.Station`). In the order loop a client sends a limit
+station idle, see :class:`twin.path.Station`); at a reader station (a one-thread pipeline) it
+joins the next read and leaves each of the reader's stages as the read's work says
+(:class:`_Reader`). In the order loop a client sends a limit
 order, and on its ack immediately sends the cancel; each of the two round trips is one recorded
 message. Open loops start cycles on a schedule (so a slow reply never delays the next send and
 coordinated omission cannot hide the tail); closed loops run ``accounts`` paced loops that each
@@ -16,6 +18,7 @@ time): ``twin.fast`` runs the same arrays compiled.
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,6 +37,18 @@ DES_STREAM = 0x444553
 MESSAGES_PER_CHUNK = 10_000
 
 
+@dataclass
+class _Reader:
+    """A reader station's state (:attr:`twin.path.Station.reader`): its stages are hops
+    ``first..last``; messages waiting for the next read, each with the event that hands it its
+    stage times; when the thread is next free."""
+
+    first: int
+    last: int
+    pending: list[tuple[simpy.Event, float]] = field(default_factory=list)
+    free: float = 0.0
+
+
 class _Model:
     """State of one SimPy run: stations, samplers and the measurement totals."""
 
@@ -47,6 +62,16 @@ class _Model:
         self.delay = [self._sampler(h, "delay", path) for h in hops]
         self.service = [self._sampler(h, "service", path) for h in hops]
         self.station = [int(s) for s in hops["station"]]
+        self.per_read = [self._sampler(h, "read", path) for h in hops]
+        self.per_record_us = [float(x) for x in hops["per_record_us"]]
+        self.whole_read = [bool(x) for x in hops["whole_read"]]
+        self.readers: dict[int, _Reader] = {}
+        for i, st in enumerate(self.station):
+            if st >= 0 and path.station_wake["reader"][st]:
+                self.readers.setdefault(st, _Reader(i, i)).last = i
+        self.span_first = [int(x) for x in path.span_hops[:, 0]]
+        self.span_last = [int(x) for x in path.span_hops[:, 1]]
+        self.span_values: list[list[float]] = [[] for _ in path.span_names]
         self.resources = [simpy.Resource(self.env, capacity=int(c)) for c in path.station_servers]
         wake = path.station_wake
         self.wake = [self._sampler(w, "wake", path) for w in wake]
@@ -94,43 +119,136 @@ class _Model:
         sent = env.now
         record = self.in_window(sent)
         hop_times = [0.0] * self.n_hops if record else None
-        for i in range(self.n_hops):
+        span_start = [0.0] * len(self.span_first)
+        i = 0
+        while i < self.n_hops:
+            st = self.station[i]
+            reader = self.readers.get(st)
+            if reader is not None:
+                stages = yield from self.read_stages(reader, st, sent)
+                self.close_reader_stages(reader, stages, hop_times, span_start)
+                i = reader.last + 1
+                continue
             entered = env.now
+            self.open_spans(i, entered, span_start)
             draw = self.delay[i]
             wait = self.fixed[i] + (draw() if draw is not None else 0.0)
             if wait > 0:
                 yield env.timeout(wait)
-            st = self.station[i]
             if st >= 0:
-                resource = self.resources[st]
-                idle_us = 0.0
-                if self.sleeps[st] and resource.count == 0 and not resource.queue:
-                    idle_us = env.now - self.last_free[st]
-                arrived = env.now
-                req = resource.request()
-                yield req
-                serve = self.service[i]
-                s = serve() if serve is not None else 0.0
-                if self.batch_us[st] > 0 and arrived > self.batch_taken[st]:
-                    s += self.batch_us[st]
-                    self.batch_taken[st] = env.now
-                linger = 0.0
-                if idle_us > 0:
-                    s += self.wake_up_us(st, idle_us)
-                    linger = self.linger_us[st]
-                if self.in_window(env.now):
-                    self.busy[st] += s + linger
-                yield env.timeout(s)
-                if linger > 0:
-                    env.process(self.release_after(st, req, linger))
-                else:
-                    resource.release(req)
-                    self.last_free[st] = env.now
+                yield from self.serve(i, st)
             if hop_times is not None:
                 hop_times[i] = env.now - entered
+                self.close_spans(i, env.now, span_start)
+            i += 1
         if hop_times is not None:
             self.samples[kind].append(env.now - sent)
             self.hop_sum += hop_times
+
+    def serve(self, i: int, st: int) -> Generator[Any, Any, None]:
+        """Queue FIFO for a server of station ``st`` and hold it for hop ``i``'s service."""
+        env = self.env
+        resource = self.resources[st]
+        idle_us = 0.0
+        if self.sleeps[st] and resource.count == 0 and not resource.queue:
+            idle_us = env.now - self.last_free[st]
+        arrived = env.now
+        req = resource.request()
+        yield req
+        serve = self.service[i]
+        s = serve() if serve is not None else 0.0
+        if self.batch_us[st] > 0 and arrived > self.batch_taken[st]:
+            s += self.batch_us[st]
+            self.batch_taken[st] = env.now
+        linger = 0.0
+        if idle_us > 0:
+            s += self.wake_up_us(st, idle_us)
+            linger = self.linger_us[st]
+        if self.in_window(env.now):
+            self.busy[st] += s + linger
+        yield env.timeout(s)
+        if linger > 0:
+            env.process(self.release_after(st, req, linger))
+        else:
+            resource.release(req)
+            self.last_free[st] = env.now
+
+    def open_spans(self, hop: int, t: float, span_start: list[float]) -> None:
+        for k, first in enumerate(self.span_first):
+            if first == hop:
+                span_start[k] = t
+
+    def close_spans(self, hop: int, t: float, span_start: list[float]) -> None:
+        for k, last in enumerate(self.span_last):
+            if last == hop:
+                self.span_values[k].append(t - span_start[k])
+
+    def read_stages(
+        self, reader: _Reader, st: int, sent: float
+    ) -> Generator[Any, Any, list[tuple[float, float]]]:
+        """Join the reader's next read; return, per stage, (when the stage started over the
+        read, when this message left it), having waited until it left the last stage."""
+        env = self.env
+        arrived = env.now
+        ticket = env.event()
+        if not reader.pending:
+            env.process(self.read(reader, st))
+        reader.pending.append((ticket, sent))
+        stages: list[tuple[float, float]] = yield ticket
+        yield env.timeout(stages[-1][1] - env.now)
+        return [(arrived, arrived), *stages]
+
+    def read(self, reader: _Reader, st: int) -> Generator[Any, Any, None]:
+        """One read: poll when the thread is free; the read call comes at the end of the first
+        stage's per-read work (and of the wake-up of a thread that sat idle), and takes every
+        message that arrived by then (just after, so that one arriving at that very instant
+        is in); work out each member's stages."""
+        env = self.env
+        poll = max(env.now, reader.free)
+        draw = self.per_read[reader.first]
+        first_work = draw() if draw is not None else 0.0
+        if env.now > reader.free:
+            first_work += self.wake_up_us(st, env.now - reader.free)
+        yield env.timeout(float(np.nextafter(poll + first_work, np.inf)) - env.now)
+        members, reader.pending = reader.pending, []
+        n = len(members)
+        records = 1 + sum(members[k][1] != members[k - 1][1] for k in range(1, n))
+        t = poll
+        times: list[list[tuple[float, float]]] = [[] for _ in members]
+        for h in range(reader.first, reader.last + 1):
+            start = t
+            draw = self.per_read[h]
+            work = first_work if h == reader.first else (draw() if draw is not None else 0.0)
+            work += self.per_record_us[h] * (records - 1)
+            serve = self.service[h]
+            own = [serve() if serve is not None else 0.0 for _ in members]
+            exits = np.cumsum(own) + (start + work)
+            if self.whole_read[h]:
+                exits[:] = exits[-1]
+            for k in range(n):
+                times[k].append((start, float(exits[k])))
+            t = float(exits[-1])
+        if self.in_window(poll):
+            self.busy[st] += t - poll + self.linger_us[st]
+        reader.free = t + self.linger_us[st]
+        for (ticket, _), stages in zip(members, times, strict=True):
+            ticket.succeed(stages)
+
+    def close_reader_stages(
+        self,
+        reader: _Reader,
+        stages: list[tuple[float, float]],
+        hop_times: list[float] | None,
+        span_start: list[float],
+    ) -> None:
+        """Hop times and spans of a message that has left a reader's stages (``stages[0]``:
+        its arrival)."""
+        for j, h in enumerate(range(reader.first, reader.last + 1), start=1):
+            stage_start, left = stages[j]
+            self.open_spans(h, stage_start, span_start)
+            if hop_times is not None:
+                hop_times[h] = left - stages[j - 1][1]
+                self.close_spans(h, left, span_start)
 
     def cycle(self) -> Generator[Any, Any, None]:
         """One loop iteration: order then cancel (or one echo)."""
@@ -138,17 +256,19 @@ class _Model:
             yield self.env.process(self.message(kind))
 
     def open_loop(self) -> Generator[Any, Any, None]:
-        """Start groups of ``burst`` cycles on a Poisson or evenly spaced schedule until the
-        window closes (a group's cycles start together, in order)."""
+        """Start groups of ``burst`` cycles (or a geometric number, mean ``burst``) on a Poisson
+        or evenly spaced schedule until the window closes (a group's cycles start together, in
+        order)."""
         burst = self.load.burst
         mean_gap = burst / self.load.cycle_rate_per_us
         poisson = self.load.arrivals == dtypes.ARRIVALS_POISSON
+        geometric = self.load.burst_sizes == dtypes.BURST_GEOMETRIC and burst > 1
         while True:
             gap = self.rng.exponential(mean_gap) if poisson else mean_gap
             yield self.env.timeout(gap)
             if self.env.now >= self.load.end_us:
                 return
-            for _ in range(burst):
+            for _ in range(int(self.rng.geometric(1.0 / burst)) if geometric else burst):
                 self.env.process(self.cycle())
 
     def closed_account(self, phase_us: float) -> Generator[Any, Any, None]:
@@ -193,6 +313,9 @@ class _Model:
         for kind, values in enumerate(self.samples):
             record_us(by_kind[kind], np.asarray(values))
         samples = np.concatenate([np.asarray(v, dtype=float) for v in self.samples])
+        span_counts = np.tile(empty_counts(), (len(self.span_values), 1))
+        for k, values in enumerate(self.span_values):
+            record_us(span_counts[k], np.asarray(values))
         return EngineOutput(
             counts=by_kind.sum(axis=0),
             counts_by_kind=by_kind,
@@ -202,6 +325,7 @@ class _Model:
             hop_time_sum_us=self.hop_sum,
             station_busy_us=self.busy,
             duration_us=self.load.duration_us,
+            span_counts=span_counts,
         )
 
 

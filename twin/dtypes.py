@@ -16,6 +16,8 @@ LOOP_OPEN = 0  # sends follow a schedule regardless of replies (no coordinated o
 LOOP_CLOSED = 1  # each account waits for its reply before the next send
 ARRIVALS_POISSON = 0
 ARRIVALS_UNIFORM = 1
+BURST_FIXED = 0  # an open loop's arrival brings ``burst`` cycles
+BURST_GEOMETRIC = 1  # ... a geometric number of them, mean ``burst``
 
 # A hop is one place a message spends time: a fixed propagation part, a random part that does not
 # queue (infinite servers) and, when ``station >= 0``, a service at a finite-capacity FIFO station.
@@ -31,6 +33,16 @@ HOP_DTYPE = np.dtype(
         ("service_p1", np.float64),
         ("service_p2", np.float64),
         ("station", np.int64),  # index into the station arrays, or -1 for no queue
+        # At a reader station (twin.path.Station.reader), a stage of the read: its work once per
+        # read (a distribution as above), per TLS record after the first, and whether every
+        # message of the read leaves the stage when the whole read's work is done (1) or each
+        # one when its own is (0). Zero elsewhere.
+        ("read_code", np.int64),
+        ("read_p0", np.float64),
+        ("read_p1", np.float64),
+        ("read_p2", np.float64),
+        ("per_record_us", np.float64),
+        ("whole_read", np.int64),
     ],
     align=True,
 )
@@ -51,6 +63,7 @@ WAKE_DTYPE = np.dtype(
         ("cold_tau_us", np.float64),
         ("linger_us", np.float64),
         ("batch_us", np.float64),
+        ("reader", np.int64),  # 1: the station is one thread working read by read
     ],
     align=True,
 )

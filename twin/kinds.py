@@ -55,10 +55,35 @@ class Runtime(StrEnum):
 
 
 class WorkloadKind(StrEnum):
-    """The client's traffic: the order loop (order, ack, cancel, cancel ack) or an echo."""
+    """The client's traffic: the order loop (order, ack, cancel, cancel ack), an echo, the
+    exchange's market-data feed into the client's inbound pipeline (tick to model), or a tick
+    that, through the pipeline and a strategy decision, sends an order (tick to ack)."""
 
     ORDER_LOOP = "order_loop"
     ECHO = "echo"
+    FEED = "feed"
+    TICK_TO_TRADE = "tick_to_trade"
+
+    @property
+    def has_feed(self) -> bool:
+        """Whether a cycle starts at the exchange's market-data publisher."""
+        return self in (WorkloadKind.FEED, WorkloadKind.TICK_TO_TRADE)
+
+
+class Encoding(StrEnum):
+    """How a feed's updates are encoded: JSON text (a crypto venue's WebSocket streams) or a
+    binary layout (SBE-like, decoded by reading fields at fixed offsets)."""
+
+    JSON = "json"
+    BINARY = "binary"
+
+
+class Framing(StrEnum):
+    """How a feed's updates are framed on the byte stream: WebSocket frames (RFC 6455) or
+    length-prefixed messages on plain TCP."""
+
+    WEBSOCKET = "websocket"
+    RAW = "raw"
 
 
 class Loop(StrEnum):
@@ -73,6 +98,15 @@ class Arrivals(StrEnum):
 
     POISSON = "poisson"
     UNIFORM = "uniform"
+
+
+class BurstSizes(StrEnum):
+    """How many cycles an open loop's arrival brings: always ``workload.burst``, or a geometric
+    number with that mean (a compound Poisson stream: a feed's bursts, mostly small, now and
+    then large)."""
+
+    FIXED = "fixed"
+    GEOMETRIC = "geometric"
 
 
 class Sync(StrEnum):

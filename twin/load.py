@@ -3,10 +3,11 @@
 Rates count client messages (orders and cancels, or echoes) per second. In an open loop, cycles
 (order + cancel, or one echo) start on a schedule at ``rate / messages_per_cycle`` per second,
 whatever the replies do: Poisson or evenly spaced, one cycle at a time or ``burst`` together
-(the schedule's arrivals then come ``burst`` times less often). In a closed loop each of
-``accounts`` loops waits for its reply before sending again and paces its cycles to share the
-target rate, so the achieved rate falls below target when latency grows (the closed-loop
-property).
+(the schedule's arrivals then come ``burst`` times less often), or a geometric number of
+cycles with mean ``burst`` (a feed's bursts: mostly small, now and then large). In a closed
+loop each of ``accounts`` loops waits for its reply before sending again and paces its cycles
+to share the target rate, so the achieved rate falls below target when latency grows (the
+closed-loop property).
 
 Messages are recorded when they are **sent** inside ``[warmup, warmup + duration)``; a run goes
 on until every recorded message has been answered, so slow replies are never cut off.
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 from twin import dtypes
 from twin.errors import ConfigError
-from twin.kinds import Arrivals, Loop
+from twin.kinds import Arrivals, BurstSizes, Loop
 from twin.scenario import Workload
 from twin.units import seconds_to_us
 
@@ -35,7 +36,8 @@ class Load:
     duration_us: float
     warmup_us: float
     seed: int
-    burst: int = 1  # cycles per arrival (open loop)
+    burst: int = 1  # cycles per arrival (open loop): always, or on average
+    burst_sizes: int = dtypes.BURST_FIXED
 
     def __post_init__(self) -> None:
         if self.burst < 1 or (self.burst > 1 and self.loop != dtypes.LOOP_OPEN):
@@ -82,4 +84,9 @@ class Load:
             warmup_us=seconds_to_us(workload.warmup_s),
             seed=workload.seed,
             burst=workload.burst,
+            burst_sizes=(
+                dtypes.BURST_GEOMETRIC
+                if workload.burst_sizes == BurstSizes.GEOMETRIC
+                else dtypes.BURST_FIXED
+            ),
         )

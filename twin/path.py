@@ -14,7 +14,8 @@ rows, station capacities, empirical tables): the one description that ``twin.des
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -46,6 +47,20 @@ class Station:
     behind it in order. A message belongs to the batch the server takes next after it arrives:
     it starts a new batch if it arrived after the current one was taken. So the per-batch cost
     is shared as batches grow with the load (work per message ``service + batch_us / n``).
+
+    ``reader``: the station is one thread that works **read by read** (a trading engine's
+    inbound pipeline, :mod:`twin.pipeline`): when it is free and data has arrived it polls at
+    ``p = max(first arrival, free)``; its read call comes at the end of its first stage's
+    per-read work ``w`` (poll -> read) and takes everything that arrived by ``p + w`` as one
+    read; it then runs each of its hops (its **stages**, contiguous on the path) over the whole read
+    before the next stage starts: a stage's work is its ``per_read`` draw, its
+    ``per_record_us`` for each TLS record after the first (a run of consecutive messages of
+    one burst is one record), and each message's ``service``; a message leaves a
+    ``whole_read`` stage when the whole read's work is done, any other stage when its own work
+    is (after the work of the messages ahead of it in the read). Data arriving meanwhile waits
+    for the next poll. A read that finds the thread idle pays the wake-up and cold start in its
+    first stage; ``linger_us`` is the thread's bookkeeping after every read (it delays the next
+    poll, no message). A reader takes no ``batch_us`` (its reads are its batches).
     """
 
     name: str
@@ -55,8 +70,14 @@ class Station:
     cold_tau_us: float = 0.0
     linger_us: float = 0.0
     batch_us: float = 0.0
+    reader: bool = False
 
     def __post_init__(self) -> None:
+        if self.reader and (self.servers != 1 or self.batch_us > 0):
+            raise ModelError(
+                f"Station {self.name!r}: a reader is one thread whose reads are its batches "
+                f"(servers = 1, no batch_us)"
+            )
         if not (self.batch_us >= 0 and math.isfinite(self.batch_us)):
             raise ModelError(f"Station {self.name!r}: batch_us must be >= 0, got {self.batch_us}")
         if self.batch_us > 0 and self.servers != 1:
@@ -89,7 +110,13 @@ class Station:
 
 @dataclass(frozen=True)
 class Hop:
-    """One stage of the path: fixed time + non-queueing delay + optional queued service."""
+    """One stage of the path: fixed time + non-queueing delay + optional queued service.
+
+    At a reader station (:attr:`Station.reader`) the hop is a stage of the read: ``per_read``
+    (drawn once per read), ``per_record_us`` and ``whole_read`` say how its work and its
+    messages' exits depend on the read (see :class:`Station`); such a hop has no fixed time
+    or delay (it is the thread's time only).
+    """
 
     name: str
     component: str
@@ -98,12 +125,47 @@ class Hop:
     service: Dist = ZERO
     station: Station | None = None
     source: str = ""
+    per_read: Dist = ZERO
+    per_record_us: float = 0.0
+    whole_read: bool = False
 
     def __post_init__(self) -> None:
         if self.fixed_us < 0:
             raise ModelError(f"Negative fixed delay {self.fixed_us} us in hop {self.name!r}")
         if self.station is None and not self.service.is_zero:
             raise ModelError(f"Hop {self.name!r} has a service time but no station")
+        reader = self.station is not None and self.station.reader
+        if not reader and (not self.per_read.is_zero or self.per_record_us != 0 or self.whole_read):
+            raise ModelError(
+                f"Hop {self.name!r}: per_read, per_record_us and whole_read belong to the "
+                f"stages of a reader station"
+            )
+        if reader and (self.fixed_us > 0 or not self.delay.is_zero):
+            raise ModelError(
+                f"Hop {self.name!r}: a reader's stage is the thread's time only "
+                f"(no fixed time or delay)"
+            )
+        if not (self.per_record_us >= 0 and math.isfinite(self.per_record_us)):
+            raise ModelError(
+                f"Hop {self.name!r}: per_record_us must be >= 0, got {self.per_record_us}"
+            )
+
+
+#: Spans a path may report (each engine keeps a histogram per span).
+MAX_SPANS = 12
+
+
+@dataclass(frozen=True)
+class Span:
+    """A reported stretch of the round trip, from entering hop ``first`` to leaving hop
+    ``last`` (hop names, ``first`` not after ``last``). A span that starts at a reader's stage
+    starts when that stage starts over the read, so a one-hop span of a stage is the stage's
+    latency as a pipeline's own timers measure it (the work of the messages ahead in the read
+    and its own; the C++ engine write-up's per-stage table)."""
+
+    name: str
+    first: str
+    last: str
 
 
 @dataclass(frozen=True)
@@ -118,6 +180,16 @@ class CompiledPath:
     hop_names: tuple[str, ...]
     hop_components: tuple[str, ...]
     station_names: tuple[str, ...]
+    span_names: tuple[str, ...] = ()
+    span_hops: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
+
+    @property
+    def n_spans(self) -> int:
+        return len(self.span_names)
+
+    @property
+    def has_reader(self) -> bool:
+        return bool(np.any(self.station_wake["reader"]))
 
     @property
     def n_hops(self) -> int:
@@ -128,11 +200,12 @@ class CompiledPath:
         return len(self.station_servers)
 
     def hop_moments_us(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each hop's unloaded mean (us) and variance (us^2): fixed + delay + service."""
+        """Each hop's unloaded mean (us) and variance (us^2): fixed + delay + service (+ a
+        reader stage's per-read work, a read of one message)."""
         means = self.hops["fixed_us"].astype(float)
         variances = np.zeros(self.n_hops)
         for i, row in enumerate(self.hops):
-            for part in ("delay", "service"):
+            for part in ("delay", "service", "read"):
                 dist = self.distribution(row, part)
                 means[i] += dist.mean
                 variances[i] += dist.variance
@@ -160,10 +233,46 @@ class CompiledPath:
         return decode(code, p0, p1, p2, table)
 
 
-def compile_path(hops: list[Hop]) -> CompiledPath:
-    """Lower a list of hops to the arrays both engines execute."""
+def _check_readers(hops: Sequence[Hop]) -> None:
+    """Each reader station's stages are one contiguous run of hops."""
+    runs: dict[str, int] = {}
+    previous = None
+    for hop in hops:
+        name = hop.station.name if hop.station is not None and hop.station.reader else None
+        if name is not None and name != previous:
+            runs[name] = runs.get(name, 0) + 1
+            if runs[name] > 1:
+                raise ModelError(
+                    f"Reader station {name!r}: its stages must be one contiguous run of hops "
+                    f"(hop {hop.name!r} comes back to it)"
+                )
+        previous = name
+
+
+def _span_rows(hops: Sequence[Hop], spans: Sequence[Span]) -> np.ndarray:
+    """Each span's first and last hop index, checked."""
+    if len(spans) > MAX_SPANS:
+        raise ModelError(f"{len(spans)} spans: a path reports at most {MAX_SPANS}")
+    index = {hop.name: i for i, hop in enumerate(hops)}
+    rows = np.zeros((len(spans), 2), dtype=np.int64)
+    for k, span in enumerate(spans):
+        missing = [n for n in (span.first, span.last) if n not in index]
+        if missing:
+            raise ModelError(f"Span {span.name!r}: no hop named {missing[0]!r} on the path")
+        rows[k] = index[span.first], index[span.last]
+        if rows[k, 0] > rows[k, 1]:
+            raise ModelError(f"Span {span.name!r}: {span.first!r} comes after {span.last!r}")
+    if len({s.name for s in spans}) != len(spans):
+        raise ModelError("Two spans share a name")
+    return rows
+
+
+def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
+    """Lower a list of hops (and the spans to report) to the arrays both engines execute."""
     if not hops:
         raise ModelError("A path needs at least one hop")
+    _check_readers(hops)
+    span_hops = _span_rows(hops, spans)
     stations: dict[str, Station] = {}
     tables: list[np.ndarray] = []
     table_index: dict[int, int] = {}
@@ -185,6 +294,9 @@ def compile_path(hops: list[Hop]) -> CompiledPath:
         (row["service_code"], row["service_p0"], row["service_p1"], row["service_p2"]) = encode(
             hop.service
         )
+        (row["read_code"], row["read_p0"], row["read_p1"], row["read_p2"]) = encode(hop.per_read)
+        row["per_record_us"] = hop.per_record_us
+        row["whole_read"] = int(hop.whole_read)
         if hop.station is None:
             row["station"] = -1
         else:
@@ -205,6 +317,7 @@ def compile_path(hops: list[Hop]) -> CompiledPath:
         wake[k]["cold_tau_us"] = st.cold_tau_us
         wake[k]["linger_us"] = st.linger_us
         wake[k]["batch_us"] = st.batch_us
+        wake[k]["reader"] = int(st.reader)
     max_len = max((len(t) for t in tables), default=1)
     table_array = np.zeros((max(len(tables), 1), max_len))
     lengths = np.zeros(max(len(tables), 1), dtype=np.int64)
@@ -220,4 +333,6 @@ def compile_path(hops: list[Hop]) -> CompiledPath:
         hop_names=tuple(h.name for h in hops),
         hop_components=tuple(h.component for h in hops),
         station_names=tuple(stations),
+        span_names=tuple(s.name for s in spans),
+        span_hops=span_hops,
     )

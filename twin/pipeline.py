@@ -2,12 +2,13 @@
 
 The semantics of the C++ engine of the domain brief, and of ``twin testbed feed``'s client
 (:mod:`twin.testbed.feed_client`): the thread polls; when the socket is readable it reads
-everything that has arrived (one **read**, ``n`` messages), decrypts it (TLS), then runs each
-stage over the whole read before the next stage starts: decode frames 1..n, parse 1..n, update
-1..n. So a message's latency in a stage is the stage's work on the messages ahead of it in the
-read plus its own: the k-th message of a read waits ``sum(work[1..k-1])`` in every per-message
-stage. Data that arrives while the thread works waits for the next read, which then takes it all
-(reads grow with the load: batches form by themselves, not only from bursts).
+everything that has arrived by its read call, at the end of the poll -> read stage (one
+**read**, ``n`` messages), decrypts it (TLS), then runs each stage over the whole read before
+the next stage starts: decode frames 1..n, parse 1..n, update 1..n. So a message's latency in a
+stage is the stage's work on the messages ahead of it in the read plus its own: the k-th message
+of a read waits ``sum(work[1..k-1])`` in every per-message stage. Data that arrives while the
+thread works waits for the next read, which then takes it all (reads grow with the load:
+batches form by themselves, not only from bursts).
 
 :func:`simulate_pipeline` replays this over a burst schedule with work drawn from a
 :class:`PipelineModel` (nanoseconds throughout), and returns every message's latency per stage,
@@ -139,12 +140,12 @@ def simulate_pipeline(
     i, n_bursts = 0, arrive.size
     while i < n_bursts:
         poll = max(arrive[i], free)
+        read = float(rng.choice(model.poll_to_read_ns))
         j = i + 1
-        while j < n_bursts and arrive[j] <= poll:
+        while j < n_bursts and arrive[j] <= poll + read:
             j += 1
         n = int(sizes[i:j].sum())
         cold = poll - free > model.cold_after_ns
-        read = float(rng.choice(model.poll_to_read_ns))
         tls = float(rng.choice(tls_cold if cold else model.tls_ns))
         tls += (n - 1) * model.tls_per_message_ns
         tls += (j - i - 1) * model.tls_per_record_ns

@@ -8,7 +8,7 @@ with the saturated stations named, never as a latency.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,21 +19,23 @@ from twin.errors import ModelError
 from twin.histogram import cdf_points_us, to_hdr
 from twin.load import Load
 from twin.path import CompiledPath
-from twin.percentiles import PERCENTILES
+from twin.percentiles import ALL_PERCENTILES, PERCENTILES
 from twin.uncertainty import few_samples
 
 # How an engine reports how far a run got: called with the fraction of simulated time done.
 Progress = Callable[[float], None]
 
 
-def percentiles_us(hist: HdrHistogram, max_us: float) -> dict[str, float]:
+def percentiles_us(
+    hist: HdrHistogram, max_us: float, keys: Mapping[str, float] = PERCENTILES
+) -> dict[str, float]:
     """HdrHistogram's value at each of :data:`PERCENTILES` (us), capped at the exact maximum.
 
     A bucket reports its highest equivalent value, up to 0.1% above the samples in it, so the
     top percentiles of a short run could exceed the largest round trip, which no percentile of
     the sample can.
     """
-    return {k: min(hist.get_value_at_percentile(p) / 1e3, max_us) for k, p in PERCENTILES.items()}
+    return {k: min(hist.get_value_at_percentile(p) / 1e3, max_us) for k, p in keys.items()}
 
 
 # Names of the messages of a cycle, by messages per cycle: the order loop's two round trips
@@ -54,6 +56,8 @@ class EngineOutput:
     duration_us: float
     # One histogram per message of a cycle (rows sum to ``counts``); None: not kept.
     counts_by_kind: np.ndarray | None = None
+    # One histogram per span of the path (twin.path.Span), in the path's order; None: not kept.
+    span_counts: np.ndarray | None = None
 
     def merge(self, other: EngineOutput) -> EngineOutput:
         """Pool two independent runs of the same path (replications or batches)."""
@@ -66,6 +70,7 @@ class EngineOutput:
             station_busy_us=self.station_busy_us + other.station_busy_us,
             duration_us=self.duration_us + other.duration_us,
             counts_by_kind=self._kinds_with(other),
+            span_counts=self._spans_with(other),
         )
 
     def merge_round_trips(self, other: EngineOutput) -> EngineOutput:
@@ -83,7 +88,15 @@ class EngineOutput:
             station_busy_us=self.station_busy_us * (duration / max(self.duration_us, 1e-9)),
             duration_us=duration,
             counts_by_kind=self._kinds_with(other),
+            span_counts=self._spans_with(other),
         )
+
+    def _spans_with(self, other: EngineOutput) -> np.ndarray | None:
+        if self.span_counts is None or other.span_counts is None:
+            return None
+        if self.span_counts.shape != other.span_counts.shape:
+            return None
+        return self.span_counts + other.span_counts
 
     def _kinds_with(self, other: EngineOutput) -> np.ndarray | None:
         if self.counts_by_kind is None or other.counts_by_kind is None:
@@ -136,6 +149,9 @@ class RunResult:
     # The order loop's order and cancel round trips apart (same keys as rtt_us, no max).
     rtt_by_kind_us: dict[str, dict[str, float]] = field(default_factory=dict)
     by_hour: tuple[HourStat, ...] = ()
+    # The path's spans (twin.path.Span: a feed's pipeline stages, tick to model, ...), same
+    # keys as rtt_us.
+    spans_us: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def cdf(self) -> tuple[np.ndarray, np.ndarray]:
         """The round trips' empirical CDF: (bucket floor in us, share of messages at or below).
@@ -205,6 +221,7 @@ class RunResult:
             "rtt_by_kind_us": (
                 {k: dict(v) for k, v in self.rtt_by_kind_us.items()} if self.stable else None
             ),
+            "spans_us": {k: dict(v) for k, v in self.spans_us.items()} if self.stable else None,
             "throughput_msgs_per_s": self.throughput_msgs_per_s,
             "hops": [
                 {
@@ -285,6 +302,18 @@ def unstable_result(
     )
 
 
+def histogram_table_us(
+    counts: np.ndarray, cap_us: float = np.inf, keys: Mapping[str, float] = PERCENTILES
+) -> dict[str, float]:
+    """Percentiles ``keys``, max and mean (us) of a histogram (:mod:`twin.histogram` layout),
+    to HDR precision (0.1%), capped at ``cap_us`` (a run's exact maximum, when known)."""
+    hist = to_hdr(counts)
+    table = percentiles_us(hist, min(cap_us, hist.get_max_value() / 1e3), keys)
+    table["max"] = min(hist.get_max_value() / 1e3, cap_us)
+    table["mean"] = hist.get_mean_value() / 1e3
+    return table
+
+
 def summarise(
     scenario: str,
     engine: str,
@@ -308,11 +337,12 @@ def summarise(
     if kinds and out.counts_by_kind is not None:
         for name, counts in zip(kinds, out.counts_by_kind, strict=True):
             if counts.any():
-                hist = to_hdr(counts)
-                by_kind[name] = percentiles_us(hist, out.rtt_max_us)
-                # to HDR precision (0.1%), capped at the run's exact maximum
-                by_kind[name]["max"] = min(hist.get_max_value() / 1e3, out.rtt_max_us)
-                by_kind[name]["mean"] = hist.get_mean_value() / 1e3
+                by_kind[name] = histogram_table_us(counts, out.rtt_max_us)
+    spans = {}
+    if out.span_counts is not None:
+        for name, counts in zip(path.span_names, out.span_counts, strict=True):
+            if counts.any():
+                spans[name] = histogram_table_us(counts, keys=ALL_PERCENTILES)
     hops = tuple(
         HopStat(
             name=path.hop_names[i],
@@ -343,4 +373,5 @@ def summarise(
         placements=placements,
         counts=out.counts,
         rtt_by_kind_us=by_kind,
+        spans_us=spans,
     )

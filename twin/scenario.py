@@ -23,6 +23,9 @@ from twin.catalogue import CATALOGUE, InstanceType
 from twin.errors import ScenarioError
 from twin.kinds import (
     Arrivals,
+    BurstSizes,
+    Encoding,
+    Framing,
     Loop,
     Runtime,
     Stack,
@@ -136,11 +139,21 @@ class Workload:
     seed: int
     segmentation: bool
     burst: int = 1  # cycles that start together (an open loop's arrival is a group of them)
+    burst_sizes: BurstSizes = BurstSizes.FIXED  # always ``burst``, or geometric with that mean
 
     @property
     def messages_per_cycle(self) -> int:
         """Client messages per loop iteration: order + cancel, or one echo."""
         return 2 if self.kind == WorkloadKind.ORDER_LOOP else 1
+
+
+@dataclass(frozen=True)
+class Feed:
+    """The market-data feed of the ``feed`` and ``tick_to_trade`` workloads: each update is
+    ``workload.payload_bytes`` long; TLS is ``hosts.client.tls`` (the venue's end encrypts)."""
+
+    encoding: Encoding = Encoding.JSON
+    framing: Framing = Framing.WEBSOCKET
 
 
 @dataclass(frozen=True)
@@ -237,6 +250,7 @@ class Scenario:
     exchange: Exchange
     raw: Mapping[str, Any]
     day: Day | None = None
+    feed: Feed = Feed()
 
     @property
     def base_dir(self) -> Path | None:
@@ -486,6 +500,7 @@ def _parse_workload(source: str, data: Any) -> Workload:
         burst=t.number(
             "burst", 1, check=lambda v: 1 <= v <= MAX_BURST, allowed=f"1..{MAX_BURST}", integer=True
         ),
+        burst_sizes=t.choice("burst_sizes", BurstSizes, BurstSizes.FIXED),
     )
     t.done()
     if workload.burst > 1 and workload.loop != Loop.OPEN:
@@ -596,6 +611,16 @@ def _parse_exchange(source: str, data: Any) -> Exchange:
     )
     t.done()
     return exchange
+
+
+def _parse_feed(source: str, data: Any) -> Feed:
+    t = _Table(source, "feed.", data)
+    feed = Feed(
+        encoding=t.choice("encoding", Encoding, Encoding.JSON),
+        framing=t.choice("framing", Framing, Framing.WEBSOCKET),
+    )
+    t.done()
+    return feed
 
 
 def _parse_day(source: str, data: Any) -> Day:
@@ -809,7 +834,20 @@ def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
     exchange = _parse_exchange(source, t.table("exchange", required=False))
     raw_day = t.table("day", required=False)
     day = _parse_day(source, raw_day) if raw_day else None
+    raw_feed = t.table("feed", required=False)
+    feed = _parse_feed(source, raw_feed)
     t.done()
+    if raw_feed and not workload.kind.has_feed:
+        raise ScenarioError(
+            f"{source}: [feed]: describes the market-data feed of workload.kind = 'feed' or "
+            f"'tick_to_trade', not '{workload.kind}'"
+        )
+    if workload.kind.has_feed and (connectivity.tier.local or connectivity.tier == Tier.PUBLIC_API):
+        raise ScenarioError(
+            f"{source}: workload.kind = '{workload.kind}': a feed runs from the exchange's VPC "
+            f"(tiers peering, transit_gateway, privatelink, cloudfront), not tier "
+            f"'{connectivity.tier}'"
+        )
     if day is not None and connectivity.tier != Tier.PUBLIC_API:
         raise ScenarioError(
             f"{source}: [day]: conditions by hour describe a venue's public API "
@@ -820,9 +858,10 @@ def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
         _check_replication(source, region, roles, groups, exchange.replication)
     _check_payload(source, workload, connectivity)
     _check_local(source, roles, connectivity)
-    if workload.kind == WorkloadKind.ECHO and "engine" in roles:
+    if workload.kind in (WorkloadKind.ECHO, WorkloadKind.FEED) and "engine" in roles:
         raise ScenarioError(
-            f"{source}: roles.engine: an echo workload has no matching engine; remove the role"
+            f"{source}: roles.engine: an {workload.kind} workload has no matching engine; "
+            "remove the role"
         )
     return Scenario(
         name=name,
@@ -838,6 +877,7 @@ def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
         exchange=exchange,
         raw=MappingProxyType(copy.deepcopy(dict(data))),
         day=day,
+        feed=feed,
     )
 
 

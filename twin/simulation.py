@@ -33,7 +33,7 @@ from twin.results import (
     unstable_result,
 )
 from twin.scenario import Scenario
-from twin.topology import Placement, build_path, place
+from twin.topology import Placement, build_path, build_spans, place
 
 
 class Engine(Protocol):
@@ -178,7 +178,8 @@ def prepare(
         return replace(
             hours[0], scenario=scenario, load=Load.from_workload(scenario.workload), by_hour=hours
         )
-    path = compile_path(build_path(scenario, profile, placements, engine_service))
+    hops = build_path(scenario, profile, placements, engine_service)
+    path = compile_path(hops, build_spans(scenario, hops))
     return Prepared(
         scenario=scenario,
         profile=profile,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from twin.components import (
     consensus,
     exchange,
     fabric,
+    feed,
     host,
     hyperplane,
     internet,
@@ -39,7 +40,7 @@ from twin.components import (
 )
 from twin.dists import Dist
 from twin.kinds import Strategy, Tier, WorkloadKind
-from twin.path import Hop
+from twin.path import Hop, Span
 from twin.profile import Profile
 from twin.scenario import MTU_BYTES, TCP_IP_HEADER_BYTES, Scenario
 
@@ -373,11 +374,51 @@ class _PathBuilder:
             + self.receive("client", "gateway")
         )
 
+    def feed_in(self) -> list[Hop]:
+        """A market-data update from the venue's publisher into the client's pipeline
+        (:mod:`twin.components.feed`); the gateway host sends the feed."""
+        client = self.s.hosts["client"]
+        return (
+            [feed.publisher_hop(self.profile)]
+            + self.send("gateway", "client")
+            + self.tier_network("gateway", "client")
+            + [
+                self.nic("client", "rx", "gateway"),
+                host.stack_receive_hop(
+                    "client", client, self.instance("client"), self.profile, self.flows
+                ),
+            ]
+            + feed.pipeline_hops(
+                self.s.feed,
+                client,
+                self.s.workload.payload_bytes,
+                self.profile,
+                self.s.workload.kind,
+            )
+        )
+
+    def order_out_and_back(self, engine: Dist | None) -> list[Hop]:
+        """An order from the client to the venue's engine and its ack back."""
+        return (
+            self.send("client", "gateway")
+            + self.tier_network("client", "gateway")
+            + self.receive("gateway", "client")
+            + self.exchange_work(engine)
+            + self.send("gateway", "client")
+            + self.tier_network("gateway", "client")
+            + self.receive("client", "gateway")
+        )
+
     def round_trip(self, engine: Dist | None) -> list[Hop]:
         if self.s.connectivity.tier.local:
             return _unique_names(self.local_round_trip())
         if self.s.connectivity.tier == Tier.PUBLIC_API:
             return _unique_names(self.public_api_round_trip())
+        kind = self.s.workload.kind
+        if kind == WorkloadKind.FEED:
+            return _unique_names(self.feed_in())
+        if kind == WorkloadKind.TICK_TO_TRADE:
+            return _unique_names(self.feed_in() + self.order_out_and_back(engine))
         middle = (
             self.exchange_work(engine)
             if self.s.workload.kind == WorkloadKind.ORDER_LOOP
@@ -402,7 +443,7 @@ def _reverse_internet(exchange_end: list[Hop], client_end: list[Hop]) -> list[Ho
 
 
 def _renamed(hop: Hop, name: str) -> Hop:
-    return Hop(name, hop.component, hop.fixed_us, hop.delay, hop.service, hop.station, hop.source)
+    return replace(hop, name=name)
 
 
 def _unique_names(hops: list[Hop]) -> list[Hop]:
@@ -423,3 +464,9 @@ def build_path(
     """The ordered hops of one round trip (order -> ack, cancel -> cancel ack, or echo)."""
     placements = placements if placements is not None else place(scenario, profile)
     return _PathBuilder(scenario, profile, placements).round_trip(engine_service)
+
+
+def build_spans(scenario: Scenario, hops: list[Hop]) -> tuple[Span, ...]:
+    """The spans a scenario's path reports besides its round trip (a feed's stages)."""
+    kind = scenario.workload.kind
+    return feed.feed_spans(hops, kind) if kind.has_feed else ()

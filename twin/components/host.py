@@ -105,21 +105,27 @@ def send_hops(
     return hops
 
 
+def stack_receive_hop(
+    role: str, host: HostStack, instance: InstanceType, profile: Profile, flows: int
+) -> Hop:
+    """The kernel's (or the bypass driver's) receive path: from the NIC's delivery to data
+    waiting in the socket, on the cores of the receive queues in use."""
+    kind = "kernel_rx" if host.stack == Stack.KERNEL else "bypass_rx"
+    return Hop(
+        f"{role} {host.stack} rx",
+        "host",
+        delay=stage(profile, kind),
+        service=Const(profile.value(f"{kind}_cpu_us")),
+        station=_cores(role, instance, flows),
+        source=sources(profile, f"{kind}_median_us", f"{kind}_cpu_us"),
+    )
+
+
 def receive_hops(
     role: str, host: HostStack, instance: InstanceType, profile: Profile, flows: int
 ) -> list[Hop]:
     """Hops from the NIC's delivery to the application holding the decoded message."""
-    kind = "kernel_rx" if host.stack == Stack.KERNEL else "bypass_rx"
-    hops = [
-        Hop(
-            f"{role} {host.stack} rx",
-            "host",
-            delay=stage(profile, kind),
-            service=Const(profile.value(f"{kind}_cpu_us")),
-            station=_cores(role, instance, flows),
-            source=sources(profile, f"{kind}_median_us", f"{kind}_cpu_us"),
-        ),
-    ]
+    hops = [stack_receive_hop(role, host, instance, profile, flows)]
     if host.busy_poll or host.stack == Stack.BYPASS:
         hops.append(
             Hop(

@@ -61,6 +61,7 @@ from twin.fast._quantile import grid_point
 from twin.fast._rng import exponential as _exponential
 from twin.fast._rng import uniform as _uniform
 from twin.histogram import counts_index
+from twin.path import MAX_SPANS
 
 STATUS_DONE = 0  # calendar empty and no cycle left to start
 STATUS_PAUSED = 1  # next event is at or after the horizon
@@ -71,11 +72,16 @@ STATUS_FULL = 2  # a new cycle needs a message slot and none is free: grow the s
 # table row each resamples (-1: none), its station (-1: none) and whether it is in order.
 HI_DELAY_Q, HI_SERVICE_Q, HI_DELAY_ROW, HI_SERVICE_ROW, HI_STATION, HI_FLAGS = range(6)
 HI_SERVER, HI_SERVERS = 6, 7  # its station's first server in server_free_us, and their count
-HOP_I_COLS = 8  # a power of two: a row start is a shift
+# Bit masks of the spans (twin.path.Span) the hop opens (entering it) and closes (leaving it);
+# at a reader's stage, its per-read work's quantile table and empirical row, whether it is a
+# whole-read stage, and the reader's last stage.
+HI_SPAN_OPEN, HI_SPAN_CLOSE, HI_READ_Q, HI_READ_ROW, HI_WHOLE_READ, HI_READ_LAST = range(8, 14)
+HOP_I_COLS = 16  # a power of two: a row start is a shift
 # Bits of hop_i[:, HI_FLAGS].
 FLAG_IN_ORDER = 1  # the hop's arrivals come in time order: no calendar event needed
 FLAG_SLEEPS = 2  # its station sleeps when idle: an arrival finding it idle pays a wake-up
 FLAG_BATCHES = 4  # its station pays a cost per batch it takes (see twin.path.Station)
+FLAG_READER = 8  # the first stage of a reader station: an arrival joins its next read
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none),
 # station_cold the cold start's size (us), the inverse of its idle time constant (1/us) and
@@ -84,11 +90,20 @@ FLAG_BATCHES = 4  # its station pays a cost per batch it takes (see twin.path.St
 WI_Q, WI_ROW = 0, 1
 WC_COLD, WC_INV_TAU, WC_LINGER, WC_BATCH = 0, 1, 2, 3
 
-# Columns of the per-slot arrays.
-SF_ENTER, SF_SEND, SF_NEXT_START = 0, 1, 2  # float64 slot_f
-SI_HOP, SI_MSG, SI_RECORD = 0, 1, 2  # int64 slot_i
-SLOT_F_COLS, SLOT_I_COLS = 3, 3
+# Columns of the per-slot arrays: slot_f holds, from SF_SPAN on, when each span opened.
+SF_ENTER, SF_SEND, SF_NEXT_START, SF_EXIT, SF_SPAN = 0, 1, 2, 3, 4  # float64 slot_f
+SI_HOP, SI_MSG, SI_RECORD, SI_AUX, SI_NEXT = 0, 1, 2, 3, 4  # int64 slot_i
+SLOT_F_COLS, SLOT_I_COLS = SF_SPAN + MAX_SPANS, 5
 HOP_START = -1  # slot_i[:, SI_HOP] value for "a cycle starts at the slot's event time"
+# slot_i[:, SI_HOP] values of a reader's events: the slot (first of a read) triggers the read
+# of station SI_AUX; the slot resumes its walk at hop SI_AUX (it has left the reader).
+READ_EVENT, RESUME = -2, -3
+# Columns of the per-station reader state: reader_i the read being gathered (first and last
+# slot of its linked list through slot_i[:, SI_NEXT], and its length: 0 = none), reader_f its
+# poll time and the per-read work of its first stage (drawn when the poll is scheduled: the
+# read takes what arrived by the end of it, when the read call is made).
+RI_HEAD, RI_TAIL, RI_COUNT = 0, 1, 2
+RF_POLL, RF_WORK = 0, 1
 # A calendar key is ``seq << SLOT_BITS | slot``: 2**20 slots in flight and 2**43 events per run
 # (a 24-hour run at 400k msg/s schedules about 2**39).
 SLOT_BITS = 20
@@ -124,6 +139,187 @@ def _earliest_to_root(heap_t: np.ndarray, heap_k: np.ndarray, heap_n: int) -> No
 
 
 @njit(cache=True)
+def _group_size(burst, geometric, s0, s1, s2, s3):  # noqa: ANN001, ANN202
+    """Cycles in the next group: ``burst``, or a geometric number with mean ``burst``."""
+    if not geometric or burst == 1:
+        return burst, s0, s1, s2, s3
+    u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
+    return 1 + int(np.floor(np.log(1.0 - u) / np.log(1.0 - 1.0 / burst))), s0, s1, s2, s3
+
+
+@njit(cache=True)
+def _close_spans(closes, t, slot_f, slot, span_counts):  # noqa: ANN001, ANN202
+    """Record the spans of bit mask ``closes`` that a recorded message ends at ``t``."""
+    for b in range(MAX_SPANS):
+        if (closes >> b) & 1:
+            span = t - slot_f[slot, SF_SPAN + b]
+            span_counts[b, counts_index(np.int64(np.rint(span * 1e3)))] += 1
+
+
+@njit(cache=True)
+def _push(heap_t: np.ndarray, heap_k: np.ndarray, heap_n: int, t: float, key: int) -> int:
+    """Push (sift up) an event whose key is the largest so far; return the new heap size."""
+    j = heap_n
+    while j > 0:
+        parent = (j - 1) >> 1
+        if heap_t[parent] <= t:
+            break
+        heap_t[j] = heap_t[parent]
+        heap_k[j] = heap_k[parent]
+        j = parent
+    heap_t[j] = t
+    heap_k[j] = key
+    return heap_n + 1
+
+
+@njit(cache=True)
+def _draw(q, row, quantiles, tables, table_lengths, s0, s1, s2, s3):  # noqa: ANN001, ANN202
+    """One draw from a quantile table starting at ``q`` (plus a resample of empirical ``row``)."""
+    g, f, s0, s1, s2, s3 = grid_point(s0, s1, s2, s3)
+    q = np.uint64(q) + g
+    lo = quantiles[q]
+    x = lo + (quantiles[q + np.uint64(1)] - lo) * f
+    if row >= 0:
+        u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
+        n_row = table_lengths[row]
+        x += tables[row, min(int(u * n_row), n_row - 1)]
+    return x, s0, s1, s2, s3
+
+
+@njit(cache=True)
+def _first_work(  # noqa: PLR0913
+    first,
+    st,
+    idle,
+    hop_i,
+    station_wake_i,
+    station_cold,
+    quantiles,
+    tables,
+    table_lengths,
+    s0,
+    s1,
+    s2,
+    s3,
+):  # noqa: ANN001, ANN202
+    """The per-read work of a reader's first stage (poll -> read), with the wake-up and cold
+    start of a thread that sat idle ``idle`` us: the read call comes at its end."""
+    work, s0, s1, s2, s3 = _draw(
+        hop_i[first, HI_READ_Q], hop_i[first, HI_READ_ROW], quantiles, tables, table_lengths,
+        s0, s1, s2, s3,
+    )  # fmt: skip
+    if idle > 0:
+        x, s0, s1, s2, s3 = _draw(
+            station_wake_i[st, WI_Q], station_wake_i[st, WI_ROW], quantiles, tables,
+            table_lengths, s0, s1, s2, s3,
+        )  # fmt: skip
+        work += x + station_cold[st, WC_COLD] * -np.expm1(-idle * station_cold[st, WC_INV_TAU])
+    return work, s0, s1, s2, s3
+
+
+@njit(cache=True)
+def _read(  # noqa: PLR0913
+    first,
+    hop_i,
+    station_wake_i,
+    station_cold,
+    hop_record_us,
+    server_free_us,
+    reader_i,
+    reader_f,
+    quantiles,
+    tables,
+    table_lengths,
+    slot_f,
+    slot_i,
+    span_counts,
+    hop_sum_us,
+    busy_us,
+    heap_t,
+    heap_k,
+    heap_n,
+    seq,
+    warmup_us,
+    end_us,
+    s0,
+    s1,
+    s2,
+    s3,
+):  # noqa: ANN001, ANN202
+    """Take the read gathered at the reader whose first stage is hop ``first`` (see
+    twin.path.Station.reader): work out
+    each member's stages, record their hop times and spans, free the thread after the read and
+    its bookkeeping, and schedule every member to resume its walk as it leaves the last stage.
+    Returns the calendar's size and sequence number and the generator's state."""
+    st = hop_i[first, HI_STATION]
+    slot = reader_i[st, RI_HEAD]
+    n = reader_i[st, RI_COUNT]
+    reader_i[st, RI_COUNT] = 0
+    poll = reader_f[st, RF_POLL]
+    last = hop_i[first, HI_READ_LAST]
+    # A TLS record per run of consecutive messages of one burst (they share a send time).
+    records = 1
+    m = slot
+    for _ in range(n - 1):
+        nxt = slot_i[m, SI_NEXT]
+        if slot_f[nxt, SF_SEND] != slot_f[m, SF_SEND]:
+            records += 1
+        m = nxt
+    t = poll
+    for h in range(first, last + 1):
+        start = t
+        if h == first:
+            work = reader_f[st, RF_WORK]
+        else:
+            work, s0, s1, s2, s3 = _draw(
+                hop_i[h, HI_READ_Q], hop_i[h, HI_READ_ROW], quantiles, tables, table_lengths,
+                s0, s1, s2, s3,
+            )  # fmt: skip
+        work += hop_record_us[h] * (records - 1)
+        whole = hop_i[h, HI_WHOLE_READ] != 0
+        opens = hop_i[h, HI_SPAN_OPEN]
+        closes = hop_i[h, HI_SPAN_CLOSE]
+        done = start + work
+        m = slot
+        for _ in range(n):
+            x, s0, s1, s2, s3 = _draw(
+                hop_i[h, HI_SERVICE_Q], hop_i[h, HI_SERVICE_ROW], quantiles, tables,
+                table_lengths, s0, s1, s2, s3,
+            )  # fmt: skip
+            done += x
+            slot_f[m, SF_EXIT] = done  # this stage's exit, unless it is a whole-read stage
+            m = slot_i[m, SI_NEXT]
+        m = slot
+        for _ in range(n):
+            left = done if whole else slot_f[m, SF_EXIT]
+            for b in range(MAX_SPANS):
+                if (opens >> b) & 1:
+                    slot_f[m, SF_SPAN + b] = start
+            if slot_i[m, SI_RECORD] != 0:
+                hop_sum_us[h] += left - slot_f[m, SF_ENTER]
+                for b in range(MAX_SPANS):
+                    if (closes >> b) & 1:
+                        span = left - slot_f[m, SF_SPAN + b]
+                        span_counts[b, counts_index(np.int64(np.rint(span * 1e3)))] += 1
+            slot_f[m, SF_ENTER] = left  # the next stage's entry
+            m = slot_i[m, SI_NEXT]
+        t = done
+    linger = station_cold[st, WC_LINGER]
+    if warmup_us <= poll < end_us:
+        busy_us[st] += t - poll + linger
+    server_free_us[hop_i[first, HI_SERVER]] = t + linger
+    m = slot
+    for _ in range(n):
+        nxt = slot_i[m, SI_NEXT]
+        slot_i[m, SI_HOP] = RESUME
+        slot_i[m, SI_AUX] = last + 1
+        heap_n = _push(heap_t, heap_k, heap_n, slot_f[m, SF_ENTER], (seq << SLOT_BITS) | m)
+        seq += 1
+        m = nxt
+    return heap_n, seq, s0, s1, s2, s3
+
+
+@njit(cache=True)
 def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     hop_i: np.ndarray,
     station_next: np.ndarray,
@@ -142,6 +338,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     end_us: float,
     per_cycle: int,
     burst: int,
+    geometric_bursts: bool,
     rng: np.ndarray,
     fstate: np.ndarray,
     istate: np.ndarray,
@@ -154,6 +351,10 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     hop_sum_us: np.ndarray,
     busy_us: np.ndarray,
     horizon_us: float,
+    hop_record_us: np.ndarray,
+    reader_i: np.ndarray,
+    reader_f: np.ndarray,
+    span_counts: np.ndarray,
 ) -> int:
     """Advance the simulation until done, paused at ``horizon_us``, or out of slots."""
     n_hops = hop_i.shape[0]
@@ -201,7 +402,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 e, s0, s1, s2, s3 = _exponential(s0, s1, s2, s3)
                 gap = mean_gap_us * burst * e
             next_cycle = gap
-            group_left = burst
+            group_left, s0, s1, s2, s3 = _group_size(burst, geometric_bursts, s0, s1, s2, s3)
 
     status = STATUS_DONE
     while True:
@@ -229,7 +430,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     e, s0, s1, s2, s3 = _exponential(s0, s1, s2, s3)
                     gap = mean_gap_us * burst * e
                 next_cycle += gap
-                group_left = burst
+                group_left, s0, s1, s2, s3 = _group_size(burst, geometric_bursts, s0, s1, s2, s3)
             other_t = top_t
         else:
             if heap_n == 0:
@@ -254,11 +455,56 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             other_t = next_cycle
 
         keep = False
+        parked = False  # waiting in a reader's next read, with no event of its own
         while True:
             if hop == HOP_START:
                 send = t
                 record = warmup_us <= t < end_us
                 hop = 0
+            elif hop == RESUME:  # it left a reader: walk on from the hop after its stages
+                hop = slot_i[slot, SI_AUX]
+            elif hop == READ_EVENT:
+                heap_n, seq, s0, s1, s2, s3 = _read(
+                    slot_i[slot, SI_AUX], hop_i, station_wake_i, station_cold, hop_record_us,
+                    server_free_us, reader_i, reader_f, quantiles, tables, table_lengths,
+                    slot_f, slot_i, span_counts, hop_sum_us, busy_us, heap_t, heap_k, heap_n,
+                    seq, warmup_us, end_us, s0, s1, s2, s3,
+                )  # fmt: skip
+                parked = True  # every member, this slot too, now has a resume event
+                break
+            elif hop_il[np.uint64(hop) * np.uint64(HOP_I_COLS) + np.uint64(HI_FLAGS)] & FLAG_READER:
+                # Join the reader's next read: the first to arrive schedules its read call, just
+                # after the poll (max(now, thread free)) and its first stage's per-read work, so
+                # that whatever arrives by that instant is in it.
+                hi = np.uint64(hop) * np.uint64(HOP_I_COLS)
+                st = np.uint64(hop_il[hi + np.uint64(HI_STATION)])
+                slot_f[slot, SF_ENTER] = enter
+                slot_f[slot, SF_SEND] = send
+                slot_i[slot, SI_MSG] = msg
+                slot_i[slot, SI_RECORD] = 1 if record else 0
+                slot_i[slot, SI_NEXT] = -1
+                count = reader_i[st, RI_COUNT]
+                reader_i[st, RI_COUNT] = count + 1
+                if count > 0:
+                    slot_i[reader_i[st, RI_TAIL], SI_NEXT] = np.int64(slot)
+                    reader_i[st, RI_TAIL] = np.int64(slot)
+                    parked = True
+                    break
+                reader_i[st, RI_HEAD] = np.int64(slot)
+                reader_i[st, RI_TAIL] = np.int64(slot)
+                free_t = server_free_us[hop_il[hi + np.uint64(HI_SERVER)]]
+                poll = t if t > free_t else free_t
+                work, s0, s1, s2, s3 = _first_work(
+                    hop, st, t - free_t if t > free_t else 0.0, hop_i, station_wake_i,
+                    station_cold, quantiles, tables, table_lengths, s0, s1, s2, s3,
+                )  # fmt: skip
+                reader_f[st, RF_POLL] = poll
+                reader_f[st, RF_WORK] = work
+                slot_i[slot, SI_AUX] = hop
+                t = np.nextafter(poll + work, _INF)
+                hop = READ_EVENT
+                keep = True
+                break
             else:
                 # Arrival at the station of ``hop`` (Kiefer-Wolfowitz step). Any server free by
                 # ``t`` serves at ``t``: try the next one round-robin (the one used longest ago,
@@ -318,6 +564,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     busy_us[st] += s + linger
                 if record:
                     hop_sum_us[h] += done_t - enter
+                    closes = hop_il[hi + np.uint64(HI_SPAN_CLOSE)]
+                    if closes != 0:
+                        _close_spans(closes, done_t, slot_f, slot, span_counts)
                 t = done_t
                 hop += 1
             # Walk the non-queueing parts up to the next station.
@@ -325,6 +574,11 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 h = np.uint64(hop)
                 hi = h * np.uint64(HOP_I_COLS)
                 enter = t
+                opens = hop_il[hi + np.uint64(HI_SPAN_OPEN)]
+                if opens != 0:
+                    for b in range(MAX_SPANS):
+                        if (opens >> b) & 1:
+                            slot_f[slot, SF_SPAN + b] = t
                 g, f, s0, s1, s2, s3 = grid_point(s0, s1, s2, s3)
                 q = np.uint64(hop_il[hi + np.uint64(HI_DELAY_Q)]) + g
                 lo = quantiles[q]
@@ -339,6 +593,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     break
                 if record:
                     hop_sum_us[h] += t - enter
+                    closes = hop_il[hi + np.uint64(HI_SPAN_CLOSE)]
+                    if closes != 0:
+                        _close_spans(closes, t, slot_f, slot, span_counts)
                 hop += 1
             if hop < n_hops:
                 if (
@@ -374,7 +631,17 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     continue
             break
 
-        if keep:
+        if parked:  # its slot stays taken; its event (if any) leaves the calendar
+            if not from_heap:
+                continue
+            heap_n -= 1
+            item_t = heap_t[heap_n]
+            item_k = heap_k[heap_n]
+            heap_t[heap_n] = _INF
+            if heap_n == 0:
+                heap_t[0] = _INF
+                continue
+        elif keep:
             slot_f[slot, SF_ENTER] = enter
             slot_f[slot, SF_SEND] = send
             slot_i[slot, SI_HOP] = hop

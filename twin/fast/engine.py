@@ -73,6 +73,7 @@ def hop_tables(
             row, "delay", float(row["fixed_us"])
         )
         hop_i[h, k.HI_SERVICE_Q], hop_i[h, k.HI_SERVICE_ROW] = tables.encode(row, "service")
+        hop_i[h, k.HI_READ_Q], hop_i[h, k.HI_READ_ROW] = tables.encode(row, "read")
     wake = path.station_wake
     station_wake_i = np.array([tables.encode(w, "wake") for w in wake], dtype=np.int64)
     station_wake_i = station_wake_i.reshape(path.n_stations, 2)
@@ -97,7 +98,24 @@ def hop_tables(
     first = np.concatenate([[0], np.cumsum(servers)[:-1]])
     hop_i[queued, k.HI_SERVER] = first[station[queued]]
     hop_i[queued, k.HI_SERVERS] = servers[station[queued]]
+    hop_i[:, k.HI_WHOLE_READ] = hops["whole_read"]
+    for s, (first_hop, last_hop) in enumerate(path.span_hops):
+        hop_i[first_hop, k.HI_SPAN_OPEN] |= 1 << s
+        hop_i[last_hop, k.HI_SPAN_CLOSE] |= 1 << s
+    for first_hop, last_hop in reader_runs(path):
+        hop_i[first_hop, k.HI_FLAGS] |= k.FLAG_READER
+        hop_i[first_hop, k.HI_READ_LAST] = last_hop
     return hop_i, station_wake_i, np.ascontiguousarray(station_cold), np.concatenate(tables.chunks)
+
+
+def reader_runs(path: CompiledPath) -> list[tuple[int, int]]:
+    """The first and last hop of each reader station's stages (one contiguous run each)."""
+    reader = path.station_wake["reader"]
+    runs: dict[int, list[int]] = {}
+    for h, st in enumerate(path.hops["station"]):
+        if st >= 0 and reader[st]:
+            runs.setdefault(int(st), [h, h])[1] = h
+    return [(a, b) for a, b in runs.values()]
 
 
 def in_order_hops(path: CompiledPath, load: Load) -> np.ndarray:
@@ -107,21 +125,26 @@ def in_order_hops(path: CompiledPath, load: Load) -> np.ndarray:
     at a single hop ``h`` already gets them in order when every message reaches ``h`` straight
     from a one-server station (FIFO, so its departures are non-decreasing in the order it
     serves them) through hops whose times are constant (adding a constant keeps the order), or
-    straight from the open-loop generator of one-message cycles (sends in time order).
+    straight from the open-loop generator of one-message cycles (sends in time order). A
+    reader's stages and the stations right after a reader are never in order: a reader's
+    arrivals must meet its polls in time order.
     """
     hops = path.hops
     station = hops["station"]
+    reader = path.station_wake["reader"] != 0
     visits = np.bincount(station[station >= 0], minlength=path.n_stations)
     constant = np.isin(hops["delay_code"], (Zero.code, Const.code))
     ordered = np.zeros(path.n_hops, dtype=np.bool_)
     for h in range(path.n_hops):
-        if station[h] < 0 or visits[station[h]] != 1 or not constant[h]:
+        if station[h] < 0 or visits[station[h]] != 1 or not constant[h] or reader[station[h]]:
             continue
         k = h - 1
         while k >= 0 and station[k] < 0 and constant[k]:
             k -= 1
         if k >= 0:
-            ordered[h] = station[k] >= 0 and path.station_servers[station[k]] == 1
+            ordered[h] = (
+                station[k] >= 0 and path.station_servers[station[k]] == 1 and not reader[station[k]]
+            )
         else:
             ordered[h] = load.loop == dtypes.LOOP_OPEN and load.messages_per_cycle == 1
     return ordered
@@ -156,6 +179,10 @@ class _Run:
         self.counts = np.tile(empty_counts(), (load.messages_per_cycle, 1))
         self.hop_sum_us = np.zeros(path.n_hops)
         self.busy_us = np.zeros(path.n_stations)
+        self.hop_record_us = np.ascontiguousarray(path.hops["per_record_us"], dtype=np.float64)
+        self.reader_i = np.zeros((path.n_stations, 3), dtype=np.int64)
+        self.reader_f = np.zeros((path.n_stations, 2))
+        self.span_counts = np.tile(empty_counts(), (path.n_spans, 1))
         self.tables = np.ascontiguousarray(path.tables, dtype=np.float64)
         self.table_lengths = np.ascontiguousarray(path.table_lengths, dtype=np.int64)
 
@@ -198,6 +225,7 @@ class _Run:
                 float(load.end_us),
                 int(load.messages_per_cycle),
                 int(load.burst),
+                load.burst_sizes == dtypes.BURST_GEOMETRIC,
                 self.rng,
                 self.fstate,
                 self.istate,
@@ -210,6 +238,10 @@ class _Run:
                 self.hop_sum_us,
                 self.busy_us,
                 float(horizon_us),
+                self.hop_record_us,
+                self.reader_i,
+                self.reader_f,
+                self.span_counts,
             )
         )
 
@@ -223,6 +255,7 @@ class _Run:
             hop_time_sum_us=self.hop_sum_us,
             station_busy_us=self.busy_us,
             duration_us=self.load.duration_us,
+            span_counts=self.span_counts,
         )
 
 
