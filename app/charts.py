@@ -17,6 +17,7 @@ import polars as pl
 from app.runner import PERCENTILES, Summary
 from calibration.bands import Band
 from twin import Profile, percentiles
+from twin.components.feed import CLIENT_WIRE, PIPELINE
 from twin.uncertainty import bounds_text
 
 PERCENTILE_VALUES = dict(PERCENTILES)
@@ -220,6 +221,38 @@ def hop_rows(summary: Summary, by_component: bool) -> list[dict[str, Any]]:
         if hop.utilization is not None:
             row["utilization"] = max(row["utilization"] or 0.0, hop.utilization)
     return list(rows.values())
+
+
+def tick_rows(summary: Summary) -> list[dict[str, Any]]:
+    """A feed path's time in the order a tick lives it: to the client's socket (publish and
+    network), each pipeline stage, then (tick to trade) to the wire and to the ack."""
+    rows: dict[str, dict[str, Any]] = {}
+    stage = "tick to the client's socket"
+    for hop in summary.hops:
+        if hop.component == PIPELINE:
+            key = hop.name
+            stage = "decision to wire"
+        else:
+            key = stage
+        row = rows.setdefault(key, {"hop": key, "mean (µs)": 0.0, "at p99 (µs)": 0.0})
+        row["mean (µs)"] += hop.mean_us
+        row["at p99 (µs)"] += hop.p99_us
+        if hop.name == CLIENT_WIRE:
+            stage = "venue and the ack back"
+    return list(rows.values())
+
+
+#: The statistics of a span table, in the write-up's order.
+SPAN_COLUMNS = ("mean", "p50", "p75", "p90", "p99", "p99_9")
+
+
+def span_rows(summary: Summary) -> list[dict[str, Any]]:
+    """Each span of the run (pipeline stages as the pipeline's timers measure them, then the
+    milestones) with its mean and percentiles (us)."""
+    return [
+        {"span": name, **{f"{percentiles.label(k)} (µs)": table[k] for k in SPAN_COLUMNS}}
+        for name, table in summary.spans_us.items()
+    ]
 
 
 def waterfall_figure(rows: Sequence[Mapping[str, Any]], column: str, total_label: str) -> go.Figure:

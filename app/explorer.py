@@ -31,6 +31,7 @@ from twin import (  # noqa: E402
     load_scenario,
     scenario_profile,
 )
+from twin.kinds import WorkloadKind  # noqa: E402
 from twin.profile import resolve_profile_path  # noqa: E402
 from twin.scenario import scenarios_dir  # noqa: E402
 from twin.sweep.capacity import capacity_from_curve, saturation_rate  # noqa: E402
@@ -347,6 +348,26 @@ def hops_tab(summary: runner.Summary) -> None:
     )
 
 
+def tick_tab(summary: runner.Summary, scenario: Scenario) -> None:
+    """A tick's journey (feed and tick-to-trade scenarios): a stage waterfall and the
+    pipeline's per-stage table, as the C++ engine write-up reports it."""
+    if not summary.stable:
+        st.info("No stage breakdown: the run is unstable.")
+        return
+    which = st.radio("Round trip", ("mean", "at p99"), horizontal=True, key="tick_stat")
+    column = "mean (µs)" if which == "mean" else "at p99 (µs)"
+    end = "tick to ack" if scenario.workload.kind == WorkloadKind.TICK_TO_TRADE else "tick to model"
+    st.plotly_chart(charts.waterfall_figure(charts.tick_rows(summary), column, f"{end} {which}"))
+    st.markdown("**Stages and milestones**")
+    show_table(charts.span_rows(summary))
+    st.caption(
+        "A stage's latency runs from the stage's start over the whole read to the message "
+        "leaving it, so it includes the work on the messages ahead of it in the read; "
+        "`inbound` runs from the poll to the model updated. The waterfall's bars are mean hop "
+        "times (they add up to the round trip); at p99 the tail is shared out as on the hop view."
+    )
+
+
 def calibration_tab(scenario: Scenario) -> None:
     try:
         profile = load_profile(resolve_profile_path(scenario.profile, scenario.base_dir))
@@ -425,18 +446,18 @@ def main() -> None:
         st.stop()
     headline(summary, reference)
     downloads(scenario, summary)
-    tabs = st.tabs(
-        [
-            "Distribution",
-            "Four tiers",
-            "Latency vs throughput",
-            "Where the time goes",
-            "Calibration",
-            "Scenario",
-        ],
-        key="view",
-        on_change="rerun",
-    )
+    names = [
+        "Distribution",
+        "Four tiers",
+        "Latency vs throughput",
+        "Where the time goes",
+        "Calibration",
+        "Scenario",
+    ]
+    feed = scenario.workload.kind.has_feed
+    if feed:
+        names.append("Tick to trade")
+    tabs = st.tabs(names, key="view", on_change="rerun")
     with tabs[0]:
         if tabs[0].open:
             distribution_tab(summary, scenario, sweep_messages)
@@ -456,6 +477,10 @@ def main() -> None:
         if tabs[5].open:
             st.code(scenario.to_toml(), language="toml")
             st.json(summary.placements)
+    if feed:
+        with tabs[6]:
+            if tabs[6].open:
+                tick_tab(summary, scenario)
 
 
 main()

@@ -109,6 +109,8 @@ class Summary:
     stations: tuple[tuple[str, int, float], ...] = ()
     placements: dict[str, str] = field(default_factory=dict)
     result: dict[str, Any] = field(default_factory=dict)
+    # The path's spans (a feed's pipeline stages and milestones): statistic -> us.
+    spans_us: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def p(self, key: str) -> float:
         return self.rtt_us[percentiles.key(key)]
@@ -174,6 +176,7 @@ def summarise(result: RunResult, prepared: Prepared) -> Summary:
         stations=tuple((s.name, s.servers, s.utilization) for s in result.stations),
         placements=dict(result.placements),
         result=result.to_dict(),
+        spans_us={k: dict(v) for k, v in result.spans_us.items()},
     )
 
 

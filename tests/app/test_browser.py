@@ -215,3 +215,19 @@ def test_every_view_renders(page, tab: str, marker: str) -> None:
     rerun_for(page, marker)
     assert page.locator('[data-testid="stException"]').count() == 0
     shot(page, "explorer_view_" + tab.lower().replace(" ", "_"))
+
+
+def test_the_tick_to_trade_view_renders(page) -> None:
+    """A feed scenario's extra view (issue 20) in the browser: its waterfall and table paint."""
+    settle(page)
+    page.get_by_role("tab", name="Distribution").click()
+    settle(page)
+    base = page.locator('[data-testid="stSelectbox"]').filter(has_text="Start from scenario").first
+    base.click()
+    page.get_by_role("option", name="tick_to_trade_tier1").click()
+    settle(page)
+    page.get_by_role("tab", name="Tick to trade").click()
+    rerun_for(page, "leaving it")
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.wait_for_selector('[data-testid="stPlotlyChart"]', timeout=SETTLE_TIMEOUT_MS)
+    shot(page, "explorer_view_tick_to_trade")

@@ -158,3 +158,18 @@ def test_calibration_bands_reach_the_explorer(app: AppTest) -> None:
     band = dict(zip(table["statistic"], table["90% calibration band (µs)"], strict=True))
     low, high = (float(x.replace(",", "")) for x in band["p99"].split(" .. "))
     assert low < p99_us(app) < high
+
+
+def test_a_tick_to_trade_scenario_shows_its_stage_waterfall_and_table(app: AppTest) -> None:
+    """Issue 20: feed scenarios get a tick-to-trade view: the stage waterfall adds up to the
+    mean round trip (tick to ack) and the table lists every stage and milestone."""
+    app.selectbox(key="base").set_value("tick_to_trade_tier1").run()
+    app.session_state["view"] = "Tick to trade"
+    app.run()
+    assert not app.exception and not app.error
+    (table,) = app.dataframe
+    spans = list(table.value["span"])
+    assert spans[:2] == ["client poll → read", "client TLS decrypt"]
+    assert {"inbound", "tick to model", "decision to wire", "tick to wire"} <= set(spans)
+    assert (table.value["p99 (µs)"] >= table.value["p50 (µs)"]).all()
+    assert any("leaving it" in c.value for c in app.caption)

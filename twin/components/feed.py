@@ -33,6 +33,8 @@ from twin.scenario import Feed, HostStack
 PIPELINE = "pipeline"
 MODEL_UPDATE = "client model update"
 DECISION = "client strategy decision"
+#: The hop after which a tick-to-trade order is on the wire (the client's NIC sending it).
+CLIENT_WIRE = "client NIC tx"
 
 
 def publisher_hop(profile: Profile) -> Hop:
@@ -127,7 +129,7 @@ def feed_spans(hops: list[Hop], kind: WorkloadKind) -> tuple[Span, ...]:
     spans.append(Span("inbound", stages[0], MODEL_UPDATE))
     if kind == WorkloadKind.TICK_TO_TRADE:
         after = names.index(DECISION) + 1
-        wire = next(n for n in names[after:] if n == "client NIC tx")
+        wire = next(n for n in names[after:] if n == CLIENT_WIRE)
         spans += [
             Span("tick to model", names[0], MODEL_UPDATE),
             Span("decision to wire", names[after], wire),
