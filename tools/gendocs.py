@@ -513,6 +513,28 @@ def feed() -> str:
     )
 
 
+def feed_findings() -> str:
+    data = _load("benchmarks/results/feed_findings.json")
+    rows = []
+    for r in data["runs"]:
+        st = r["stages_us"]
+        rows.append(
+            (
+                f"{r['rate_msgs_per_s']:,}",
+                f"{r['burst']} {r['burst_sizes']}",
+                f"{r['thread_utilization']:.2f}",
+                f"{st['inbound']['p50']:.0f} / {st['inbound']['p99']:,.0f}",
+                f"{st['client TLS decrypt']['p75']:.1f} / {st['client TLS decrypt']['p99']:.1f}",
+                f"{st['client WebSocket decode']['p50']:.1f} / "
+                f"{st['client WebSocket decode']['p99']:.1f}",
+                f"{st['client JSON parse']['p50']:.1f} / {st['client JSON parse']['p99']:.1f}",
+            )
+        )
+    header = ("updates/s", "burst", "thread busy", "inbound p50 / p99 us", "TLS p75 / p99 us",
+              "decode p50 / p99 us", "parse p50 / p99 us")  # fmt: skip
+    return _table(header, "rlrrrrr", rows)
+
+
 def explorer() -> str:
     data = _load("benchmarks/results/explorer.json")
     rows = [
@@ -537,6 +559,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "api": api,
     "explorer": explorer,
     "feed": feed,
+    "feed-findings": feed_findings,
     "load-summary": load_summary,
     "load-points": load_points,
     "crosscheck": crosscheck,
