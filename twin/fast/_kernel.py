@@ -38,6 +38,12 @@ Semantics are those of :mod:`twin.des`; the structure is chosen for speed:
   percent). Positions used as indices in the hot paths are ``uint64``, which spares Numba's
   negative-index fix-up on each access (about 15%). The rare exact-tie scan at the calendar's
   root is a separate function, out of the loop's registers.
+- **Reader stations** (a one-thread pipeline, :class:`twin.path.Station`) wait: the first
+  arrival of a read parks in a per-station linked list and schedules a read event just after
+  the read call; later arrivals park with no event. The read event (out of line, ``_read``)
+  works out every member's stages, records their hop times and spans, and schedules each to
+  resume its walk when it leaves the last stage. **Spans** open and close by hop bit masks;
+  their start times live in the slot's row.
 - A message is recorded when sent inside ``[warmup, end)``; the run goes on until the calendar is
   empty, so every recorded message completes. The order loop's cancel leaves on the ack; a
   closed-loop account starts its next cycle at ``max(now, previous slot + period)``.
