@@ -513,6 +513,30 @@ def feed() -> str:
     )
 
 
+def crosscheck_spans() -> str:
+    cases = _load("benchmarks/results/crosscheck_full.json")["cases"]
+    rows = []
+    for c in cases:
+        spans = c.get("spans") or {}
+        if not spans:
+            continue
+        worst = max(
+            ((abs(sd[k]), f"{name} {k} {sd[k]:+.2f}%") for name, sd in spans.items()
+             for k in ("p50", "p90", "p99")),
+        )  # fmt: skip
+        rows.append(
+            (
+                c["scenario"],
+                _num(c["rate_msgs_per_s"]),
+                str(len(spans)),
+                worst[1],
+                f"{max(sd['ks'] for sd in spans.values()):.4f}",
+            )
+        )
+    header = ("scenario", "rate msg/s", "spans", "largest percentile difference", "largest KS")
+    return _table(header, "lrrlr", rows)
+
+
 def feed_findings() -> str:
     data = _load("benchmarks/results/feed_findings.json")
     rows = []
@@ -563,6 +587,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "load-summary": load_summary,
     "load-points": load_points,
     "crosscheck": crosscheck,
+    "crosscheck-spans": crosscheck_spans,
     "engines": engines,
     "long-run": long_run,
     "engine-ext": engine_ext,
