@@ -387,18 +387,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 slot_f[a, SF_NEXT_START] = phase
                 if phase < end_us:
                     slot_i[a, SI_HOP] = HOP_START
-                    # Push (sift up): the new key has the largest sequence number so far.
-                    j = heap_n
-                    heap_n += 1
-                    while j > 0:
-                        parent = (j - 1) >> 1
-                        if heap_t[parent] <= phase:
-                            break
-                        heap_t[j] = heap_t[parent]
-                        heap_k[j] = heap_k[parent]
-                        j = parent
-                    heap_t[j] = phase
-                    heap_k[j] = (seq << SLOT_BITS) | a
+                    heap_n = _push(heap_t, heap_k, heap_n, phase, (seq << SLOT_BITS) | a)
                     seq += 1
             next_cycle = _INF
         else:
