@@ -46,7 +46,8 @@ def hgrm_text(counts: np.ndarray) -> str:
 
 
 def write_run(out_dir: Path, result: RunResult, scenario_toml: str) -> list[Path]:
-    """Write a run's JSON summary, scenario, and histograms (Parquet and ``.hgrm``)."""
+    """Write a run's JSON summary, scenario, and histograms (Parquet and ``.hgrm``; one
+    ``span_<name>.hgrm`` per span of the path, a feed's stages and milestones)."""
     paths = [out_dir / "result.json", out_dir / "scenario.toml"]
     write_json(paths[0], result.to_dict())
     write_text(paths[1], scenario_toml)
@@ -57,4 +58,13 @@ def write_run(out_dir: Path, result: RunResult, scenario_toml: str) -> list[Path
         hgrm_path = out_dir / "rtt.hgrm"
         write_text(hgrm_path, hgrm_text(counts))
         paths += [hist_path, hgrm_path]
+    for name, span in result.span_counts.items():
+        span_path = out_dir / f"span_{span_file_stem(name)}.hgrm"
+        write_text(span_path, hgrm_text(span))
+        paths.append(span_path)
     return paths
+
+
+def span_file_stem(name: str) -> str:
+    """A span's name as a file name's stem: ``client poll → read`` -> ``client_poll_read``."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")

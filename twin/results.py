@@ -152,6 +152,8 @@ class RunResult:
     # The path's spans (twin.path.Span: a feed's pipeline stages, tick to model, ...), same
     # keys as rtt_us.
     spans_us: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Each span's histogram (twin.histogram layout, ns), for its .hgrm file.
+    span_counts: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def cdf(self) -> tuple[np.ndarray, np.ndarray]:
         """The round trips' empirical CDF: (bucket floor in us, share of messages at or below).
@@ -338,11 +340,12 @@ def summarise(
         for name, counts in zip(kinds, out.counts_by_kind, strict=True):
             if counts.any():
                 by_kind[name] = histogram_table_us(counts, out.rtt_max_us)
-    spans = {}
+    spans, span_counts = {}, {}
     if out.span_counts is not None:
         for name, counts in zip(path.span_names, out.span_counts, strict=True):
             if counts.any():
                 spans[name] = histogram_table_us(counts, keys=ALL_PERCENTILES)
+                span_counts[name] = counts
     hops = tuple(
         HopStat(
             name=path.hop_names[i],
@@ -374,4 +377,5 @@ def summarise(
         counts=out.counts,
         rtt_by_kind_us=by_kind,
         spans_us=spans,
+        span_counts=span_counts,
     )

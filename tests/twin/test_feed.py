@@ -5,11 +5,13 @@ against their batch-arrival queue."""
 from __future__ import annotations
 
 import csv
+import json
 from dataclasses import replace
 from functools import cache
 
 import pytest
 
+from calibration.readers import read
 from tests.twin.conftest import SCENARIOS
 from tests.twin.fast.test_fast_theory import covering_interval, poisson_load
 from tests.twin.test_group_arrivals import ENGINES
@@ -17,6 +19,7 @@ from twin import dtypes
 from twin.cli import main
 from twin.dists import Const
 from twin.errors import ScenarioError
+from twin.output import span_file_stem
 from twin.path import Hop, Station, compile_path
 from twin.replicate import run_replications
 from twin.results import RunResult
@@ -156,3 +159,12 @@ def test_geometric_groups_match_the_batch_arrival_queue(engine: str) -> None:
     lo, hi = covering_interval(got, result.ci95["mean"])
     assert lo <= expected <= hi, (lo, expected, hi)
     assert got == pytest.approx(expected, rel=0.04)
+
+
+def test_twin_run_out_writes_one_hgrm_per_span(tmp_path) -> None:
+    out = tmp_path / "run"
+    assert main(["run", str(FEED), "--duration", "0.2", "--out", str(out)]) == 0
+    result = json.loads((out / "result.json").read_text())
+    for name, table in result["spans_us"].items():
+        path = out / f"span_{span_file_stem(name)}.hgrm"
+        assert read(path).percentile_us(50) == pytest.approx(table["p50"], rel=0.01), name
