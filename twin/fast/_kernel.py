@@ -677,9 +677,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
         # a missing child never wins and the loop needs no bounds tests; the smaller child is
         # chosen with selects rather than branches.
         # Unsigned positions spare Numba's negative-index fix-up on every access.
-        j = np.uint64(0)
+        pos = np.uint64(0)
         while True:
-            left = j + j + np.uint64(1)
+            left = pos + pos + np.uint64(1)
             lt = heap_t[left]
             rt = heap_t[left + np.uint64(1)]
             lk = heap_k[left]
@@ -690,11 +690,11 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             child = left + np.uint64(right)
             if ct >= item_t:
                 break
-            heap_t[j] = ct
-            heap_k[j] = ck
-            j = child
-        heap_t[j] = item_t
-        heap_k[j] = item_k
+            heap_t[pos] = ct
+            heap_k[pos] = ck
+            pos = child
+        heap_t[pos] = item_t
+        heap_k[pos] = item_k
 
     rng[0], rng[1], rng[2], rng[3] = s0, s1, s2, s3
     istate[I_HEAP_N] = heap_n
