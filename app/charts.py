@@ -242,15 +242,11 @@ def tick_rows(summary: Summary) -> list[dict[str, Any]]:
     return list(rows.values())
 
 
-#: The statistics of a span table, in the write-up's order.
-SPAN_COLUMNS = ("mean", "p50", "p75", "p90", "p99", "p99_9")
-
-
 def span_rows(summary: Summary) -> list[dict[str, Any]]:
     """Each span of the run (pipeline stages as the pipeline's timers measure them, then the
     milestones) with its mean and percentiles (us)."""
     return [
-        {"span": name, **{f"{percentiles.label(k)} (µs)": table[k] for k in SPAN_COLUMNS}}
+        {"span": name} | {f"{percentiles.label(k)} (µs)": table[k] for k in percentiles.STAGE_TABLE}
         for name, table in summary.spans_us.items()
     ]
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 from collections.abc import Mapping
 
 from calibration.bands import Band
-from twin.percentiles import label
+from twin.percentiles import STAGE_TABLE, label
 from twin.results import RunResult
 from twin.uncertainty import Varied, bounds_text, few_samples, few_samples_note
 
@@ -48,12 +48,10 @@ def format_result(result: RunResult) -> str:
     if result.spans_us:
         lines.append("")
         span_width = max(len(name) for name in result.spans_us)
-        header = "  ".join(f"{k:>7s}" for k in ("mean", "p50", "p75", "p90", "p99", "p99.9"))
+        header = "  ".join(f"{label(k):>7s}" for k in STAGE_TABLE)
         lines.append(f"{'span (us)':{span_width}s}  {header}")
         for name, table in result.spans_us.items():
-            cells = "  ".join(
-                f"{table[k]:7.1f}" for k in ("mean", "p50", "p75", "p90", "p99", "p99_9")
-            )
+            cells = "  ".join(f"{table[k]:7.1f}" for k in STAGE_TABLE)
             lines.append(f"{name:{span_width}s}  {cells}")
     if result.by_hour:
         lines.append("")

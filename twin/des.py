@@ -65,10 +65,7 @@ class _Model:
         self.per_read = [self._sampler(h, "read", path) for h in hops]
         self.per_record_us = [float(x) for x in hops["per_record_us"]]
         self.whole_read = [bool(x) for x in hops["whole_read"]]
-        self.readers: dict[int, _Reader] = {}
-        for i, st in enumerate(self.station):
-            if st >= 0 and path.station_wake["reader"][st]:
-                self.readers.setdefault(st, _Reader(i, i)).last = i
+        self.readers = {st: _Reader(a, b) for st, (a, b) in path.reader_runs().items()}
         self.span_first = [int(x) for x in path.span_hops[:, 0]]
         self.span_last = [int(x) for x in path.span_hops[:, 1]]
         self.span_values: list[list[float]] = [[] for _ in path.span_names]

@@ -187,9 +187,15 @@ class CompiledPath:
     def n_spans(self) -> int:
         return len(self.span_names)
 
-    @property
-    def has_reader(self) -> bool:
-        return bool(np.any(self.station_wake["reader"]))
+    def reader_runs(self) -> dict[int, tuple[int, int]]:
+        """Each reader station's first and last stage (hop indices; one contiguous run each,
+        checked by :func:`compile_path`), by station index."""
+        reader = self.station_wake["reader"]
+        runs: dict[int, tuple[int, int]] = {}
+        for h, st in enumerate(self.hops["station"]):
+            if st >= 0 and reader[st]:
+                runs[int(st)] = (runs.get(int(st), (h, h))[0], h)
+        return runs
 
     @property
     def n_hops(self) -> int:

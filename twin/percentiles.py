@@ -30,6 +30,9 @@ ALL_PERCENTILES: Mapping[str, float] = MappingProxyType(
 )
 # The percentiles that fit a narrow table or chart (p95 left out).
 HEADLINE = ("p50", "p90", "p99", "p99_9")
+# The statistics of a stage table (a pipeline's stages and milestones, as the C++ engine
+# write-up tabulates them: p75 included).
+STAGE_TABLE = ("mean", "p50", "p75", "p90", "p99", "p99_9")
 
 
 def label(key: str) -> str:

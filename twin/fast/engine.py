@@ -102,20 +102,10 @@ def hop_tables(
     for s, (first_hop, last_hop) in enumerate(path.span_hops):
         hop_i[first_hop, k.HI_SPAN_OPEN] |= 1 << s
         hop_i[last_hop, k.HI_SPAN_CLOSE] |= 1 << s
-    for first_hop, last_hop in reader_runs(path):
+    for first_hop, last_hop in path.reader_runs().values():
         hop_i[first_hop, k.HI_FLAGS] |= k.FLAG_READER
         hop_i[first_hop, k.HI_READ_LAST] = last_hop
     return hop_i, station_wake_i, np.ascontiguousarray(station_cold), np.concatenate(tables.chunks)
-
-
-def reader_runs(path: CompiledPath) -> list[tuple[int, int]]:
-    """The first and last hop of each reader station's stages (one contiguous run each)."""
-    reader = path.station_wake["reader"]
-    runs: dict[int, list[int]] = {}
-    for h, st in enumerate(path.hops["station"]):
-        if st >= 0 and reader[st]:
-            runs.setdefault(int(st), [h, h])[1] = h
-    return [(a, b) for a, b in runs.values()]
 
 
 def in_order_hops(path: CompiledPath, load: Load) -> np.ndarray:
