@@ -76,11 +76,14 @@ class _Model:
         self.cold_tau_us = [float(x) for x in wake["cold_tau_us"]]
         self.linger_us = [float(x) for x in wake["linger_us"]]
         self.batch_us = [float(x) for x in wake["batch_us"]]
+        self.stall = [self._sampler(w, "stall", path) for w in wake]
         # When each batching station took its current batch (a later arrival starts the next).
         self.batch_taken = [-np.inf] * path.n_stations
         self.sleeps = [
-            draw is not None or cold > 0 or linger > 0
-            for draw, cold, linger in zip(self.wake, self.cold_us, self.linger_us, strict=True)
+            draw is not None or cold > 0 or linger > 0 or stall is not None
+            for draw, cold, linger, stall in zip(
+                self.wake, self.cold_us, self.linger_us, self.stall, strict=True
+            )
         ]
         # When each (one-server) station last finished a service: how long it has sat idle.
         self.last_free = [0.0] * path.n_stations
@@ -102,6 +105,11 @@ class _Model:
         extra = draw() if draw is not None else 0.0
         if cold > 0:
             extra += cold * -np.expm1(-idle_us / self.cold_tau_us[station])
+        stall = self.stall[station]
+        if stall is not None:
+            # A stall, the likelier the longer the thread slept.
+            if self.rng.random() < -np.expm1(-idle_us / self.cold_tau_us[station]):
+                extra += stall()
         return extra
 
     def release_after(self, station: int, req: Any, linger_us: float) -> Generator[Any, Any, None]:

@@ -52,7 +52,8 @@ HOP_DTYPE = np.dtype(
 # ``cold_us * (1 - exp(-gap / cold_tau_us))`` growing with the time ``gap`` the server sat idle
 # (a sleeping thread: scheduler wake-up, cold caches and clock), and ``linger_us`` the woken
 # server stays busy after that message leaves (its work off the message's path before it
-# sleeps again). All zero: no wake-up.
+# sleeps again), and ``stall_*`` what a wake-up may add with probability
+# ``1 - exp(-gap / cold_tau_us)`` (a distribution as above). All zero: no wake-up.
 WAKE_DTYPE = np.dtype(
     [
         ("wake_code", np.int64),
@@ -64,6 +65,10 @@ WAKE_DTYPE = np.dtype(
         ("linger_us", np.float64),
         ("batch_us", np.float64),
         ("reader", np.int64),  # 1: the station is one thread working read by read
+        ("stall_code", np.int64),
+        ("stall_p0", np.float64),
+        ("stall_p1", np.float64),
+        ("stall_p2", np.float64),
     ],
     align=True,
 )

@@ -37,6 +37,12 @@ class Station:
     saturation, and the station's capacity is that of its ordinary service. Only one-server
     stations: with several servers, which one wakes would depend on how they are picked.
 
+    ``stall``: a sleeping thread may also find its core taken when it wakes (its vCPU halted
+    or given to another thread or guest while it slept): with probability
+    ``1 - exp(-gap / cold_tau_us)`` the wake-up adds a draw of ``stall`` (which may itself be
+    zero most of the time). So stalls come after long sleeps: at a low rate, not from a busy
+    thread, and a thread woken moments after it went to sleep almost never meets one.
+
     ``linger_us``: after serving the message that woke it, the server stays busy that long
     before it can serve the next (its work off that message's path: bookkeeping, going back to
     its wait), without delaying the message itself.
@@ -71,6 +77,7 @@ class Station:
     linger_us: float = 0.0
     batch_us: float = 0.0
     reader: bool = False
+    stall: Dist = ZERO
 
     def __post_init__(self) -> None:
         if self.reader and (self.servers != 1 or self.batch_us > 0):
@@ -94,6 +101,13 @@ class Station:
                 f"Station {self.name!r}: cold_tau_us must be > 0 with a cold start, "
                 f"got {self.cold_tau_us}"
             )
+        if not self.stall.is_zero and not (
+            self.cold_tau_us > 0 and math.isfinite(self.cold_tau_us)
+        ):
+            raise ModelError(
+                f"Station {self.name!r}: cold_tau_us must be > 0 with a stall, "
+                f"got {self.cold_tau_us}"
+            )
         if not (self.linger_us >= 0 and math.isfinite(self.linger_us)):
             raise ModelError(f"Station {self.name!r}: linger_us must be >= 0, got {self.linger_us}")
         if self.sleeps and self.servers != 1:
@@ -104,8 +118,9 @@ class Station:
 
     @property
     def sleeps(self) -> bool:
-        """Whether an arrival to the idle station pays a wake-up or a cold start."""
-        return not self.wake.is_zero or self.cold_us > 0 or self.linger_us > 0
+        """Whether an arrival to the idle station pays a wake-up, a cold start or a stall."""
+        drawn = not (self.wake.is_zero and self.stall.is_zero)
+        return drawn or self.cold_us > 0 or self.linger_us > 0
 
 
 @dataclass(frozen=True)
@@ -324,6 +339,9 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
         wake[k]["linger_us"] = st.linger_us
         wake[k]["batch_us"] = st.batch_us
         wake[k]["reader"] = int(st.reader)
+        (wake[k]["stall_code"], wake[k]["stall_p0"], wake[k]["stall_p1"], wake[k]["stall_p2"]) = (
+            encode(st.stall)
+        )
     max_len = max((len(t) for t in tables), default=1)
     table_array = np.zeros((max(len(tables), 1), max_len))
     lengths = np.zeros(max(len(tables), 1), dtype=np.int64)

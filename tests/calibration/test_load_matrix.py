@@ -167,3 +167,31 @@ def test_bad_corpus_is_one_line_and_nothing_written(tmp_path, capsys, edit, mess
 def test_matrix_of_a_folder_without_manifest(tmp_path, capsys) -> None:
     assert main(["validate", "--matrix", str(tmp_path)]) == 2
     assert "manifest.json: no such file" in capsys.readouterr().err
+
+
+def test_the_matrix_moves_the_stalls_to_the_wake_up_and_takes_the_measured_cold_starts() -> None:
+    """The matrix's prior: the kernel path's stalls become wake-up stalls (fitted there), the
+    scheduling cold start is the wake-up probe's, a native tool's handlers have no cold start;
+    the stall groups of the targets fit the wake-up's parameters."""
+    from calibration import matrix
+    from twin.profile import load_profile, resolve_profile_path
+
+    shipped = load_profile(resolve_profile_path("local"))
+    sockperf = next(
+        s for s in matrix.load_corpus(REPO / "calibration" / "data" / "load")
+        if s.name == "sockperf-udp-loopback"
+    )  # fmt: skip
+    prior, known = matrix.measured_prior(sockperf, shipped)
+    assert prior.value("local_path_stall_prob") == 0.0
+    assert prior.value("local_wake_stall_prob") == shipped.value("local_path_stall_prob") > 0
+    assert prior.value("local_wake_cold_us") == matrix.WAKE_PROBE_COLD_US
+    assert (
+        prior.value("local_client_work_cold_us") == prior.value("local_gateway_work_cold_us") == 0
+    )
+    assert {"local_path_stall_prob", "local_wake_cold_us", "local_client_work_cold_us"} <= known
+    assert not known & set(matrix.STALLS_ON_WAKE.values())
+    manifest = REPO / "calibration" / "data" / "load" / matrix.MANIFEST
+    groups = {g.name: g.params for g in matrix.calibration_targets(sockperf, manifest, known).free}
+    assert groups["stall"] == ("local_wake_stall_mean_us",)
+    assert groups["stall_prob"] == ("local_wake_stall_prob",)
+    assert "local_wake_cold_us" not in groups["wake"]

@@ -1,4 +1,4 @@
-"""A station that sleeps when idle (wake-up and cold start), in both engines, against theory.
+"""A station that sleeps when idle (wake-up, cold start, stall), in both engines, against theory.
 
 The wake-up is an exceptional first service: the M/G/1 setup-time result gives the mean
 sojourn exactly. The cold start depends on the idle time before each wake-up, which has no
@@ -7,6 +7,7 @@ closed form on a path with delays: there the two engines are checked against eac
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -140,11 +141,63 @@ def test_engines_agree_on_cold_starts(rate_per_us: float) -> None:
     assert busy_fast == pytest.approx(busy_des, rel=0.03)
 
 
+def test_stalls_come_after_long_sleeps() -> None:
+    """Arrivals every 100 us, service 1 us, a 20 us stall with probability 1 - exp(-idle / 100).
+
+    A message after an unstalled one finds the thread idle 99 us (stall probability
+    p1 = 1 - exp(-0.99)), after a stalled one 79 us (p2 = 1 - exp(-0.79)): a two-state chain
+    whose stalled share is p1 / (1 + p1 - p2), so the mean round trip is 1 + 20 x that."""
+    station = Station("thread", 1, stall=Const(20.0), cold_tau_us=100.0)
+    path = compile_path([Hop("work", "test", service=Const(1.0), station=station)])
+    p1, p2 = -np.expm1(-0.99), -np.expm1(-0.79)
+    expected = 1.0 + 20.0 * p1 / (1.0 + p1 - p2)
+    for simulate, n in ((fast.simulate, 400_000), (des.simulate, 60_000)):
+        load = replace(poisson_load(0.01, n, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+        out = simulate(path, load)
+        share = (out.rtt_sum_us / out.messages - 1.0) / 20.0
+        sd = math.sqrt(p1 / (1 + p1 - p2) * (1 - p1 / (1 + p1 - p2)) / out.messages)
+        assert share * 20.0 + 1.0 == pytest.approx(expected, abs=20.0 * 4 * sd), simulate
+
+
+def test_a_thread_woken_moments_after_it_slept_almost_never_stalls() -> None:
+    """Arrivals every 2 us, service 1 us, a 1000 us stall with probability 1 - exp(-1 / 1e6):
+    about one wake-up in a million stalls, so a run of 50,000 almost surely sees none."""
+    station = Station("thread", 1, stall=Const(1000.0), cold_tau_us=1e6)
+    path = compile_path([Hop("work", "test", service=Const(1.0), station=station)])
+    load = replace(poisson_load(0.5, 50_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+    for simulate in (fast.simulate, des.simulate):
+        out = simulate(path, load)
+        assert out.rtt_sum_us / out.messages == pytest.approx(1.0, abs=0.05)
+
+
+@pytest.mark.parametrize("rate_per_us", [0.02, 0.15])
+def test_engines_agree_on_wake_stalls(rate_per_us: float) -> None:
+    """Two sleeping stations whose wake-ups stall (exponential) after long sleeps."""
+    client = Station("client", 1, wake=Exponential(3.0), stall=Exponential(40.0), cold_tau_us=50.0)
+    gateway = Station("gateway", 1, stall=Exponential(25.0), cold_tau_us=200.0)
+    path = compile_path(
+        [
+            Hop("client work", "test", service=Exponential(1.0), station=client),
+            Hop("wire", "test", delay=Exponential(2.0)),
+            Hop("gateway work", "test", service=Const(1.5), station=gateway),
+            Hop("wire back", "test", delay=Exponential(2.0)),
+        ]
+    )
+    load = poisson_load(rate_per_us, 150_000, seed=9)
+    got_fast, got_des = fast.simulate(path, load), des.simulate(path, load)
+    mean_fast = got_fast.rtt_sum_us / got_fast.messages
+    mean_des = got_des.rtt_sum_us / got_des.messages
+    assert mean_fast == pytest.approx(mean_des, rel=0.02)
+    assert _percentiles(got_fast) == pytest.approx(_percentiles(got_des), rel=0.03)
+
+
 def test_only_a_one_server_station_can_sleep() -> None:
     with pytest.raises(ValueError, match="only a one-server station can sleep"):
         Station("pool", 2, wake=Const(1.0))
     with pytest.raises(ValueError, match="cold_tau_us must be > 0"):
         Station("thread", 1, cold_us=5.0)
+    with pytest.raises(ValueError, match="cold_tau_us must be > 0 with a stall"):
+        Station("thread", 1, stall=Const(5.0))
     with pytest.raises(ValueError, match="linger_us must be >= 0"):
         Station("thread", 1, linger_us=-2.0)
     with pytest.raises(ValueError, match="cold_us must be >= 0"):

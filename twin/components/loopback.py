@@ -11,7 +11,9 @@ wake-up, a message that finds it busy waits and is then served warm. What a mess
   and the round trip is measured from then, so an order that finds the client asleep pays the
   timer's wake-up; a cancel leaves from the ack's handler, the client awake;
 * the **kernel path** to the gateway (loopback or veth): transit and softirq, a shifted
-  lognormal ``local_path`` plus rare stalls (veth adds ``local_veth_us``);
+  lognormal ``local_path`` plus rare stalls (veth adds ``local_veth_us``), or, with
+  ``local_wake_stall_prob > 0``, those stalls met by a process's thread waking after a long
+  sleep instead (:func:`wake_stall`);
 * the **gateway process** (station ``gateway process``, one event loop): decode, risk and
   matching in ``engine_ext``, write the reply (``local_gateway_work``);
 * the kernel path back, and the **client's wake-up for the reply** (a second visit of the
@@ -135,6 +137,7 @@ def _station(profile: Profile, name: str, label: str, rate: float) -> Station:
         cold_us=speed * profile.value(f"{name}_cold_us") + profile.value("local_wake_cold_us"),
         cold_tau_us=profile.value(f"{name}_idle_us"),
         linger_us=speed * profile.value(f"{name}_linger_us"),
+        stall=wake_stall(profile),
     )
 
 
@@ -207,6 +210,36 @@ PATH_TABLE_SIZE = 16384
 STALL_SHAPES = ("exponential", "uniform")
 
 
+def _stall_draws(
+    profile: Profile, rng: np.random.Generator, prob: float, mean: float
+) -> np.ndarray:
+    """A table of stalls: with probability ``prob`` one of mean ``mean`` (the host's stall shape,
+    ``local_path_stall_shape``), else zero."""
+    out = np.zeros(PATH_TABLE_SIZE)
+    stalled = rng.random(PATH_TABLE_SIZE) < prob
+    n = int(stalled.sum())
+    if STALL_SHAPES[int(profile.value("local_path_stall_shape"))] == "uniform":
+        out[stalled] = rng.uniform(0.0, 2.0 * mean, n)
+    else:
+        out[stalled] = rng.exponential(mean, n)
+    return out
+
+
+def wake_stall(profile: Profile) -> Dist:
+    """What a process's thread may meet when it wakes after a long sleep (its vCPU halted or
+    given away meanwhile): with probability ``local_wake_stall_prob`` a stall of mean
+    ``local_wake_stall_mean_us``, paid with probability ``1 - exp(-idle / {name}_idle_us)``
+    (:class:`twin.path.Station` ``stall``). Zero when the profile puts its stalls on the
+    kernel path instead (``local_wake_stall_prob = 0``, the shipped profile)."""
+    prob = profile.value("local_wake_stall_prob")
+    if prob <= 0:
+        return ZERO
+    draws = _stall_draws(
+        profile, np.random.default_rng(2), prob, profile.value("local_wake_stall_mean_us")
+    )
+    return Empirical(tuple(float(x) for x in draws), label="wake-up stall")
+
+
 def _path_delay(profile: Profile) -> Empirical:
     """Shifted lognormal ``local_path``, plus with probability ``local_path_stall_prob`` a stall.
 
@@ -220,13 +253,12 @@ def _path_delay(profile: Profile) -> Empirical:
     """
     rng = np.random.default_rng(1)
     draws = stage(profile, "local_path").sample(rng, PATH_TABLE_SIZE)
-    stalled = rng.random(PATH_TABLE_SIZE) < profile.value("local_path_stall_prob")
-    stall_mean = profile.value("local_path_stall_mean_us")
-    n = int(stalled.sum())
-    if STALL_SHAPES[int(profile.value("local_path_stall_shape"))] == "uniform":
-        draws[stalled] += rng.uniform(0.0, 2.0 * stall_mean, n)
-    else:
-        draws[stalled] += rng.exponential(stall_mean, n)
+    draws += _stall_draws(
+        profile,
+        rng,
+        profile.value("local_path_stall_prob"),
+        profile.value("local_path_stall_mean_us"),
+    )
     return Empirical(tuple(float(x) for x in draws), label="kernel path delay")
 
 

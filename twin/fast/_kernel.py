@@ -88,12 +88,14 @@ FLAG_IN_ORDER = 1  # the hop's arrivals come in time order: no calendar event ne
 FLAG_SLEEPS = 2  # its station sleeps when idle: an arrival finding it idle pays a wake-up
 FLAG_BATCHES = 4  # its station pays a cost per batch it takes (see twin.path.Station)
 FLAG_READER = 8  # the first stage of a reader station: an arrival joins its next read
+FLAG_STALLS = 16  # its station may stall on waking, the more likely the longer it slept
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
-# station_wake_i holds the wake-up's quantile table start and empirical row (-1: none),
+# station_wake_i holds the wake-up's quantile table start and empirical row (-1: none), then
+# the stall's (drawn only at stations flagged FLAG_STALLS, see twin.path.Station.stall),
 # station_cold the cold start's size (us), the inverse of its idle time constant (1/us) and
 # how long the woken server lingers busy after the message leaves (us), and the cost of each
 # batch the server takes (us; batch_taken_us holds when it took its current one).
-WI_Q, WI_ROW = 0, 1
+WI_Q, WI_ROW, WI_STALL_Q, WI_STALL_ROW = 0, 1, 2, 3
 WC_COLD, WC_INV_TAU, WC_LINGER, WC_BATCH = 0, 1, 2, 3
 
 # Columns of the per-slot arrays: slot_f holds, from SF_SPAN on, when each span opened.
@@ -193,6 +195,21 @@ def _draw(q, row, quantiles, tables, table_lengths, s0, s1, s2, s3):  # noqa: AN
 
 
 @njit(cache=True)
+def _stall(  # noqa: PLR0913
+    st, idle, station_wake_i, station_cold, quantiles, tables, table_lengths, s0, s1, s2, s3
+):  # noqa: ANN001, ANN202
+    """The stall a station waking after ``idle`` us may meet: with probability
+    ``1 - exp(-idle / cold_tau)`` a draw of its stall distribution, else nothing."""
+    u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
+    if u >= -np.expm1(-idle * station_cold[st, WC_INV_TAU]):
+        return 0.0, s0, s1, s2, s3
+    return _draw(
+        station_wake_i[st, WI_STALL_Q], station_wake_i[st, WI_STALL_ROW], quantiles, tables,
+        table_lengths, s0, s1, s2, s3,
+    )  # fmt: skip
+
+
+@njit(cache=True)
 def _first_work(  # noqa: PLR0913
     first,
     st,
@@ -220,6 +237,12 @@ def _first_work(  # noqa: PLR0913
             table_lengths, s0, s1, s2, s3,
         )  # fmt: skip
         work += x + station_cold[st, WC_COLD] * -np.expm1(-idle * station_cold[st, WC_INV_TAU])
+        if hop_i[first, HI_FLAGS] & FLAG_STALLS:
+            x, s0, s1, s2, s3 = _stall(
+                st, idle, station_wake_i, station_cold, quantiles, tables, table_lengths,
+                s0, s1, s2, s3,
+            )  # fmt: skip
+            work += x
     return work, s0, s1, s2, s3
 
 
@@ -552,6 +575,12 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     s += station_cold[st, WC_COLD] * -np.expm1(
                         -(t - free_t) * station_cold[st, WC_INV_TAU]
                     )
+                    if flags & FLAG_STALLS:
+                        x, s0, s1, s2, s3 = _stall(
+                            st, t - free_t, station_wake_i, station_cold, quantiles, tables,
+                            table_lengths, s0, s1, s2, s3,
+                        )  # fmt: skip
+                        s += x
                     linger = station_cold[st, WC_LINGER]
                 done_t = start + s
                 server_free_us[pick] = done_t + linger

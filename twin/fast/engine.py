@@ -75,8 +75,10 @@ def hop_tables(
         hop_i[h, k.HI_SERVICE_Q], hop_i[h, k.HI_SERVICE_ROW] = tables.encode(row, "service")
         hop_i[h, k.HI_READ_Q], hop_i[h, k.HI_READ_ROW] = tables.encode(row, "read")
     wake = path.station_wake
-    station_wake_i = np.array([tables.encode(w, "wake") for w in wake], dtype=np.int64)
-    station_wake_i = station_wake_i.reshape(path.n_stations, 2)
+    station_wake_i = np.array(
+        [(*tables.encode(w, "wake"), *tables.encode(w, "stall")) for w in wake], dtype=np.int64
+    )
+    station_wake_i = station_wake_i.reshape(path.n_stations, 4)
     tau = wake["cold_tau_us"]
     station_cold = np.column_stack(
         [
@@ -86,7 +88,10 @@ def hop_tables(
             wake["batch_us"],
         ]
     )
-    sleeps = (wake["wake_code"] != Zero.code) | (wake["cold_us"] > 0) | (wake["linger_us"] > 0)
+    stalls = wake["stall_code"] != Zero.code
+    sleeps = (
+        (wake["wake_code"] != Zero.code) | (wake["cold_us"] > 0) | (wake["linger_us"] > 0) | stalls
+    )
     station = hops["station"]
     queued = station >= 0
     hop_i[:, k.HI_STATION] = station
@@ -94,6 +99,7 @@ def hop_tables(
     hop_i[queued, k.HI_FLAGS] |= np.where(sleeps[station[queued]], k.FLAG_SLEEPS, 0)
     batches = wake["batch_us"] > 0
     hop_i[queued, k.HI_FLAGS] |= np.where(batches[station[queued]], k.FLAG_BATCHES, 0)
+    hop_i[queued, k.HI_FLAGS] |= np.where(stalls[station[queued]], k.FLAG_STALLS, 0)
     servers = np.asarray(path.station_servers, dtype=np.int64)
     first = np.concatenate([[0], np.cumsum(servers)[:-1]])
     hop_i[queued, k.HI_SERVER] = first[station[queued]]
