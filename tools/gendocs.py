@@ -559,6 +559,53 @@ def feed_findings() -> str:
     return _table(header, "rlrrrrr", rows)
 
 
+def _curves() -> list[dict[str, Any]]:
+    return list(_load("benchmarks/results/load_curves.json")["curves"])
+
+
+def curves_summary() -> str:
+    rows = []
+    for c in _curves():
+        first, last = c["points"][0], c["points"][-1]
+        knee = c["knee_msgs_per_s"]
+        sat = c["saturation_msgs_per_s"]
+        rows.append(
+            (
+                c["scenario"],
+                f"{sat:,.0f}",
+                str(first["busiest_station"]),
+                f"{first['rtt_us']['p50']:,.1f} / {first['rtt_us']['p99']:,.1f}",
+                f"{knee:,.0f} ({knee / sat:.2f})" if knee is not None else "not reached",
+                f"{last['rtt_us']['p50']:,.1f} / {last['rtt_us']['p99']:,.1f}",
+            )
+        )
+    header = ("scenario", "saturation msg/s", "busiest station", "10k msg/s p50 / p99 us",
+              "knee msg/s (share)", "at 0.98 p50 / p99 us")  # fmt: skip
+    return _table(header, "lrlrrr", rows)
+
+
+def curves_points() -> str:
+    rows = []
+    for c in _curves():
+        for p in c["points"]:
+            bends = p.get("bends")
+            rows.append(
+                (
+                    c["scenario"],
+                    f"{p['rate_msgs_per_s']:,.0f}",
+                    f"{p['share_of_saturation']:.2f}",
+                    f"{p['rtt_us']['p50']:,.1f}",
+                    f"{p['rtt_us']['p90']:,.1f}",
+                    f"{p['rtt_us']['p99']:,.1f}",
+                    f"{p['busiest_station']} {p['busiest_utilization']:.2f}",
+                    f"{bends['hop']} ({bends['mean_growth_us']:+.1f} us)" if bends else "-",
+                )
+            )
+    header = ("scenario", "msg/s", "share", "p50 us", "p90 us", "p99 us", "busiest station",
+              "what bends (mean growth since 10k)")  # fmt: skip
+    return _table(header, "lrrrrrll", rows)
+
+
 def explorer() -> str:
     data = _load("benchmarks/results/explorer.json")
     rows = [
@@ -604,6 +651,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "campaign": campaign,
     "prediction": prediction,
     "prediction-veth": prediction_veth,
+    "curves-summary": curves_summary,
+    "curves-points": curves_points,
 }
 
 
