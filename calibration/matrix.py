@@ -61,26 +61,18 @@ GOAL_P99_PCT = 25.0
 # Simulated seconds per predicted point and calibration evaluation (the runs measured 2 s).
 PREDICT_DURATION_S = 2.0
 CALIBRATION_NFEV = 15
-# The host's scheduling cold start, measured by the wake-up probe rather than fitted: one low-load
-# point cannot tell it from the rest of the wake-up, and fitted it made every p50 fall with load.
+# The lab host's scheduling cold start, measured by the wake-up probe on the lab's day rather than
+# fitted: one low-load point cannot tell it from the rest of the wake-up, and fitted it made every
+# predicted p50 fall with load while the measured ones stay flat (docs/design-notes.md).
 WAKE_PROBE_COLD_US = 2.1
 WAKE_PROBE_SOURCE = (
-    "measurement: twin testbed wakeprobe on this host (docs/design-notes.md, load-response lab): "
-    "one-way latency p50 26.6 us to a thread that slept 10 us, 28.7 us after 1 ms"
+    "measurement: twin testbed wakeprobe on the lab's host (docs/design-notes.md, load-response "
+    "lab): one-way latency p50 26.6 us to a thread that slept 10 us, 28.7 us after 1 ms"
 )
 NATIVE_COLD_SOURCE = (
     "assumption: a native tool's handlers have no interpreter cold start (the testbed's Python "
     "processes measured theirs by idle gap); the host's is local_wake_cold_us"
 )
-# The kernel path's rare stalls are moved to the wake-up (twin.path.Station.stall): a thread
-# that slept long may find its vCPU halted or taken, one woken moments after it slept does not.
-STALLS_ON_WAKE = MappingProxyType(
-    {
-        "local_path_stall_prob": "local_wake_stall_prob",
-        "local_path_stall_mean_us": "local_wake_stall_mean_us",
-    }
-)
-STALLS_MOVED_SOURCE = "structural: the matrix puts the stalls on the wake-up (local_wake_stall_*)"
 # Quasi-random starting points of the fit (TwinCalibrator ``starts``): one low-load point's
 # percentiles move in steps with the factors, and a local fit from the prior alone stalls.
 CALIBRATION_STARTS = 128
@@ -190,7 +182,9 @@ def measured_prior(system: CorpusSystem, prior: Profile) -> tuple[Profile, froze
     :func:`calibration.testbed.fit.measured_parameters` turns their median summary into the
     model's work, wake-up CPU, cold start, linger, spread and core parameters (operational
     laws, the same as ``twin testbed predict``), so the fit moves only what latency alone
-    tells. Runs of other tools state none of it: the prior is returned unchanged.
+    tells. Runs of other tools state none of it: being native code, their handlers take no
+    interpreter cold start. Every system takes the lab host's scheduling cold start from the
+    wake-up probe (:data:`WAKE_PROBE_COLD_US`).
     """
     point = system.point(system.calibrated_on)
     params: dict[str, Parameter] = dict(prior.params)
@@ -201,11 +195,7 @@ def measured_prior(system: CorpusSystem, prior: Profile) -> tuple[Profile, froze
         for name in EVENTS_PER_MSG:
             params[f"{name}_cold_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)
     params["local_wake_cold_us"] = Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE)
-    for on_path, on_wake in STALLS_ON_WAKE.items():
-        params[on_wake] = replace(params[on_path], fitted=False)
-    params["local_path_stall_prob"] = Parameter(0.0, STALLS_MOVED_SOURCE)
     known = frozenset(k for k, v in params.items() if v is not prior.params.get(k))
-    known -= frozenset(STALLS_ON_WAKE.values())
     return replace(prior, params=MappingProxyType(params)), known
 
 
@@ -215,12 +205,9 @@ def calibration_targets(
     """The local free groups (less the ``measured`` parameters) with the calibration point's
     runs as distribution targets."""
     base = load_targets(LOCAL_TARGETS)
-    moved = (
-        replace(g, params=tuple(STALLS_ON_WAKE.get(p, p) for p in g.params)) for g in base.free
-    )
     free = tuple(
         replace(g, params=tuple(p for p in g.params if p not in measured))
-        for g in moved
+        for g in base.free
         if any(p not in measured for p in g.params)
     )
     base = replace(base, free=free)

@@ -14,8 +14,9 @@ What comes from where (written into the profile's ``source`` of each parameter; 
   rate with orders sent in groups, ``twin testbed campaign --probe-bursts``; over the run's own
   batches when no probe was measured); each process's cold start (its work classed by the idle
   gap before it, ``work_by_idle_gap``); and, with the twin itself in the loop (engine
-  :data:`ENGINE`), the kernel path's body and stalls and the wake-up latency's median and cold
-  part, to the run's order and cancel round-trip percentiles (:data:`FIT_TARGETS`); for veth,
+  :data:`ENGINE`), the kernel path's body, the wake-up latency's median and cold part and the
+  stalls of threads waking after long sleeps, to the run's order and cancel round-trip percentiles
+  (:data:`FIT_TARGETS`); for veth,
   ``local_veth_us`` to the lowest-rate veth run (:func:`fit_veth`).
 
 When the lowest rate was measured several times (``twin testbed campaign --repeats N``), the
@@ -57,8 +58,8 @@ FITTED = (
     "local_path_floor_us",
     "local_path_median_us",
     "local_path_sigma",
-    "local_path_stall_prob",
-    "local_path_stall_mean_us",
+    "local_wake_stall_prob",
+    "local_wake_stall_mean_us",
     "local_wake_median_us",
     "local_wake_cold_us",
 )
@@ -259,11 +260,11 @@ def fit_local(
 
     Returns the profile and the fit's log residuals. ``probe`` is the run's burst probe, if
     measured (see :func:`measured_parameters`). Six parameters (the path body's median and
-    sigma, its floor held at zero; a stall's probability and mean; the wake-up latency's median
-    when warm and its cold part, which grows with the idle time like the work's cold start)
-    against the log of the run's percentiles :data:`FIT_TARGETS`, weighted by
-    :data:`FIT_WEIGHTS`, for each stall shape (:data:`twin.components.loopback.STALL_SHAPES`);
-    the shape that fits the run better is kept.
+    sigma, its floor held at zero; the probability and mean of a stall met by a thread waking
+    after a long sleep; the wake-up latency's median when warm and its cold part, which grows
+    with the idle time like the work's cold start) against the log of the run's percentiles
+    :data:`FIT_TARGETS`, weighted by :data:`FIT_WEIGHTS`, for each stall shape
+    (:data:`twin.components.loopback.STALL_SHAPES`); the shape that fits the run better is kept.
     """
     shapes = range(len(STALL_SHAPES))
     fits = [_fit_path(scenario, summary, where, shape, duration_s, probe) for shape in shapes]
@@ -290,7 +291,7 @@ def _fit_path(
         params = {
             k: Parameter(float(v), source, fitted=fitted) for k, v in zip(FITTED, x, strict=True)
         }
-        params["local_path_stall_shape"] = Parameter(
+        params["local_wake_stall_shape"] = Parameter(
             float(shape),
             f"{source} (the stall shape, {STALL_SHAPES[shape]}, that fits better)",
             fitted=fitted,
@@ -311,7 +312,7 @@ def _fit_path(
     p50 = float(summary.rtt_us["p50"])
     p99 = float(summary.rtt_us["p99"])
     lo = np.array([0.1, 0.05, 1e-4, 1.0, 0.1, 0.01])
-    hi = np.array([10 * p50, 3.0, 0.2, 20 * p99, 10 * p50, 10 * p50])
+    hi = np.array([10 * p50, 3.0, 1.0, 20 * p99, 10 * p50, 10 * p50])
 
     def cost(z: np.ndarray) -> float:
         # Searched in log space, the floor held at zero (the body's median carries the floor).
@@ -324,7 +325,7 @@ def _fit_path(
         np.log([m * p50, sig, q, t * p99, w * p50, c * p50])
         for m in (0.05, 0.2)
         for sig in (0.5, 1.0)
-        for q in (0.003, 0.03)
+        for q in (0.01, 0.1)
         for t in (0.5, 1.5)
         for w in (0.05, 0.2)
         for c in (0.05, 0.5)
@@ -380,6 +381,13 @@ LOCAL_PROFILE_HEADER = (
     "Local testbed profile: written by calibration.testbed.fit.fit_local (do not hand-edit\n"
     "fitted values; re-run calibration/notebooks/04_local_testbed.ipynb)."
 )
+
+
+def completed(profile: Profile, shipped: Profile) -> Profile:
+    """The fitted profile with the ``shipped`` one's parameters a campaign does not measure
+    (the relay's, the feed pipeline's), their values and sources kept."""
+    params = {k: v for k, v in shipped.params.items() if k not in profile.params}
+    return replace(profile, params=MappingProxyType({**params, **profile.params}))
 
 
 def with_description(profile: Profile, description: str) -> Profile:

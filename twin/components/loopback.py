@@ -11,9 +11,7 @@ wake-up, a message that finds it busy waits and is then served warm. What a mess
   and the round trip is measured from then, so an order that finds the client asleep pays the
   timer's wake-up; a cancel leaves from the ack's handler, the client awake;
 * the **kernel path** to the gateway (loopback or veth): transit and softirq, a shifted
-  lognormal ``local_path`` plus rare stalls (veth adds ``local_veth_us``), or, with
-  ``local_wake_stall_prob > 0``, those stalls met by a process's thread waking after a long
-  sleep instead (:func:`wake_stall`);
+  lognormal ``local_path`` (veth adds ``local_veth_us``);
 * the **gateway process** (station ``gateway process``, one event loop): decode, risk and
   matching in ``engine_ext``, write the reply (``local_gateway_work``);
 * the kernel path back, and the **client's wake-up for the reply** (a second visit of the
@@ -21,21 +19,23 @@ wake-up, a message that finds it busy waits and is then served warm. What a mess
   returns from its wait (the reply's timestamp), after a wake-up if it slept, after its
   current work if it was busy.
 
-A **wake-up** costs the thread's scheduling latency (``local_wake``: a lognormal whose median
-is fitted and whose spread is the open-loop timer's measured lateness), the per-wake-up part of
-the handlers (``{name}_wake_us``: the ``a`` of ``work per event = b + a / n`` over warm batches
-of ``n`` events) and a **cold start** growing with how long the thread slept,
-``cold * (1 - exp(-idle / {name}_idle_us))`` (caches, clock, a halted vCPU): the handlers'
-part ``{name}_cold_us`` fitted on the calibration run's work classed by the idle gap before it,
-and a scheduling part ``local_wake_cold_us`` fitted with the kernel path. The station's ordinary
-service is the **marginal** work per event (``{name}_marginal_us``, the ``b``). So the wake-up
-is paid once per busy period: at a low rate by nearly every message, as the rate rises by fewer
-(latency falls with rate, as measured), and never at saturation, whose rate the marginal work
-alone sets. The CPU a wake-up costs beyond the work on the message's path (the process's
-measured CPU per message less what the path holds, ``{name}_linger_us``) is taken as work after
-the message has left (system calls, bookkeeping, going back to its wait): it keeps the woken
-thread busy, so a message arriving then waits, and the stations' utilization is the measured
-CPU's (alternatives tried: ``docs/design-notes.md``, live testbed).
+A **wake-up** costs the thread's scheduling latency (``local_wake``: a lognormal whose median is
+fitted and whose spread is the open-loop timer's measured lateness), the per-wake-up part of the
+handlers (``{name}_wake_us``: the ``a`` of ``work per event = b + a / n`` over warm batches of
+``n`` events) and a **cold start** growing with how long the thread slept, ``cold * (1 - exp(-idle
+/ {name}_idle_us))`` (caches, clock, a halted vCPU): the handlers' part ``{name}_cold_us`` fitted
+on the calibration run's work classed by the idle gap before it, and a scheduling part
+``local_wake_cold_us`` measured by the wake-up probe; and, with probability ``1 - exp(-idle /
+{name}_idle_us)`` too, a rare long **stall** (:func:`wake_stall`), fitted with the kernel path:
+long sleeps, not a load-independent path, carry the tail. The station's ordinary service is the
+**marginal** work per event (``{name}_marginal_us``, the ``b``). So the wake-up is paid once per
+busy period: at a low rate by nearly every message, as the rate rises by fewer (latency falls with
+rate, as measured), and never at saturation, whose rate the marginal work alone sets. The CPU a
+wake-up costs beyond the work on the message's path (the process's measured CPU per message less
+what the path holds, ``{name}_linger_us``) is taken as work after the message has left (system
+calls, bookkeeping, going back to its wait): it keeps the woken thread busy, so a message arriving
+then waits, and the stations' utilization is the measured CPU's (alternatives tried:
+``docs/design-notes.md``, live testbed).
 
 **Shared cores.** Both processes and the background share ``local_host_cores`` cores. A step
 really needs its process's thread *and* a core at once; a path hop holds one station at a time,
@@ -202,70 +202,55 @@ def client_receive_hops(profile: Profile, rate_msgs_per_s: float) -> list[Hop]:
     ]
 
 
-# Draws of the kernel path's delay kept in the compiled path (fixed seed: same profile, same path).
-PATH_TABLE_SIZE = 16384
+# Draws of the kernel path's delay and of a wake-up's stall kept in the compiled path (fixed
+# seeds: same profile, same path).
+PATH_TABLE_SIZE = STALL_TABLE_SIZE = 16384
 
 
-# Stall shapes (``local_path_stall_shape``), chosen by the calibration fit.
+# Stall shapes (``local_wake_stall_shape``), chosen by the calibration fit.
 STALL_SHAPES = ("exponential", "uniform")
 
 
-def _stall_draws(
-    profile: Profile, rng: np.random.Generator, prob: float, mean: float
-) -> np.ndarray:
-    """A table of stalls: with probability ``prob`` one of mean ``mean`` (the host's stall shape,
-    ``local_path_stall_shape``), else zero."""
-    out = np.zeros(PATH_TABLE_SIZE)
-    stalled = rng.random(PATH_TABLE_SIZE) < prob
-    n = int(stalled.sum())
-    if STALL_SHAPES[int(profile.value("local_path_stall_shape"))] == "uniform":
-        out[stalled] = rng.uniform(0.0, 2.0 * mean, n)
-    else:
-        out[stalled] = rng.exponential(mean, n)
-    return out
-
-
 def wake_stall(profile: Profile) -> Dist:
-    """What a process's thread may meet when it wakes after a long sleep (its vCPU halted or
-    given away meanwhile): with probability ``local_wake_stall_prob`` a stall of mean
-    ``local_wake_stall_mean_us``, paid with probability ``1 - exp(-idle / {name}_idle_us)``
-    (:class:`twin.path.Station` ``stall``). Zero when the profile puts its stalls on the
-    kernel path instead (``local_wake_stall_prob = 0``, the shipped profile)."""
+    """What a process's thread may meet when it wakes after sleeping (:class:`twin.path.Station`
+    ``stall``, paid with probability ``1 - exp(-idle / {name}_idle_us)``): with probability
+    ``local_wake_stall_prob`` a stall of mean ``local_wake_stall_mean_us``, else nothing.
+
+    A stall is the woken thread not being scheduled for a while (its vCPU halted or given to
+    another thread or guest while it slept): rare, long, likelier the longer it slept, and
+    never met by a busy thread, which is what a lognormal wake-up alone cannot give (a tight
+    body and a tail tens of times the median that shrinks as the load keeps threads awake).
+    Two shapes, the calibration keeping the one that fits its run (``local_wake_stall_shape``):
+    exponential, a rare long preemption (a descheduled vCPU: a quiet host's tail), or uniform
+    on ``[0, 2 x mean]``, the rest of another thread's time slice (a host whose cores are
+    time-sliced between several runnable jobs: a bounded tail).
+    """
     prob = profile.value("local_wake_stall_prob")
     if prob <= 0:
         return ZERO
-    draws = _stall_draws(
-        profile, np.random.default_rng(2), prob, profile.value("local_wake_stall_mean_us")
-    )
+    rng = np.random.default_rng(2)
+    mean = profile.value("local_wake_stall_mean_us")
+    draws = np.zeros(STALL_TABLE_SIZE)
+    stalled = rng.random(STALL_TABLE_SIZE) < prob
+    n = int(stalled.sum())
+    if STALL_SHAPES[int(profile.value("local_wake_stall_shape"))] == "uniform":
+        draws[stalled] = rng.uniform(0.0, 2.0 * mean, n)
+    else:
+        draws[stalled] = rng.exponential(mean, n)
     return Empirical(tuple(float(x) for x in draws), label="wake-up stall")
 
 
 def _path_delay(profile: Profile) -> Empirical:
-    """Shifted lognormal ``local_path``, plus with probability ``local_path_stall_prob`` a stall.
-
-    A stall (mean ``local_path_stall_mean_us``) is the receiving thread not being scheduled for
-    a while: rare, long, and independent of the testbed's own rate, which is what a lognormal
-    alone cannot give (a tight body and a tail tens of times the median). Two shapes, the
-    calibration keeping the one that fits its run (``local_path_stall_shape``): exponential,
-    a rare long preemption (a descheduled vCPU: a quiet host's tail), or uniform on
-    ``[0, 2 x mean]``, the rest of another thread's time slice (a host whose cores are
-    time-sliced between several runnable jobs: a bounded tail, p99 near p90 x 2 rather than x 4).
-    """
+    """Shifted lognormal ``local_path``: loopback or veth transit and softirq, one way."""
     rng = np.random.default_rng(1)
     draws = stage(profile, "local_path").sample(rng, PATH_TABLE_SIZE)
-    draws += _stall_draws(
-        profile,
-        rng,
-        profile.value("local_path_stall_prob"),
-        profile.value("local_path_stall_mean_us"),
-    )
     return Empirical(tuple(float(x) for x in draws), label="kernel path delay")
 
 
 def path_hops(label: str, tier: Tier, profile: Profile) -> list[Hop]:
     """The kernel path between the two processes, one direction (through the relay: twice)."""
     fixed = profile.value("local_veth_us") if tier == Tier.VETH else 0.0
-    names = ["local_path_median_us", "local_path_stall_prob"]
+    names = ["local_path_median_us"]
     names += ["local_veth_us"] if tier == Tier.VETH else []
     kernel = Hop(
         f"{label} {tier}",

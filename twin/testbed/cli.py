@@ -13,7 +13,7 @@ from twin.atomic import write_json
 from twin.errors import ConfigError
 from twin.extras import Extra, require
 from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier
-from twin.profile import write_profile
+from twin.profile import load_profile, resolve_profile_path, write_profile
 from twin.scenario import scenarios_dir
 
 # The campaign's burst probe (``twin.testbed.campaign.DEFAULT_PROBE_BURSTS``, not imported
@@ -352,9 +352,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
         )
         result["veth_table"] = predict.prediction_table(veth_scenario, profile, rows)
     if args.profile_out:
+        shipped = load_profile(resolve_profile_path("local"))
         write_profile(
             predict.with_description(
-                profile,
+                predict.completed(profile, shipped),
                 "The live testbed on a 2-vCPU host (twin testbed): client and gateway threads "
                 "that sleep when idle. CPU per message, work spread, background and wake-up "
                 "spread measured; marginal and per-wake-up work (burst probe), cold starts, "
