@@ -70,8 +70,9 @@ WAKE_PROBE_SOURCE = (
     "lab): one-way latency p50 26.6 us to a thread that slept 10 us, 28.7 us after 1 ms"
 )
 NATIVE_COLD_SOURCE = (
-    "assumption: a native tool's handlers have no interpreter cold start (the testbed's Python "
-    "processes measured theirs by idle gap); the host's is local_wake_cold_us"
+    "assumption: a native tool's handlers have no interpreter cold start or bookkeeping after a "
+    "wake-up (the testbed's Python processes measured theirs); a wake-up's CPU is its handlers' "
+    "per-wake-up work, and the host's cold start is local_wake_cold_us"
 )
 # Quasi-random starting points of the fit (TwinCalibrator ``starts``): one low-load point's
 # percentiles move in steps with the factors, and a local fit from the prior alone stalls.
@@ -183,19 +184,26 @@ def measured_prior(system: CorpusSystem, prior: Profile) -> tuple[Profile, froze
     model's work, wake-up CPU, cold start, linger, spread and core parameters (operational
     laws, the same as ``twin testbed predict``), so the fit moves only what latency alone
     tells. Runs of other tools state none of it: being native code, their handlers take no
-    interpreter cold start. Every system takes the lab host's scheduling cold start from the
-    wake-up probe (:data:`WAKE_PROBE_COLD_US`).
+    interpreter cold start and no bookkeeping after a wake-up (``linger``), a wake-up's CPU
+    being their per-wake-up work, which the fit scales with the rest of their work. Every
+    system takes the lab host's scheduling cold start from the wake-up probe
+    (:data:`WAKE_PROBE_COLD_US`).
     """
     point = system.point(system.calibrated_on)
     params: dict[str, Parameter] = dict(prior.params)
-    if all((run / "summary.json").is_file() for run in point.runs):
+    measured = all((run / "summary.json").is_file() for run in point.runs)
+    if measured:
         summary = median_summary([read_summary(run) for run in point.runs])
         params.update(measured_parameters(summary, f"{system.name} {point.id}"))
     else:
         for name in EVENTS_PER_MSG:
             params[f"{name}_cold_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)
+            params[f"{name}_linger_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)
+            params[f"{name}_wake_cpu_us"] = replace(params[f"{name}_wake_us"], fitted=False)
     params["local_wake_cold_us"] = Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE)
-    known = frozenset(k for k, v in params.items() if v is not prior.params.get(k))
+    # A native tool's wake-up CPU is its per-wake-up work: scaled with it by the fit.
+    scaled = {f"{name}_wake_cpu_us" for name in EVENTS_PER_MSG} if not measured else set()
+    known = frozenset(k for k, v in params.items() if v is not prior.params.get(k)) - scaled
     return replace(prior, params=MappingProxyType(params)), known
 
 

@@ -169,9 +169,10 @@ def test_matrix_of_a_folder_without_manifest(tmp_path, capsys) -> None:
     assert "manifest.json: no such file" in capsys.readouterr().err
 
 
-def test_a_native_tool_takes_the_hosts_probes_and_no_interpreter_cold_start() -> None:
+def test_a_native_tool_takes_the_hosts_probes_and_no_interpreter_overheads() -> None:
     """sockperf states no CPU or work: the matrix's prior for it is the shipped profile with the
-    host's wake-up probe and no handler cold start (native code), and those are not fitted."""
+    host's wake-up probe, no handler cold start or linger (native code), a wake-up's CPU its
+    per-wake-up work; those are not fitted, the wake-up CPU scales with the work's factor."""
     from calibration import matrix
     from twin.profile import load_profile, resolve_profile_path
 
@@ -186,10 +187,14 @@ def test_a_native_tool_takes_the_hosts_probes_and_no_interpreter_cold_start() ->
         prior.value("local_client_work_cold_us") == prior.value("local_gateway_work_cold_us") == 0
     )
     assert shipped.value("local_client_work_cold_us") > 0
+    assert prior.value("local_client_work_linger_us") == 0
+    wake_cpu = prior.value("local_gateway_work_wake_cpu_us")
+    assert wake_cpu == shipped.value("local_gateway_work_wake_us")
     assert {"local_wake_cold_us", "local_client_work_cold_us"} <= known
     manifest = REPO / "calibration" / "data" / "load" / matrix.MANIFEST
     groups = {g.name: g.params for g in matrix.calibration_targets(sockperf, manifest, known).free}
     assert groups["stall"] == ("local_wake_stall_mean_us",)
     assert groups["stall_prob"] == ("local_wake_stall_prob",)
     assert "local_wake_cold_us" not in groups["wake"]
-    assert all("work_cold" not in p for params in groups.values() for p in params)
+    assert all("work_cold" not in p and "linger" not in p for ps in groups.values() for p in ps)
+    assert "local_client_work_wake_cpu_us" in groups["client_work"]
