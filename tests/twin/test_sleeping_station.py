@@ -117,11 +117,25 @@ def _percentiles(out: object) -> np.ndarray:
     return np.array([hist.get_value_at_percentile(p) / 1e3 for p in (50, 90, 99)])
 
 
+# Two sleeping stations: idle-dependent cold starts (and a lingering gateway), or wake-ups that
+# stall (exponential) after long sleeps.
+SLEEPERS = {
+    "cold starts": (
+        Station("client", 1, wake=Exponential(3.0), cold_us=20.0, cold_tau_us=5.0),
+        Station("gateway", 1, cold_us=10.0, cold_tau_us=20.0, linger_us=4.0),
+    ),
+    "stalls": (
+        Station("client", 1, wake=Exponential(3.0), stall=Exponential(40.0), cold_tau_us=50.0),
+        Station("gateway", 1, stall=Exponential(25.0), cold_tau_us=200.0),
+    ),
+}
+
+
 @pytest.mark.parametrize("rate_per_us", [0.02, 0.15])
-def test_engines_agree_on_cold_starts(rate_per_us: float) -> None:
-    """Delays before and between two sleeping stations with idle-dependent cold starts."""
-    client = Station("client", 1, wake=Exponential(3.0), cold_us=20.0, cold_tau_us=5.0)
-    gateway = Station("gateway", 1, cold_us=10.0, cold_tau_us=20.0, linger_us=4.0)
+@pytest.mark.parametrize("kind", sorted(SLEEPERS))
+def test_engines_agree_on_sleeping_stations(kind: str, rate_per_us: float) -> None:
+    """Delays before and between two sleeping stations."""
+    client, gateway = SLEEPERS[kind]
     path = compile_path(
         [
             Hop("client work", "test", service=Exponential(1.0), station=client),
@@ -168,27 +182,6 @@ def test_a_thread_woken_moments_after_it_slept_almost_never_stalls() -> None:
     for simulate in (fast.simulate, des.simulate):
         out = simulate(path, load)
         assert out.rtt_sum_us / out.messages == pytest.approx(1.0, abs=0.05)
-
-
-@pytest.mark.parametrize("rate_per_us", [0.02, 0.15])
-def test_engines_agree_on_wake_stalls(rate_per_us: float) -> None:
-    """Two sleeping stations whose wake-ups stall (exponential) after long sleeps."""
-    client = Station("client", 1, wake=Exponential(3.0), stall=Exponential(40.0), cold_tau_us=50.0)
-    gateway = Station("gateway", 1, stall=Exponential(25.0), cold_tau_us=200.0)
-    path = compile_path(
-        [
-            Hop("client work", "test", service=Exponential(1.0), station=client),
-            Hop("wire", "test", delay=Exponential(2.0)),
-            Hop("gateway work", "test", service=Const(1.5), station=gateway),
-            Hop("wire back", "test", delay=Exponential(2.0)),
-        ]
-    )
-    load = poisson_load(rate_per_us, 150_000, seed=9)
-    got_fast, got_des = fast.simulate(path, load), des.simulate(path, load)
-    mean_fast = got_fast.rtt_sum_us / got_fast.messages
-    mean_des = got_des.rtt_sum_us / got_des.messages
-    assert mean_fast == pytest.approx(mean_des, rel=0.02)
-    assert _percentiles(got_fast) == pytest.approx(_percentiles(got_des), rel=0.03)
 
 
 def test_only_a_one_server_station_can_sleep() -> None:
