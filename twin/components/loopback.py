@@ -21,32 +21,22 @@ wake-up, a message that finds it busy waits and is then served warm. What a mess
 
 A **wake-up** costs the thread's scheduling latency (``local_wake``: a lognormal whose median is
 fitted and whose spread is the open-loop timer's measured lateness), the per-wake-up part of the
-handlers (``{name}_wake_us``: the ``a`` of ``work per event = b + a / n`` over warm batches of
-``n`` events) and a **cold start** growing with how long the thread slept, ``cold * (1 - exp(-idle
-/ {name}_idle_us))`` (caches, clock, a halted vCPU): the handlers' part ``{name}_cold_us`` fitted
-on the calibration run's work classed by the idle gap before it, and a scheduling part
-``local_wake_cold_us`` measured by the wake-up probe; and, with probability ``1 - exp(-idle /
-{name}_idle_us)`` too, a rare long **stall** (:func:`wake_stall`), fitted with the kernel path:
-long sleeps, not a load-independent path, carry the tail. The station's ordinary service is the
-**marginal** work per event (``{name}_marginal_us``, the ``b``). So the wake-up is paid once per
-busy period: at a low rate by nearly every message, as the rate rises by fewer (latency falls with
-rate, as measured), and never at saturation, whose rate the marginal work alone sets. The CPU a
-wake-up costs beyond the work on the message's path (the process's measured CPU per message less
-what the path holds, ``{name}_linger_us``) is taken as work after the message has left (system
-calls, bookkeeping, going back to its wait): it keeps the woken thread busy, so a message arriving
-then waits, and the stations' utilization is the measured CPU's (alternatives tried:
-``docs/design-notes.md``, live testbed).
+handlers (``{name}_wake_us``: the ``a`` of ``work per event = b + a / n`` over warm batches) and a
+**cold start** ``cold * (1 - exp(-idle / {name}_idle_us))``: the handlers' part ``{name}_cold_us``
+fitted on the work classed by idle gap, the scheduling part ``local_wake_cold_us`` fitted with the
+kernel path (the accuracy matrix takes the wake-up probe's); with probability ``1 - exp(-idle /
+{name}_idle_us)`` too, a rare long **stall** (:func:`wake_stall`). The station's service is the
+**marginal** work per event (``{name}_marginal_us``, the ``b``): the wake-up is paid once per busy
+period, by nearly every message at a low rate, by fewer as it rises, never at saturation. A
+wake-up's CPU beyond the work on the path (``{name}_linger_us``: system calls, bookkeeping, going
+back to its wait) keeps the thread busy after the message has left, so the stations' utilization is
+the measured CPU's.
 
-**Shared cores.** Both processes and the background share ``local_host_cores`` cores. A step
-really needs its process's thread *and* a core at once; a path hop holds one station at a time,
-so this cannot be a second station in tandem (it would add the work twice to the round trip),
-and one 2-server "host cores" station alone would let one process run two messages at once.
-The per-process stations are kept (exact serialisation), and the cores enter as a slowdown of
-each process's CPU work under fair sharing (Linux CFS): with ``k`` other runnable threads on
-``n`` cores a thread runs at speed ``min(1, n / (1 + k))``, ``k`` being the background
-(``local_background_threads``, sampled during the calibration run) plus the other process's
-CPU utilization at the scenario's rate (:func:`core_speed`). On a quiet 2-core host with two
-single-threaded processes the cores never bind and the stations alone decide.
+**Shared cores.** Both processes and the background share ``local_host_cores`` cores: each
+process's CPU work is slowed under fair sharing (Linux CFS) to ``min(1, n / (1 + k))`` of a core,
+``k`` being the background (``local_background_threads``) plus the other process's CPU utilization
+at the scenario's rate (:func:`core_speed`); the per-process stations keep each thread's work in
+order (why not a "host cores" station: docs/design-notes.md).
 """
 
 from __future__ import annotations
