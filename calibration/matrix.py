@@ -190,21 +190,21 @@ def measured_prior(system: CorpusSystem, prior: Profile) -> tuple[Profile, froze
     (:data:`WAKE_PROBE_COLD_US`).
     """
     point = system.point(system.calibrated_on)
-    params: dict[str, Parameter] = dict(prior.params)
-    measured = all((run / "summary.json").is_file() for run in point.runs)
-    if measured:
+    known: dict[str, Parameter] = {
+        "local_wake_cold_us": Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE)
+    }
+    # Set, not measured: a native tool's wake-up CPU is its per-wake-up work, scaled with it.
+    derived: dict[str, Parameter] = {}
+    if all((run / "summary.json").is_file() for run in point.runs):
         summary = median_summary([read_summary(run) for run in point.runs])
-        params.update(measured_parameters(summary, f"{system.name} {point.id}"))
+        known.update(measured_parameters(summary, f"{system.name} {point.id}"))
     else:
         for name in EVENTS_PER_MSG:
-            params[f"{name}_cold_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)
-            params[f"{name}_linger_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)
-            params[f"{name}_wake_cpu_us"] = replace(params[f"{name}_wake_us"], fitted=False)
-    params["local_wake_cold_us"] = Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE)
-    # A native tool's wake-up CPU is its per-wake-up work: scaled with it by the fit.
-    scaled = {f"{name}_wake_cpu_us" for name in EVENTS_PER_MSG} if not measured else set()
-    known = frozenset(k for k, v in params.items() if v is not prior.params.get(k)) - scaled
-    return replace(prior, params=MappingProxyType(params)), known
+            known[f"{name}_cold_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)
+            known[f"{name}_linger_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)
+            derived[f"{name}_wake_cpu_us"] = replace(prior[f"{name}_wake_us"], fitted=False)
+    params = {**prior.params, **known, **derived}
+    return replace(prior, params=MappingProxyType(params)), frozenset(known)
 
 
 def calibration_targets(
