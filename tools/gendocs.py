@@ -445,6 +445,36 @@ def load_summary() -> str:
     return _table(header, "llrrrrr", rows)
 
 
+LOAD_MODELS = (  # (results file, the model that produced it)
+    (
+        "calibration/validation/load_matrix_baseline.json",
+        "baseline (2026-11-24): scheduling cold start fitted, rare stalls on the kernel path",
+    ),
+    (
+        LOAD_MATRIX,
+        "rare stalls met by threads waking after long sleeps; the lab host's scheduling cold "
+        "start from the wake-up probe; no interpreter cold start or bookkeeping for native tools",
+    ),
+)
+
+
+def load_before_after() -> str:
+    """The matrix's summary for each model issue 17 measured, oldest first."""
+    rows = []
+    for path, model in LOAD_MODELS:
+        sm = _load(path)["summary"]
+        rows.append(
+            (
+                model,
+                f"{sm['p50_median_abs_err_pct']:.0f}%",
+                f"{sm['p99_median_abs_err_pct']:.0f}%",
+                f"{sm['share_within_goal']:.0%} of {sm['points_under_load_limit']}",
+            )
+        )
+    header = ("model", "median abs err p50", "median abs err p99", "within goal")
+    return _table(header, "lrrr", rows)
+
+
 def load_points() -> str:
     """Every point: measured vs predicted p50, p99 and throughput (calibration points bold)."""
     rows = []
@@ -652,6 +682,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "prediction": prediction,
     "prediction-veth": prediction_veth,
     "curves-summary": curves_summary,
+    "load-before-after": load_before_after,
     "curves-points": curves_points,
 }
 
