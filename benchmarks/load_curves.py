@@ -88,11 +88,11 @@ def curve(name: str) -> dict[str, Any]:
             flush=True,
         )
     p99 = [p["rtt_us"]["p99"] for p in points]
-    knee = crossing(rates, p99, p99[0] * (1 + KNEE_GROWTH), "mid")
+    knee_p99 = p99[0] * (1 + KNEE_GROWTH)
     return {
         "scenario": name,
         "saturation_msgs_per_s": saturation,
-        "knee_msgs_per_s": knee if max(p99) >= p99[0] * (1 + KNEE_GROWTH) else None,
+        "knee_msgs_per_s": crossing(rates, p99, knee_p99, "mid") if max(p99) >= knee_p99 else None,
         "points": points,
     }
 

@@ -79,12 +79,7 @@ class _Model:
         self.stall = [self._sampler(w, "stall", path) for w in wake]
         # When each batching station took its current batch (a later arrival starts the next).
         self.batch_taken = [-np.inf] * path.n_stations
-        self.sleeps = [
-            draw is not None or cold > 0 or linger > 0 or stall is not None
-            for draw, cold, linger, stall in zip(
-                self.wake, self.cold_us, self.linger_us, self.stall, strict=True
-            )
-        ]
+        self.sleeps = [bool(x) for x in path.station_sleeps()]
         # When each (one-server) station last finished a service: how long it has sat idle.
         self.last_free = [0.0] * path.n_stations
         self.samples: list[list[float]] = [[] for _ in range(load.messages_per_cycle)]

@@ -236,6 +236,13 @@ class CompiledPath:
         """Mean round trip with no queueing at all (sum of each hop's mean)."""
         return float(self.hop_moments_us()[0].sum())
 
+    def station_sleeps(self) -> np.ndarray:
+        """Whether each station sleeps when idle (:attr:`Station.sleeps`, read from its compiled
+        wake-up row): the one test both engines apply."""
+        wake = self.station_wake
+        drawn = (wake["wake_code"] != ZERO.code) | (wake["stall_code"] != ZERO.code)
+        return np.asarray(drawn | (wake["cold_us"] > 0) | (wake["linger_us"] > 0))
+
     def station_service_mean_us(self) -> np.ndarray:
         """Mean service time each station gives one message per round trip (sum over its hops)."""
         out = np.zeros(self.n_stations)

@@ -89,9 +89,7 @@ def hop_tables(
         ]
     )
     stalls = wake["stall_code"] != Zero.code
-    sleeps = (
-        (wake["wake_code"] != Zero.code) | (wake["cold_us"] > 0) | (wake["linger_us"] > 0) | stalls
-    )
+    sleeps = path.station_sleeps()
     station = hops["station"]
     queued = station >= 0
     hop_i[:, k.HI_STATION] = station
