@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from twin import des, fast
@@ -95,6 +96,13 @@ def size_biased_burst(scenario: Scenario) -> float:
     return float(2 * burst - 1 if scenario.workload.burst_sizes == "geometric" else burst)
 
 
+def _differences_pct(
+    reference: Mapping[str, float], candidate: Mapping[str, float]
+) -> dict[str, float]:
+    """The candidate's p50, p90 and p99 relative to the reference's (%)."""
+    return {k: 100 * (candidate[k] - reference[k]) / reference[k] for k in ("p50", "p90", "p99")}
+
+
 def case(name: str, rate: float, flows: int | None = None) -> dict[str, object]:
     base = load_scenario(REPO / "scenarios" / f"{name}.toml")
     if base.day is not None:
@@ -117,7 +125,7 @@ def case(name: str, rate: float, flows: int | None = None) -> dict[str, object]:
     des_cpu = time.process_time() - started
     candidate = fast.simulate(long.path, long.load)
     ref, cand = statistics_of(reference), statistics_of(candidate)
-    diffs = {k: 100 * (cand[k] - ref[k]) / ref[k] for k in ("p50", "p90", "p99")}
+    diffs = _differences_pct(ref, cand)
     return {
         "scenario": name,
         "rate_msgs_per_s": rate,
@@ -131,13 +139,7 @@ def case(name: str, rate: float, flows: int | None = None) -> dict[str, object]:
         # Each span of the path (a feed's stages): p50/p90/p99 differences and KS.
         "spans": {
             span: {
-                **{
-                    k: 100 * (cand_span[k] - ref_span[k]) / ref_span[k]
-                    for k in ("p50", "p90", "p99")
-                    for ref_span, cand_span in [
-                        (histogram_table_us(ref_counts), histogram_table_us(cand_counts))
-                    ]
-                },
+                **_differences_pct(histogram_table_us(ref_counts), histogram_table_us(cand_counts)),
                 "ks": ks_distance(ref_counts, cand_counts),
             }
             for span, ref_counts, cand_counts in zip(
