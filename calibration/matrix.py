@@ -5,11 +5,13 @@ each with its scenario, the point it is calibrated on and its points (conditions
 scenario fields that reproduce them, run folders). For each system :func:`system_matrix`
 
 1. takes what the calibration point's runs measured directly (:func:`measured_prior`: a
-   testbed run's CPU demand and work split) and fits the other free groups of
+   testbed run's CPU demand and work split, the marginal work from its burst probe; the host's
+   cold start from the corpus's wake-up probe) and fits the other free groups of
    :data:`LOCAL_TARGETS` (the shipped ``local`` profile is the starting point;
    :data:`CALIBRATION_STARTS` quasi-random starts) to the whole distribution of every run of
-   the calibration point (p10..p99.9, each run a set of targets:
-   :func:`calibration.targets.measurement_targets`), and nothing else;
+   the calibration point and of its burst probe when the probe states only latency (p10..p99.9,
+   each run a set of targets: :func:`calibration.targets.measurement_targets`), and nothing
+   else;
 2. predicts every point (the calibration point too, as a check of the fit) with the fitted
    profile and the point's overrides, on the default engine;
 3. compares p50, p90, p99 (median over the point's runs) and throughput (the runs' median
@@ -63,7 +65,8 @@ PREDICT_DURATION_S = 2.0
 CALIBRATION_NFEV = 15
 # The lab host's scheduling cold start, measured by the wake-up probe on the lab's day rather than
 # fitted: one low-load point cannot tell it from the rest of the wake-up, and fitted it made every
-# predicted p50 fall with load while the measured ones stay flat (docs/design-notes.md).
+# predicted p50 fall with load while the measured ones stay flat (docs/design-notes.md). A corpus
+# measured before the lab ran the probe itself takes the one run beside it that day.
 WAKE_PROBE_COLD_US = 2.1
 WAKE_PROBE_SOURCE = (
     "measurement: twin testbed wakeprobe on the lab's host (docs/design-notes.md, load-response "
@@ -93,6 +96,7 @@ class CorpusSystem:
     scenario: Path
     calibrated_on: str
     points: tuple[CorpusPoint, ...]
+    probe: CorpusPoint | None = None  # the burst probe at the calibration point's conditions
 
     def point(self, point_id: str) -> CorpusPoint:
         return next(p for p in self.points if p.id == point_id)
@@ -125,34 +129,84 @@ def load_corpus(root: str | Path) -> list[CorpusSystem]:
         if not isinstance(raw, dict):
             raise MeasurementError(f"{where}: expected an object")
         name = _field(where, raw, "system", str)
-        points = []
-        for j, p in enumerate(_field(where, raw, "points", list)):
-            pw = f"{path}: {name} points[{j}]"
-            if not isinstance(p, dict):
-                raise MeasurementError(f"{pw}: expected an object")
-            pid = _field(pw, p, "id", str)
-            runs = tuple(root / str(r) for r in _field(pw, p, "runs", list))
-            if not runs:
-                raise MeasurementError(f"{path}: {name} point {pid}: no runs (a missing point)")
-            for run in runs:
-                if not run.exists():
-                    raise MeasurementError(f"{run}: no such run (named by {path}, {name} {pid})")
-            points.append(
-                CorpusPoint(
-                    pid,
-                    dict(_field(pw, p, "conditions", dict)),
-                    dict(_field(pw, p, "overrides", dict)),
-                    runs,
-                )
-            )
+        points = [
+            _corpus_point(root, p, f"{path}: {name} points[{j}]")
+            for j, p in enumerate(_field(where, raw, "points", list))
+        ]
+        probe = raw.get("probe")
         calibrated_on = _field(where, raw, "calibrated_on", str)
         if calibrated_on not in {p.id for p in points}:
             raise MeasurementError(f"{where}: calibrated_on = {calibrated_on!r}: no such point")
         scenario = (root / _field(where, raw, "scenario", str)).resolve()
-        systems.append(CorpusSystem(name, scenario, calibrated_on, tuple(points)))
+        systems.append(
+            CorpusSystem(
+                name,
+                scenario,
+                calibrated_on,
+                tuple(points),
+                None if probe is None else _corpus_point(root, probe, f"{path}: {name} probe"),
+            )
+        )
     if not systems:
         raise MeasurementError(f"{path}: no systems")
     return systems
+
+
+def _corpus_point(root: Path, raw: Any, where: str) -> CorpusPoint:
+    """One point of the manifest, checked: its fields, at least one run, every run on disk."""
+    if not isinstance(raw, dict):
+        raise MeasurementError(f"{where}: expected an object")
+    pid = _field(where, raw, "id", str)
+    runs = tuple(root / str(r) for r in _field(where, raw, "runs", list))
+    if not runs:
+        raise MeasurementError(f"{where}: point {pid}: no runs (a missing point)")
+    for run in runs:
+        if not run.exists():
+            raise MeasurementError(f"{run}: no such run (named by {where}, {pid})")
+    return CorpusPoint(
+        pid,
+        dict(_field(where, raw, "conditions", dict)),
+        dict(_field(where, raw, "overrides", dict)),
+        runs,
+    )
+
+
+# The gap whose cold start the model takes: the lab's lowest rate leaves a process about 1 ms.
+COLD_START_GAP_US = 1000.0
+
+
+def cold_start_us(probe: Mapping[str, Any], gap_us: float = COLD_START_GAP_US) -> float:
+    """The scheduling cold start after sleeping ``gap_us``, from a wake-up probe's result
+    (``twin testbed wakeprobe``): its median one-way latency after that gap less its median
+    after the shortest gap (>= 0; the model's ``local_wake_cold_us``). ``KeyError`` when the
+    probe has no such gap."""
+    p50 = {float(g): v["p50"] for g, v in probe["percentiles_us"].items()}
+    return max(0.0, p50[float(gap_us)] - p50[min(p50)])
+
+
+def wake_cold_start(root: str | Path) -> Parameter:
+    """The lab host's scheduling cold start (``local_wake_cold_us``): from the wake-up probe the
+    corpus's manifest names (``wakeprobe``), else :data:`WAKE_PROBE_COLD_US`."""
+    path = Path(root) / MANIFEST
+    try:
+        name = json.loads(path.read_text()).get("wakeprobe")
+    except (OSError, ValueError, AttributeError):
+        name = None  # load_corpus says what is wrong with the manifest
+    if not isinstance(name, str):
+        return Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE)
+    probe_path = Path(root) / name
+    try:
+        probe = json.loads(probe_path.read_text())
+        cold = cold_start_us(probe)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise MeasurementError(f"{probe_path}: not a wake-up probe ({exc})") from None
+    p50 = {float(g): v["p50"] for g, v in probe["percentiles_us"].items()}
+    return Parameter(
+        cold,
+        f"measurement: twin testbed wakeprobe beside the corpus ({probe_path.name}): one-way "
+        f"latency p50 {p50[min(p50)]:.1f} us to a thread that slept {min(p50):g} us, "
+        f"{p50[COLD_START_GAP_US]:.1f} us after {COLD_START_GAP_US:g} us",
+    )
 
 
 def measured_point(point: CorpusPoint) -> dict[str, float | None]:
@@ -175,29 +229,42 @@ def _median_known(values: Sequence[float | None]) -> float | None:
     return float(statistics.median(known)) if known else None
 
 
-def measured_prior(system: CorpusSystem, prior: Profile) -> tuple[Profile, frozenset[str]]:
+def _stated(point: CorpusPoint | None) -> bool:
+    """Whether a point's runs state their processes' work (testbed summaries), not only latency."""
+    return point is not None and all((run / "summary.json").is_file() for run in point.runs)
+
+
+def measured_prior(
+    system: CorpusSystem, prior: Profile, wake_cold: Parameter | None = None
+) -> tuple[Profile, frozenset[str]]:
     """The prior with what the calibration point's runs measured directly, and those names.
 
     Testbed runs state each process's CPU per message (schedstat), its work by batch size and
     idle gap, the spread of its in-process timings and the host's background:
     :func:`calibration.testbed.fit.measured_parameters` turns their median summary into the
     model's work, wake-up CPU, cold start, linger, spread and core parameters (operational
-    laws, the same as ``twin testbed predict``), so the fit moves only what latency alone
-    tells. Runs of other tools state none of it: being native code, their handlers take no
+    laws, the same as ``twin testbed predict``; the marginal work from the warm batches of the
+    system's burst probe when it has one), so the fit moves only what latency alone tells.
+    Runs of other tools state none of it: being native code, their handlers take no
     interpreter cold start and no bookkeeping after a wake-up (``linger``), a wake-up's CPU
     being their per-wake-up work, which the fit scales with the rest of their work. Every
-    system takes the lab host's scheduling cold start from the wake-up probe
-    (:data:`WAKE_PROBE_COLD_US`).
+    system takes the lab host's scheduling cold start ``wake_cold`` (:func:`wake_cold_start`;
+    default :data:`WAKE_PROBE_COLD_US`).
     """
     point = system.point(system.calibrated_on)
     known: dict[str, Parameter] = {
-        "local_wake_cold_us": Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE)
+        "local_wake_cold_us": wake_cold or Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE)
     }
     # Set, not measured: a native tool's wake-up CPU is its per-wake-up work, scaled with it.
     derived: dict[str, Parameter] = {}
-    if all((run / "summary.json").is_file() for run in point.runs):
+    if _stated(point):
         summary = median_summary([read_summary(run) for run in point.runs])
-        known.update(measured_parameters(summary, f"{system.name} {point.id}"))
+        probe = (
+            median_summary([read_summary(run) for run in system.probe.runs])
+            if system.probe is not None and _stated(system.probe)
+            else None
+        )
+        known.update(measured_parameters(summary, f"{system.name} {point.id}", probe))
     else:
         for name in EVENTS_PER_MSG:
             known[f"{name}_cold_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)
@@ -211,7 +278,7 @@ def calibration_targets(
     system: CorpusSystem, manifest: Path, measured: frozenset[str] = frozenset()
 ) -> TargetSet:
     """The local free groups (less the ``measured`` parameters) with the calibration point's
-    runs as distribution targets."""
+    runs as distribution targets, and the burst probe's runs when they state only latency."""
     base = load_targets(LOCAL_TARGETS)
     free = tuple(
         replace(g, params=tuple(p for p in g.params if p not in measured))
@@ -219,17 +286,20 @@ def calibration_targets(
         if any(p not in measured for p in g.params)
     )
     base = replace(base, free=free)
-    point = system.point(system.calibrated_on)
+    points = [system.point(system.calibrated_on)]
+    if system.probe is not None and not _stated(system.probe):
+        points.append(system.probe)
     targets = []
-    for k, run in enumerate(point.runs):
-        entry = {
-            "id": f"{system.name}:{point.id}:run_{k}",
-            "measurement": str(run.resolve()),
-            "scenario": str(system.scenario),
-            "overrides": dict(point.overrides),
-            "duration_s": PREDICT_DURATION_S,
-        }
-        targets.extend(measurement_targets(manifest, f"{system.name} {point.id}", entry))
+    for point in points:
+        for k, run in enumerate(point.runs):
+            entry = {
+                "id": f"{system.name}:{point.id}:run_{k}",
+                "measurement": str(run.resolve()),
+                "scenario": str(system.scenario),
+                "overrides": dict(point.overrides),
+                "duration_s": PREDICT_DURATION_S,
+            }
+            targets.extend(measurement_targets(manifest, f"{system.name} {point.id}", entry))
     return base.with_targets(tuple(targets))
 
 
@@ -266,9 +336,11 @@ def _error_pct(measured: float | None, predicted: float | None) -> float | None:
     return 100.0 * (predicted - measured) / measured
 
 
-def system_matrix(system: CorpusSystem, manifest: Path) -> dict[str, Any]:
+def system_matrix(
+    system: CorpusSystem, manifest: Path, wake_cold: Parameter | None = None
+) -> dict[str, Any]:
     """One system's entry of the matrix (see the module docstring)."""
-    prior, known = measured_prior(system, load_profile(resolve_profile_path("local")))
+    prior, known = measured_prior(system, load_profile(resolve_profile_path("local")), wake_cold)
     calibrator = TwinCalibrator(prior=prior, max_nfev=CALIBRATION_NFEV, starts=CALIBRATION_STARTS)
     fit = calibrator.fit(calibration_targets(system, manifest, known))
     profile = fit.profile_
@@ -302,6 +374,7 @@ def system_matrix(system: CorpusSystem, manifest: Path) -> dict[str, Any]:
     return {
         "system": system.name,
         "calibrated_on": system.calibrated_on,
+        "probe": None if system.probe is None else system.probe.id,
         "fit": {"chi2": fit.chi2_, "log_factors": fit.log_factors_},
         "points": points,
         "saturation": saturation,
@@ -352,10 +425,11 @@ def accuracy_matrix(
     """The whole matrix: ``{"systems": [...], "summary": {...}}``."""
     root = Path(root)
     corpus = load_corpus(root)
+    wake_cold = wake_cold_start(root)
     systems = []
     for system in corpus:
         try:
-            systems.append(system_matrix(system, root / MANIFEST))
+            systems.append(system_matrix(system, root / MANIFEST, wake_cold))
         except TwinError as exc:
             raise type(exc)(f"{root / MANIFEST}: {system.name}: {exc}") from None
         if progress is not None:

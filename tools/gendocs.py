@@ -445,15 +445,23 @@ def load_summary() -> str:
     return _table(header, "llrrrrr", rows)
 
 
-LOAD_MODELS = (  # (results file, the model that produced it)
+LOAD_MODELS = (  # (results file, the model that produced it), each on the same corpus
     (
         "calibration/validation/load_matrix_baseline.json",
-        "baseline (2026-11-24): scheduling cold start fitted, rare stalls on the kernel path",
+        "baseline (the model of 2026-11-24, commit 6bf06e8): scheduling cold start fitted, rare "
+        "stalls on the kernel path",
+    ),
+    (
+        "calibration/validation/load_matrix_stalls.json",
+        "rare stalls met by threads waking after long sleeps; the lab host's scheduling cold "
+        "start from the wake-up probe; no interpreter cold start or bookkeeping for native "
+        "tools (commit 64fc472)",
     ),
     (
         LOAD_MATRIX,
-        "rare stalls met by threads waking after long sleeps; the lab host's scheduling cold "
-        "start from the wake-up probe; no interpreter cold start or bookkeeping for native tools",
+        "plus each system's burst probe (the testbed's marginal work, sockperf's latency in "
+        "bursts of 16 as a calibration target), the wake-up probe beside the corpus, and "
+        "sockperf's spinning sender with its receiver thread",
     ),
 )
 

@@ -54,6 +54,16 @@ class Runtime(StrEnum):
     JVM = "jvm"
 
 
+class Sender(StrEnum):
+    """How the client's program sends (the live host's model, :mod:`twin.components.loopback`):
+    from the event loop that also reads the replies, sleeping on a timer between sends (the
+    testbed's client), or from a thread of its own that spins until each send is due while
+    another thread sleeps until each reply (sockperf's under-load client)."""
+
+    EVENT_LOOP = "event-loop"
+    SPINNING = "spinning"
+
+
 class WorkloadKind(StrEnum):
     """The client's traffic: the order loop (order, ack, cancel, cancel ack), an echo, the
     exchange's market-data feed into the client's inbound pipeline (tick to model), or a tick

@@ -28,6 +28,7 @@ from twin.kinds import (
     Framing,
     Loop,
     Runtime,
+    Sender,
     Stack,
     Storage,
     Strategy,
@@ -109,6 +110,7 @@ class HostStack:
     connection_reuse: bool
     io_threads: int
     runtime: Runtime
+    sender: Sender = Sender.EVENT_LOOP  # the live host's model only
 
 
 @dataclass(frozen=True)
@@ -455,7 +457,10 @@ def _parse_host(source: str, side: str, data: Any) -> HostStack:
         io_threads=t.number(
             "io_threads", 4, check=lambda v: 1 <= v <= 1024, allowed="1..1024", integer=True
         ),
+        sender=t.choice("sender", Sender, Sender.EVENT_LOOP),
     )
+    if side != "client" and host.sender != Sender.EVENT_LOOP:
+        raise ScenarioError(f"{source}: hosts.{side}.sender: only the client's program sends")
     t.done()
     return host
 

@@ -346,12 +346,13 @@ class _PathBuilder:
         """Client and gateway processes on one machine (see :mod:`twin.components.loopback`)."""
         tier = self.s.connectivity.tier
         rate = self.s.workload.rate_msgs_per_s
+        sender = self.s.hosts["client"].sender
         return (
-            loopback.client_send_hops(self.profile, rate)
+            loopback.client_send_hops(self.profile, rate, sender)
             + loopback.path_hops("client→gateway", tier, self.profile)
-            + loopback.gateway_hops(self.profile, rate)
+            + loopback.gateway_hops(self.profile, rate, sender)
             + loopback.path_hops("gateway→client", tier, self.profile)
-            + loopback.client_receive_hops(self.profile, rate)
+            + loopback.client_receive_hops(self.profile, rate, sender)
         )
 
     def public_api_round_trip(self) -> list[Hop]:

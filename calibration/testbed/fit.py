@@ -101,12 +101,14 @@ def fit_batching(by_batch: Mapping[str, list[float]]) -> tuple[float, float]:
 
     Weighted least squares (weights: events in each batch-size class) on the class means, both
     terms kept >= 0; ``n`` is the class's mean batch size. With batches of one size only, the
-    whole work is taken as per-batch (no marginal can be told apart).
+    whole work is taken as per-batch (no marginal can be told apart); with none, ``(0, 0)``.
     """
     n = np.asarray(by_batch["batch_mean"], dtype=float)
     count = np.asarray(by_batch["count"], dtype=float)
     work = np.asarray(by_batch["mean_us"], dtype=float)
     keep = count >= 5
+    if not (count > 0).any():
+        return 0.0, 0.0  # nothing measured
     if len(np.unique(n[keep])) < 2:
         return float(np.average(work[count > 0], weights=count[count > 0])), 0.0
     x = np.column_stack([1.0 / n[keep], np.ones(int(keep.sum()))])
@@ -115,6 +117,39 @@ def fit_batching(by_batch: Mapping[str, list[float]]) -> tuple[float, float]:
 
     (per_batch, marginal), _ = nnls(x * w[:, None], work[keep] * w)
     return float(per_batch), float(marginal)
+
+
+def _sizes(by_batch: Mapping[str, list[float]]) -> int:
+    """How many batch-size classes hold enough batches to fit on (:func:`fit_batching`)."""
+    n = np.asarray(by_batch["batch_mean"], dtype=float)
+    return len(np.unique(n[np.asarray(by_batch["count"], dtype=float) >= 5]))
+
+
+def batch_split(
+    summary: LoadSummary, probe: LoadSummary | None, who: str
+) -> tuple[float, float, str]:
+    """A process's work per event split into ``(per_batch_us, marginal_us, what it was fit on)``.
+
+    Warm batches only (after an idle gap < 50 us): a batch after a long sleep is slower per
+    event for its cold start, which is counted apart (work by idle gap). The burst probe's warm
+    batches when they span two sizes or more; else the probe's every batch gives the marginal
+    (a batch's cold start is per batch, so it stays out of ``b``), and the per-batch part is the
+    run's own single-event warm work less it; without a probe, the run's own warm batches.
+    """
+    own_a, own_b = fit_batching(summary.work_by_batch_warm[who])
+    if probe is None:
+        return own_a, own_b, "the warm batches of the run"
+    if _sizes(probe.work_by_batch_warm[who]) >= 2:
+        a, b = fit_batching(probe.work_by_batch_warm[who])
+        return a, b, "the warm batches of the burst probe"
+    if _sizes(probe.work_by_batch[who]) < 2:
+        return own_a, own_b, "the warm batches of the run (the burst probe's are of one size)"
+    _, b = fit_batching(probe.work_by_batch[who])
+    return (
+        max(0.0, own_a + own_b - b),
+        b,
+        "the burst probe's batches (b; a: the run's warm work per event less b)",
+    )
 
 
 def _cpu_us_per_msg(summary: LoadSummary, process: str, where: str) -> float:
@@ -157,11 +192,6 @@ def measured_parameters(
     lag_sigma = max(0.05, math.log(max(lag["p99"], lag["p50"] * 1.01) / lag["p50"]) / Z99)
     cpus = float(summary.conditions.cpus)
     gap_src = f"fit: work by idle gap of {where} (least squares on class medians)"
-    # Warm batches only (after an idle gap < 50 us): a batch after
-    # a long sleep is slower per event for its cold start, which is counted apart.
-    source = probe if probe is not None else summary
-    batches = source.work_by_batch_warm
-    batch_where = f"the warm batches of {'the burst probe at ' if probe is not None else ''}{where}"
     params: dict[str, Parameter] = {}
     for who in ("client", "gateway"):
         name = f"local_{who}_work"
@@ -169,11 +199,11 @@ def measured_parameters(
         _, cold, idle = fit_cold_start(summary.work_by_idle_gap[who])
         params[f"{name}_cold_us"] = Parameter(cold, gap_src, fitted=True)
         params[f"{name}_idle_us"] = Parameter(idle, gap_src, fitted=True)
-        per_batch_us, marginal_us = fit_batching(batches[who])
+        per_batch_us, marginal_us, batch_where = batch_split(summary, probe, who)
         marginal_us = min(marginal_us, demand[who] / events)
         batch_src = (
             f"fit: work per event ({'thread CPU' if who == 'client' else 'gateway_ns'}) by "
-            f"events per wake-up of {batch_where}, b + a / n least squares"
+            f"events per wake-up of {batch_where} at {where}, b + a / n least squares"
         )
         params[f"{name}_marginal_us"] = Parameter(marginal_us, f"{batch_src} (b)", fitted=True)
         params[f"{name}_wake_us"] = Parameter(per_batch_us, f"{batch_src} (a)", fitted=True)

@@ -198,3 +198,58 @@ def test_a_native_tool_takes_the_hosts_probes_and_no_interpreter_overheads() -> 
     assert "local_wake_cold_us" not in groups["wake"]
     assert all("work_cold" not in p and "linger" not in p for ps in groups.values() for p in ps)
     assert "local_client_work_wake_cpu_us" in groups["client_work"]
+
+
+def _with_probes(corpus: Path, manifest: dict) -> None:
+    """Burst probes and a wake-up probe beside the fixture's runs (the plumbing, not the values:
+    the probes reuse the calibration points' own runs)."""
+    for system in manifest["systems"]:
+        system["scenario"] = str((CORPUS / system["scenario"]).resolve())  # the copy moved
+        point = next(p for p in system["points"] if p["id"] == system["calibrated_on"])
+        overrides = dict(point["overrides"])
+        if system["system"].startswith("sockperf"):
+            overrides["workload.burst"] = 4
+        system["probe"] = {**point, "id": "burst-probe", "overrides": overrides}
+    gaps = {"10.0": 30.0, "1000.0": 33.5, "10000.0": 40.0}
+    probe = {"percentiles_us": {g: {"p50": v} for g, v in gaps.items()}}
+    (corpus / "wakeprobe.json").write_text(json.dumps(probe))
+    manifest["wakeprobe"] = "wakeprobe.json"
+
+
+def test_a_corpus_probes_are_calibrated_on_never_predicted(tmp_path) -> None:
+    """A system's burst probe is part of what it is calibrated on: a latency-only probe
+    (sockperf) adds its runs as targets with its overrides, a testbed probe feeds the measured
+    work; the wake-up probe beside the corpus gives the host's cold start (after 1 ms less
+    after the shortest gap)."""
+    from calibration import matrix
+    from twin.profile import load_profile, resolve_profile_path
+
+    corpus = _broken_corpus(tmp_path, _with_probes)
+    systems = {s.name: s for s in matrix.load_corpus(corpus)}
+    cold = matrix.wake_cold_start(corpus)
+    assert cold.value == pytest.approx(3.5) and "wakeprobe.json" in cold.source
+    assert matrix.wake_cold_start(CORPUS).value == matrix.WAKE_PROBE_COLD_US  # none beside it
+    shipped = load_profile(resolve_profile_path("local"))
+    sockperf = systems["sockperf-udp-loopback"]
+    prior, known = matrix.measured_prior(sockperf, shipped, cold)
+    assert prior.value("local_wake_cold_us") == pytest.approx(3.5)
+    targets = matrix.calibration_targets(sockperf, corpus / matrix.MANIFEST, known).targets
+    ids = {t.id.split(":")[1] for t in targets}
+    assert ids == {"under-load-r1000", "burst-probe"}
+    testbed = systems["testbed-loopback"]
+    _, known = matrix.measured_prior(testbed, shipped, cold)
+    targets = matrix.calibration_targets(testbed, corpus / matrix.MANIFEST, known).targets
+    assert {t.id.split(":")[1] for t in targets} == {"open-c1-r1000"}
+    assert all(p.id != "burst-probe" for p in testbed.points)
+
+
+def _bad_wake_probe(corpus: Path, manifest: dict) -> None:
+    (corpus / "wakeprobe.json").write_text(json.dumps({"percentiles_us": {"10.0": {}}}))
+    manifest["wakeprobe"] = "wakeprobe.json"
+
+
+def test_a_bad_wake_probe_is_one_line(tmp_path, capsys) -> None:
+    corpus = _broken_corpus(tmp_path, _bad_wake_probe)
+    assert main(["validate", "--matrix", str(corpus)]) == 2
+    err = capsys.readouterr().err
+    assert "wakeprobe.json: not a wake-up probe" in err and err.count("\n") == 1

@@ -19,24 +19,25 @@ wake-up, a message that finds it busy waits and is then served warm. What a mess
   returns from its wait (the reply's timestamp), after a wake-up if it slept, after its
   current work if it was busy.
 
-A **wake-up** costs the thread's scheduling latency (``local_wake``: a lognormal whose median is
-fitted and whose spread is the open-loop timer's measured lateness), the per-wake-up part of the
-handlers (``{name}_wake_us``: the ``a`` of ``work per event = b + a / n`` over warm batches) and a
-**cold start** ``cold * (1 - exp(-idle / {name}_idle_us))``: the handlers' part ``{name}_cold_us``
-fitted on the work classed by idle gap, the scheduling part ``local_wake_cold_us`` fitted with the
-kernel path (the accuracy matrix takes the wake-up probe's); with probability ``1 - exp(-idle /
-{name}_idle_us)`` too, a rare long **stall** (:func:`wake_stall`). The station's service is the
-**marginal** work per event (``{name}_marginal_us``, the ``b``): the wake-up is paid once per busy
-period, by nearly every message at a low rate, by fewer as it rises, never at saturation. A
-wake-up's CPU beyond the work on the path (``{name}_linger_us``: system calls, bookkeeping, going
-back to its wait) keeps the thread busy after the message has left, so the stations' utilization is
-the measured CPU's.
+A client whose sender spins (``hosts.client.sender``, :class:`twin.kinds.Sender`: sockperf) sends
+from station ``client sender``, which never sleeps and holds a core, and reads each reply (one
+event) on station ``client receiver``, which sleeps like the processes above.
+
+A **wake-up** costs the thread's scheduling latency (``local_wake``: a lognormal, its spread the
+open-loop timer's measured lateness), the handlers' per-wake-up part (``{name}_wake_us``: the ``a``
+of ``work per event = b + a / n`` over warm batches) and a **cold start** ``cold * (1 - exp(-idle
+/ {name}_idle_us))`` (the handlers' ``{name}_cold_us``, fitted on the work by idle gap, plus the
+host's ``local_wake_cold_us``); with probability ``1 - exp(-idle / {name}_idle_us)`` too, a rare
+long **stall** (:func:`wake_stall`). The service is the **marginal** work per event (the ``b``):
+the wake-up is paid once per busy period, by fewer messages as the rate rises. A wake-up's CPU
+beyond the path (``{name}_linger_us``: system calls, bookkeeping) keeps the thread busy after the
+message has left, so the stations' utilization is the measured CPU's.
 
 **Shared cores.** Both processes and the background share ``local_host_cores`` cores: each
 process's CPU work is slowed under fair sharing (Linux CFS) to ``min(1, n / (1 + k))`` of a core,
-``k`` being the background (``local_background_threads``) plus the other process's CPU utilization
-at the scenario's rate (:func:`core_speed`); the per-process stations keep each thread's work in
-order (why not a "host cores" station: docs/design-notes.md).
+``k`` the background (``local_background_threads``), the other process's CPU utilization at the
+scenario's rate and a spinning sender (:func:`core_speed`; why not a "host cores" station:
+docs/design-notes.md).
 """
 
 from __future__ import annotations
@@ -48,11 +49,12 @@ import numpy as np
 
 from twin.components.stages import sources, stage
 from twin.dists import ZERO, Dist, Empirical, Exponential, ShiftedLognormal
-from twin.kinds import Tier
+from twin.kinds import Sender, Tier
 from twin.path import Hop, Station
 from twin.profile import Profile
 
 CLIENT, GATEWAY = "client process", "gateway process"
+SENDER, RECEIVER = "client sender", "client receiver"  # a client whose sender spins
 MIN_SPEED = 1e-3  # floor of core_speed (a guard: fair sharing never starves a thread)
 
 # Events each process handles per message, and wake-ups when it sleeps between them: the client
@@ -60,60 +62,81 @@ MIN_SPEED = 1e-3  # floor of core_speed (a guard: fair sharing never starves a t
 EVENTS_PER_MSG = {"local_client_work": 1.5, "local_gateway_work": 1.0}
 
 
-def core_speed(profile: Profile, rate_msgs_per_s: float, other_work: str) -> float:
+def events_per_msg(name: str, sender: Sender = Sender.EVENT_LOOP) -> float:
+    """Events a process's threads handle per message on the shared cores (:data:`EVENTS_PER_MSG`);
+    a client whose sends leave from a spinning thread handles only the replies there (1)."""
+    if name == "local_client_work" and sender == Sender.SPINNING:
+        return 1.0
+    return EVENTS_PER_MSG[name]
+
+
+def core_speed(
+    profile: Profile, rate_msgs_per_s: float, other_work: str, sender: Sender = Sender.EVENT_LOOP
+) -> float:
     """Share of a core a process's thread gets under fair sharing: ``min(1, n / (1 + k))``.
 
     ``other_work`` names the *other* process's per-message work stage: its CPU utilization at
-    this rate (:func:`utilization`, capped at 1) plus the background threads make ``k``.
+    this rate (:func:`utilization`, capped at 1) plus the background threads make ``k``, and a
+    spinning sender one more thread that is always runnable.
     """
     cores = profile.value("local_host_cores")
-    other = profile.value("local_background_threads") + min(
-        1.0, utilization(profile, other_work, rate_msgs_per_s)
+    other = (
+        profile.value("local_background_threads")
+        + min(1.0, utilization(profile, other_work, rate_msgs_per_s, sender=sender))
+        + (1.0 if sender == Sender.SPINNING else 0.0)
     )
     return max(MIN_SPEED, min(1.0, cores / (1.0 + other)))
 
 
-def utilization(profile: Profile, name: str, rate_msgs_per_s: float, speed: float = 1.0) -> float:
+def utilization(
+    profile: Profile,
+    name: str,
+    rate_msgs_per_s: float,
+    speed: float = 1.0,
+    sender: Sender = Sender.EVENT_LOOP,
+) -> float:
     """Mean CPU utilization ``rho`` of a process's thread at this rate (mean-value estimate).
 
-    Per message a process handles ``e`` events (:data:`EVENTS_PER_MSG`) at a marginal cost ``b``
+    Per message a process handles ``e`` events (:func:`events_per_msg`) at a marginal cost ``b``
     each, and the events that find it asleep (a share ``1 - rho``, M/G/1) add the wake-up's CPU
     ``c`` (``{name}_wake_cpu_us``: measured at the calibration rate, so it holds that rate's
     cold starts and everything off the round trip's path): ``rho = x s e (b + c (1 - rho))``,
     i.e. ``rho = x s e (b + c) / (1 + x s e c)``, ``s`` the core-sharing slowdown relative to
     the calibration rate. At saturation it never sleeps: the rate is ``1 / (s b e)``.
     """
-    e = EVENTS_PER_MSG[name]
+    e = events_per_msg(name, sender)
     b = profile.value(f"{name}_marginal_us")
     c = profile.value(f"{name}_wake_cpu_us")
     x = rate_msgs_per_s * 1e-6 * speed
     return x * (b + c) * e / (1.0 + x * c * e)
 
 
-def _speed_ratio(profile: Profile, name: str, rate: float) -> float:
+def _speed_ratio(profile: Profile, name: str, rate: float, sender: Sender) -> float:
     """How much slower the cores let ``name`` run at ``rate`` than at the calibration rate."""
     other = "local_gateway_work" if name == "local_client_work" else "local_client_work"
     calibrated = profile.value("local_calibration_rate_msgs_per_s")
-    return core_speed(profile, calibrated, other) / core_speed(profile, rate, other)
+    return core_speed(profile, calibrated, other, sender) / core_speed(profile, rate, other, sender)
 
 
-def process_utilization(profile: Profile, rate_msgs_per_s: float) -> dict[str, float]:
+def process_utilization(
+    profile: Profile, rate_msgs_per_s: float, sender: Sender = Sender.EVENT_LOOP
+) -> dict[str, float]:
     """Each process's CPU utilization at this rate (:func:`utilization`, shared cores)."""
     rate = rate_msgs_per_s
     return {
-        name: utilization(profile, name, rate, _speed_ratio(profile, name, rate))
+        name: utilization(profile, name, rate, _speed_ratio(profile, name, rate, sender), sender)
         for name in EVENTS_PER_MSG
     }
 
 
-def _station(profile: Profile, name: str, label: str, rate: float) -> Station:
+def _station(profile: Profile, name: str, label: str, rate: float, sender: Sender) -> Station:
     """A process's thread: one server that sleeps when idle (wake-up, cold start, linger).
 
     The wake-up is the thread's scheduling latency (``local_wake``) shifted by the per-wake-up
     handler work; the handler work, its cold start and the linger after it run at the cores'
     speed at this rate relative to the calibration rate.
     """
-    speed = _speed_ratio(profile, name, rate)
+    speed = _speed_ratio(profile, name, rate, sender)
     latency = stage(profile, "local_wake")
     wake = ShiftedLognormal(
         latency.shift_us + speed * profile.value(f"{name}_wake_us"),
@@ -131,21 +154,23 @@ def _station(profile: Profile, name: str, label: str, rate: float) -> Station:
     )
 
 
-def _work(profile: Profile, name: str, rate: float) -> Dist:
-    """A process's marginal (warm) work per message: ``e`` events at ``b`` each.
+def _work(profile: Profile, name: str, events: float, speed: float) -> Dist:
+    """A thread's marginal (warm) work per message: ``events`` events at ``b`` each.
 
-    A lognormal with the mean ``s e b`` (``s`` the cores' slowdown at this rate relative to the
-    calibration rate) and the spread of the process's in-process timings (``{name}_sigma``).
+    A lognormal with the mean ``s e b`` (``s`` the cores' slowdown ``speed``) and the spread
+    of the process's in-process timings (``{name}_sigma``).
     """
     sigma = profile.value(f"{name}_sigma")
-    mean = (
-        _speed_ratio(profile, name, rate)
-        * EVENTS_PER_MSG[name]
-        * profile.value(f"{name}_marginal_us")
-    )
+    mean = speed * events * profile.value(f"{name}_marginal_us")
     if mean <= 0:
         return ZERO
     return ShiftedLognormal(0.0, mean / math.exp(sigma**2 / 2), sigma)
+
+
+def _process_work(profile: Profile, name: str, rate: float, sender: Sender) -> Dist:
+    """A process's work per message on the shared cores (:func:`_work` at their slowdown)."""
+    speed = _speed_ratio(profile, name, rate, sender)
+    return _work(profile, name, events_per_msg(name, sender), speed)
 
 
 def _provenance(profile: Profile, name: str) -> str:
@@ -161,32 +186,54 @@ def _provenance(profile: Profile, name: str) -> str:
     )
 
 
-def client_send_hops(profile: Profile, rate_msgs_per_s: float) -> list[Hop]:
-    """The client's work for one message, on its thread (woken by the timer for an order)."""
+def client_send_hops(
+    profile: Profile, rate_msgs_per_s: float, sender: Sender = Sender.EVENT_LOOP
+) -> list[Hop]:
+    """The client's write of one message: on its event loop's thread (woken by the timer for an
+    order), or on a sender thread of its own that spins until the send is due, so it never
+    wakes, and holds a core (its one write at the marginal cost, at full speed)."""
     name = "local_client_work"
+    if sender == Sender.SPINNING:
+        return [
+            Hop(
+                "client sender (write)",
+                "host",
+                service=_work(profile, name, 1.0, 1.0),
+                station=Station(SENDER, 1),
+                source=sources(profile, f"{name}_marginal_us"),
+            )
+        ]
     return [
         Hop(
             "client work (write; handle reply)",
             "host",
-            service=_work(profile, name, rate_msgs_per_s),
-            station=_station(profile, name, CLIENT, rate_msgs_per_s),
+            service=_process_work(profile, name, rate_msgs_per_s, sender),
+            station=_station(profile, name, CLIENT, rate_msgs_per_s, sender),
             source=_provenance(profile, name),
         )
     ]
 
 
-def client_receive_hops(profile: Profile, rate_msgs_per_s: float) -> list[Hop]:
+def client_receive_hops(
+    profile: Profile, rate_msgs_per_s: float, sender: Sender = Sender.EVENT_LOOP
+) -> list[Hop]:
     """The client's thread returning from its wait for the reply (the round trip's end).
 
-    No work of its own (the reply's handling is in the next message's work, or the cycle's),
-    but a wake-up if the client slept, or a wait for its current work if it was busy.
+    With an event loop: no work of its own (the reply's handling is in the next message's work,
+    or the cycle's), but a wake-up if the client slept, or a wait for its current work if it
+    was busy. With a spinning sender, the receiver thread reads the reply (its work) after a
+    wake-up if it slept.
     """
     name = "local_client_work"
+    spinning = sender == Sender.SPINNING
     return [
         Hop(
-            "client wakes for the reply",
+            "client receiver (read reply)" if spinning else "client wakes for the reply",
             "host",
-            station=_station(profile, name, CLIENT, rate_msgs_per_s),
+            service=_process_work(profile, name, rate_msgs_per_s, sender) if spinning else ZERO,
+            station=_station(
+                profile, name, RECEIVER if spinning else CLIENT, rate_msgs_per_s, sender
+            ),
             source=_provenance(profile, name),
         )
     ]
@@ -286,15 +333,18 @@ def _renamed(hop: Hop, name: str) -> Hop:
     return replace(hop, name=name)
 
 
-def gateway_hops(profile: Profile, rate_msgs_per_s: float) -> list[Hop]:
-    """The gateway's read, decode, risk check + matching and reply write (one event loop)."""
+def gateway_hops(
+    profile: Profile, rate_msgs_per_s: float, sender: Sender = Sender.EVENT_LOOP
+) -> list[Hop]:
+    """The gateway's read, decode, risk check + matching and reply write (one event loop);
+    ``sender`` is the client's, whose spinning takes a core from the shared ones."""
     name = "local_gateway_work"
     return [
         Hop(
             "gateway read + engine + write",
             "gateway",
-            service=_work(profile, name, rate_msgs_per_s),
-            station=_station(profile, name, GATEWAY, rate_msgs_per_s),
+            service=_process_work(profile, name, rate_msgs_per_s, sender),
+            station=_station(profile, name, GATEWAY, rate_msgs_per_s, sender),
             source=_provenance(profile, name),
         )
     ]

@@ -11,15 +11,23 @@ hits every point alike):
   reaches, so each runs back to back);
 * **sockperf** (:mod:`twin.testbed.sockperf`; systems ``sockperf-<udp|tcp>-<route>``): ping-pong
   (a closed loop of one) and under-load at each rate of :attr:`LabPlan.sockperf_rates`, over
-  loopback, a veth pair and the delaying relay.
+  loopback, a veth pair and the delaying relay;
+* per system a **burst probe** at its calibration point's conditions (the same rate, messages
+  sent in groups: :attr:`LabPlan.probe_bursts` for the testbed, as ``twin testbed campaign``
+  does, ``--burst`` :attr:`LabPlan.sockperf_probe_burst` for sockperf): part of what the
+  system is calibrated on, never predicted; a batch's later messages wait for the work of the
+  earlier ones, which is what tells the marginal work per message, hence the saturation, at
+  a load too low to show it otherwise;
+* once, before the first pass, the **wake-up probe** (:mod:`twin.testbed.wakeprobe`, into
+  ``DIR/wakeprobe.json``): the host's scheduling cold start on the lab's day.
 
-Layout: ``DIR/<system>/<point>/run_<i>/`` (each run folder readable by
-:func:`calibration.read`), host conditions beside every run (``summary.json``'s ``host`` for the
-testbed, ``host.json`` for sockperf), and ``DIR/manifest.json``: per system, its scenario
-(relative to the manifest), the point it is calibrated on (its lowest load), and per point the
-conditions, the dotted scenario fields that reproduce them in the twin (``overrides``) and its
-runs. The manifest is rewritten (atomically) after every run, and a run whose folder is complete
-is not measured again: an interrupted lab resumes where it stopped."""
+Layout: ``DIR/<system>/<point>/run_<i>/`` (each run folder readable by :func:`calibration.read`),
+host conditions beside every run (``summary.json``'s ``host`` for the testbed, ``host.json`` for
+sockperf), and ``DIR/manifest.json``: per system, its scenario (relative to the manifest), the point
+it is calibrated on (its lowest load), and per point the conditions, the dotted scenario fields that
+reproduce them in the twin (``overrides``) and its runs; the system's burst probe apart, under
+``probe`` (the same fields). The manifest is rewritten (atomically) after every run, and a run whose
+folder is complete is not measured again: an interrupted lab resumes where it stopped."""
 
 from __future__ import annotations
 
@@ -33,8 +41,9 @@ from typing import Any
 
 from twin.atomic import write_json
 from twin.errors import ConfigError
-from twin.kinds import Arrivals, Loop, Tier
+from twin.kinds import Arrivals, Loop, Sender, Tier
 from twin.scenario import scenarios_dir
+from twin.testbed.campaign import DEFAULT_PROBE_BURSTS
 from twin.testbed.relay import RelayDelay
 from twin.testbed.sockperf import (
     Protocol,
@@ -43,8 +52,11 @@ from twin.testbed.sockperf import (
     ensure_sockperf,
     measure_sockperf,
 )
+from twin.testbed.wakeprobe import write_probe
 
 MANIFEST = "manifest.json"
+WAKE_PROBE = "wakeprobe.json"
+PROBE_ID = "burst-probe"
 # The closed loop's pacing rate: above what any connection reaches, so each runs back to back.
 CLOSED_PACING = 400_000.0
 # sockperf ping-pong has no rate; the twin paces its one account above what it reaches.
@@ -79,6 +91,10 @@ class LabPlan:
     duration_s: float = 2.0
     warmup_s: float = 0.5
     relay: RelayDelay = field(default_factory=RelayDelay)
+    # Group sizes of the testbed's burst probe (none: no probe); sockperf's ``--burst`` (1: none).
+    probe_bursts: tuple[int, ...] = DEFAULT_PROBE_BURSTS
+    sockperf_probe_burst: int = 16
+    wake_probe_samples: int = 300  # per gap; 0: no wake-up probe
 
     def __post_init__(self) -> None:
         if self.repeats < 1 or self.duration_s <= 0 or self.warmup_s < 0:
@@ -86,6 +102,13 @@ class LabPlan:
                 f"lab plan: repeats {self.repeats} (>= 1), duration {self.duration_s} s (> 0), "
                 f"warm-up {self.warmup_s} s (>= 0)"
             )
+        if any(n < 1 for n in self.probe_bursts) or self.sockperf_probe_burst < 1:
+            raise ConfigError(
+                f"lab plan: burst sizes {list(self.probe_bursts)} and sockperf burst "
+                f"{self.sockperf_probe_burst}: each >= 1"
+            )
+        if self.wake_probe_samples < 0:
+            raise ConfigError(f"lab plan: wake-probe samples {self.wake_probe_samples}: >= 0")
 
 
 #: A small plan for tests and a first look (a minute): one system of each kind, two loads each.
@@ -100,6 +123,9 @@ QUICK = LabPlan(
     repeats=1,
     duration_s=0.5,
     warmup_s=0.2,
+    probe_bursts=(1, 4),
+    sockperf_probe_burst=4,
+    wake_probe_samples=20,
 )
 
 
@@ -112,13 +138,20 @@ class Point:
     conditions: dict[str, Any]
     overrides: dict[str, Any]
     measure: Callable[[Path, int], Path]
+    probe: bool = False  # the system's burst probe: calibrated on, never predicted
 
     def run_dir(self, root: Path, repeat: int) -> Path:
         return root / self.system / self.id / f"run_{repeat}"
 
 
 def _testbed_point(
-    plan: LabPlan, topology: Tier, point_id: str, loop: Loop, conns: int, rate: float
+    plan: LabPlan,
+    topology: Tier,
+    point_id: str,
+    loop: Loop,
+    conns: int,
+    rate: float,
+    burst_sizes: tuple[int, ...] = (),
 ) -> Point:
     from twin.testbed.campaign import measure
 
@@ -133,13 +166,15 @@ def _testbed_point(
             loop=loop,
             arrivals=Arrivals.POISSON,
             seed=1 + repeat,
+            burst_sizes=burst_sizes,
         )
         return out
 
+    bursts = {"burst_sizes": list(burst_sizes)} if burst_sizes else {}
     return Point(
         f"testbed-{topology}",
         point_id,
-        {"loop": str(loop), "connections": conns, "rate_msgs_per_s": rate},
+        {"loop": str(loop), "connections": conns, "rate_msgs_per_s": rate, **bursts},
         {
             "connectivity.tier": str(topology),
             "workload.loop": str(loop),
@@ -147,11 +182,17 @@ def _testbed_point(
             "workload.rate_msgs_per_s": rate,
         },
         go,
+        probe=bool(burst_sizes),
     )
 
 
 def _testbed_points(plan: LabPlan) -> Iterator[Point]:
     for topology in plan.topologies:
+        if plan.probe_bursts:
+            conns, rate = min(plan.open_connections), min(plan.open_rates)
+            yield _testbed_point(
+                plan, topology, PROBE_ID, Loop.OPEN, conns, rate, plan.probe_bursts
+            )
         for conns in plan.open_connections:
             for rate in plan.open_rates:
                 point_id = f"open-c{conns}-r{int(rate)}"
@@ -168,9 +209,9 @@ def _sockperf_points(plan: LabPlan) -> Iterator[Point]:
             base: dict[str, Any] = {"connectivity.tier": str(route), "workload.accounts": 1}
 
             def run(
-                mps: float | None, protocol: Protocol, route: Route
+                mps: float | None, protocol: Protocol, route: Route, burst: int = 1
             ) -> Callable[[Path, int], Path]:
-                spec = SockperfRun(protocol, route, mps, plan.duration_s, plan.relay)
+                spec = SockperfRun(protocol, route, mps, plan.duration_s, plan.relay, burst)
 
                 def go(out: Path, repeat: int) -> Path:
                     del repeat  # sockperf's schedule is evenly spaced: no seed
@@ -182,26 +223,41 @@ def _sockperf_points(plan: LabPlan) -> Iterator[Point]:
                 system,
                 "ping-pong",
                 {"mode": "ping-pong", "protocol": str(protocol), "route": str(route)},
-                {**base, "workload.loop": "closed", "workload.rate_msgs_per_s": PING_PONG_PACING},
+                {
+                    **base,
+                    "workload.loop": "closed",
+                    "workload.rate_msgs_per_s": PING_PONG_PACING,
+                    "hosts.client.sender": str(Sender.EVENT_LOOP),  # one thread, no receiver
+                },
                 run(None, protocol, route),
             )
-            for rate in plan.sockperf_rates:
+            # The probe (at the lowest rate, in bursts) first, then each rate one at a time.
+            probe = plan.sockperf_probe_burst
+            loads = [(min(plan.sockperf_rates), probe)] if probe > 1 else []
+            loads += [(rate, 1) for rate in plan.sockperf_rates]
+            for rate, burst in loads:
+                conditions: dict[str, Any] = {
+                    "mode": "under-load",
+                    "protocol": str(protocol),
+                    "route": str(route),
+                    "rate_msgs_per_s": rate,
+                }
+                overrides: dict[str, Any] = {
+                    **base,
+                    "workload.loop": "open",
+                    "workload.arrivals": "uniform",
+                    "workload.rate_msgs_per_s": rate,
+                }
+                if burst > 1:
+                    conditions["burst"] = burst
+                    overrides["workload.burst"] = burst
                 yield Point(
                     system,
-                    f"under-load-r{int(rate)}",
-                    {
-                        "mode": "under-load",
-                        "protocol": str(protocol),
-                        "route": str(route),
-                        "rate_msgs_per_s": rate,
-                    },
-                    {
-                        **base,
-                        "workload.loop": "open",
-                        "workload.arrivals": "uniform",
-                        "workload.rate_msgs_per_s": rate,
-                    },
-                    run(rate, protocol, route),
+                    PROBE_ID if burst > 1 else f"under-load-r{int(rate)}",
+                    conditions,
+                    overrides,
+                    run(rate, protocol, route, burst),
+                    probe=burst > 1,
                 )
 
 
@@ -239,25 +295,27 @@ def manifest(root: Path, plan: LabPlan, points: list[Point], command: str) -> di
     out = []
     for name, pts in systems.items():
         scenario = SOCKPERF_SCENARIO if name.startswith("sockperf") else SCENARIOS["testbed"]
-        rows = []
-        for p in pts:
+
+        def row(p: Point) -> dict[str, Any]:
             runs = []
             for i in range(plan.repeats):
                 found = _complete(p.run_dir(root, i))
                 if found is not None:
                     runs.append(found.relative_to(root).as_posix())
-            rows.append(
-                {"id": p.id, "conditions": p.conditions, "overrides": p.overrides, "runs": runs}
-            )
-        out.append(
-            {
-                "system": name,
-                "tool": "sockperf" if name.startswith("sockperf") else "twin testbed",
-                "scenario": _relative(scenario, root),
-                "calibrated_on": _calibration_point(pts),
-                "points": rows,
-            }
-        )
+            return {"id": p.id, "conditions": p.conditions, "overrides": p.overrides, "runs": runs}
+
+        predicted = [p for p in pts if not p.probe]
+        entry: dict[str, Any] = {
+            "system": name,
+            "tool": "sockperf" if name.startswith("sockperf") else "twin testbed",
+            "scenario": _relative(scenario, root),
+            "calibrated_on": _calibration_point(predicted),
+            "points": [row(p) for p in predicted],
+        }
+        probe = next((row(p) for p in pts if p.probe), None)
+        if probe is not None and probe["runs"]:
+            entry["probe"] = probe
+        out.append(entry)
     return {
         "corpus": "load-response lab",
         "command": command,
@@ -268,6 +326,7 @@ def manifest(root: Path, plan: LabPlan, points: list[Point], command: str) -> di
             "machine": platform.machine(),
             "python": platform.python_version(),
         },
+        **({"wakeprobe": WAKE_PROBE} if (root / WAKE_PROBE).is_file() else {}),
         "systems": out,
     }
 
@@ -289,6 +348,11 @@ def run_lab(
     if any(p.system.startswith("sockperf") for p in points):
         ensure_sockperf()
     root.mkdir(parents=True, exist_ok=True)
+    if plan.wake_probe_samples and not (root / WAKE_PROBE).is_file():
+        started = time.monotonic()
+        write_probe(root / WAKE_PROBE, samples=plan.wake_probe_samples)
+        if progress is not None:
+            progress(f"wake-up probe: {time.monotonic() - started:.1f} s")
     for repeat in range(plan.repeats):
         for point in points:
             out = point.run_dir(root, repeat)

@@ -11,10 +11,11 @@ veth pair of namespaces (server in one, client in the other) or through the dela
 
 Always ``--full-rtt`` (round trips, not halves) and ``--full-log``: the per-message log, which
 :func:`calibration.read` reads as samples. The run's folder keeps sockperf's summary (the log is
-read, then cut to its summary: ``sockperf.txt``), ``rtt.hgrm`` (every round trip of the log as
-an HDR histogram, microseconds: compact where the log runs to megabytes), ``host.json`` (the
-host's load and CPU during the run) and, through the relay, ``relay.json`` (the relay's own
-measured cost).
+read, then cut to its summary: ``sockperf.txt``), ``rtt.hgrm`` (every round trip of the log as an
+HDR histogram, microseconds: compact where the log runs to megabytes), ``host.json`` (the host's
+load and CPU during the run, and each sockperf process's CPU time and voluntary context switches per
+message sockperf counted, warm-up included: :func:`process_costs`) and, through the relay,
+``relay.json`` (the relay's own measured cost).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -34,7 +37,7 @@ from pathlib import Path
 
 from twin.atomic import write_json, write_text
 from twin.errors import ConfigError, SimulationError
-from twin.testbed.hoststat import host_counters, host_shares
+from twin.testbed.hoststat import host_counters, host_shares, process_times
 from twin.testbed.netns import VethPair
 from twin.testbed.processes import stop
 from twin.testbed.relay import RelayDelay
@@ -67,6 +70,11 @@ class SockperfRun:
     mps: float | None
     duration_s: float = 2.0
     relay: RelayDelay = RelayDelay()
+    burst: int = 1  # messages sent back to back per cycle (under-load; ``--burst``)
+
+    def __post_init__(self) -> None:
+        if self.burst < 1 or (self.burst > 1 and self.mps is None):
+            raise ConfigError(f"sockperf burst {self.burst}: need >= 1, and > 1 only under load")
 
     def client_args(self, host: str, port: int, log: Path) -> list[str]:
         mode = (
@@ -76,6 +84,7 @@ class SockperfRun:
                 "under-load",
                 f"--mps={int(self.mps)}",
                 "--reply-every=1",
+                *([f"--burst={self.burst}"] if self.burst > 1 else []),
             ]
         )
         proto = ["--tcp"] if self.protocol == Protocol.TCP else []
@@ -167,7 +176,7 @@ def measure_sockperf(out_dir: Path, run: SockperfRun) -> Path:
             server_prefix, client_prefix, host = [], [], "127.0.0.1"
         port = _free_port(run.protocol)
         server = [SOCKPERF, "server", "-i", host, "-p", str(port), *proto]
-        stack.enter_context(_process([*server_prefix, *server]))
+        server_pid = stack.enter_context(_process([*server_prefix, *server])).pid
         if run.path == Route.RELAY:
             relay_port = _free_port(run.protocol)
             stats = out_dir / "relay.json"
@@ -193,12 +202,16 @@ def measure_sockperf(out_dir: Path, run: SockperfRun) -> Path:
             stack.enter_context(_process(relay_cmd, wait_line="relay listening on"))
             port = relay_port
         before = host_counters()
+        server_before = _server_counters(server_pid)
+        children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         client = subprocess.run(
             [*client_prefix, *run.client_args(host, port, log)],
             capture_output=True,
             text=True,
             timeout=run.duration_s + 60,
         )
+        children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        server_after = _server_counters(server_pid)
         after = host_counters()
     if client.returncode != 0 or not log.exists():
         raise SimulationError(
@@ -210,9 +223,73 @@ def measure_sockperf(out_dir: Path, run: SockperfRun) -> Path:
     counts = empty_counts()
     record_us(counts, measurement.samples_us)
     conditions = {**host_shares(before, after), "loadavg_1m": after.loadavg_1m}
-    write_json(out_dir / "host.json", {**conditions, "cpus": float(os.cpu_count() or 0)})
+    summary_text = log.read_text().partition(FULL_LOG_HEADER)[0]
+    costs = process_costs(
+        _messages(summary_text),
+        (server_before, server_after),
+        (children_before, children_after),
+    )
+    write_json(
+        out_dir / "host.json",
+        {**conditions, "cpus": float(os.cpu_count() or 0), "processes": costs},
+    )
     write_text(out_dir / "rtt.hgrm", hgrm_text(counts))
-    summary, _, _ = log.read_text().partition(FULL_LOG_HEADER)
-    write_text(out_dir / "sockperf.txt", summary)
+    write_text(out_dir / "sockperf.txt", summary_text)
     log.unlink()
     return out_dir / "rtt.hgrm"
+
+
+# sockperf's whole-run line: "[Total Run] RunTime=... SentMessages=N; ReceivedMessages=M".
+TOTAL_RUN = re.compile(r"\[Total Run\].*ReceivedMessages=(\d+)")
+
+
+def _messages(summary_text: str) -> int:
+    """Replies the client received over its whole run (warm-up included); 0 if not stated."""
+    found = TOTAL_RUN.search(summary_text)
+    return int(found.group(1)) if found else 0
+
+
+def _server_counters(pid: int) -> tuple[int, int] | None:
+    """The server's on-CPU time (ns, schedstat) and voluntary context switches; None if gone."""
+    times = process_times(pid)
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            switches = next(
+                int(line.split()[1]) for line in fh if line.startswith("voluntary_ctxt_switches")
+            )
+    except (OSError, StopIteration):
+        return None
+    return None if times is None else (times.cpu_ns, switches)
+
+
+def process_costs(
+    messages: int,
+    server: tuple[tuple[int, int] | None, tuple[int, int] | None],
+    client: tuple[resource.struct_rusage, resource.struct_rusage],
+) -> dict[str, dict[str, float] | None]:
+    """Each sockperf process's cost per message answered: CPU (us) and voluntary switches.
+
+    The server's from its threads' ``schedstat`` and ``/proc/PID/status`` before and after the
+    client ran; the client's from ``getrusage(RUSAGE_CHILDREN)`` around it (the only child
+    reaped meanwhile), user and system time apart: a client that paces its sends by spinning
+    burns user time between them whatever the rate, its system time is its system calls. A
+    voluntary switch is a sleep: a thread with far fewer than one per message never sleeps.
+    ``None`` for a process not measured (no messages, or the server gone).
+    """
+    if messages <= 0:
+        return {"server": None, "client": None}
+    (s0, s1), (c0, c1) = server, client
+    server_cost = (
+        None
+        if s0 is None or s1 is None
+        else {
+            "cpu_us_per_msg": (s1[0] - s0[0]) / 1e3 / messages,
+            "voluntary_switches_per_msg": (s1[1] - s0[1]) / messages,
+        }
+    )
+    client_cost = {
+        "user_us_per_msg": (c1.ru_utime - c0.ru_utime) * 1e6 / messages,
+        "system_us_per_msg": (c1.ru_stime - c0.ru_stime) * 1e6 / messages,
+        "voluntary_switches_per_msg": (c1.ru_nvcsw - c0.ru_nvcsw) / messages,
+    }
+    return {"server": server_cost, "client": client_cost}

@@ -8,11 +8,11 @@ host). The receiver stamps its return from ``recvfrom`` and echoes the differenc
 latency of a message to a thread that slept ``g``, kernel path and wake-up included. Gaps are
 drawn in a shuffled order, so a drift of the host hits every gap alike.
 
-What depends on ``g`` is what sleeping costs: a shift of the whole distribution (caches, clock
-and C-state exit: the model's cold start, :class:`twin.path.Station` ``cold_us``) and a growing
-share of rare long waits (the vCPU halted or given to another guest while the thread slept: the
-model's ``stall``). The accuracy matrix takes the lab host's cold start from it
-(:data:`calibration.matrix.WAKE_PROBE_COLD_US`). Written as JSON: per gap its latencies'
+What depends on ``g`` is what sleeping costs: a shift of the whole distribution (caches, clock and
+C-state exit: the model's cold start, :class:`twin.path.Station` ``cold_us``) and a growing share of
+rare long waits (the vCPU halted or given to another guest while the thread slept: the model's
+``stall``). The load-response lab measures it beside its corpus, and the accuracy matrix takes the
+lab host's cold start from it (:func:`cold_start_us`). Written as JSON: per gap its latencies'
 percentiles and the raw samples.
 """
 

@@ -74,13 +74,29 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
     assert "2 systems, 6 points" in capsys.readouterr().out
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["plan"]["repeats"] == 1 and manifest["host"]["cpus"] == os.cpu_count()
+    assert manifest["wakeprobe"] == "wakeprobe.json"
+    probe = json.loads((out / "wakeprobe.json").read_text())
+    assert len(probe["latency_us"]["1000.0"]) == 20
     for system in manifest["systems"]:
         assert system["calibrated_on"] in {p["id"] for p in system["points"]}
-        for point in system["points"]:
+        calibration = next(p for p in system["points"] if p["id"] == system["calibrated_on"])
+        # The burst probe: the calibration point's conditions, in groups; never a point.
+        assert system["probe"]["id"] == "burst-probe"
+        assert all(p["id"] != "burst-probe" for p in system["points"])
+        for key, value in calibration["conditions"].items():
+            assert system["probe"]["conditions"][key] == value
+        for point in [*system["points"], system["probe"]]:
             (run,) = point["runs"]
             measured = read(out / run)
             assert measured.count and measured.count > 100
             assert measured.conditions["busy_pct"] is not None  # host conditions beside it
+    sockperf = next(s for s in manifest["systems"] if s["tool"] == "sockperf")
+    assert sockperf["probe"]["overrides"]["workload.burst"] == 4
+    host = json.loads((out / sockperf["probe"]["runs"][0] / "host.json").read_text())
+    server, client = host["processes"]["server"], host["processes"]["client"]
+    assert 0 < server["cpu_us_per_msg"] < 1000 and server["voluntary_switches_per_msg"] > 0
+    # The sender spins between its sends: user time far above any message's work.
+    assert client["user_us_per_msg"] > 100
     stamp = (out / manifest["systems"][0]["points"][0]["runs"][0] / "rtt.hgrm").stat().st_mtime
     started = time.monotonic()
     assert main(["testbed", "lab", "--quick", "--out", str(out)]) == 0  # nothing left to do

@@ -35,6 +35,48 @@ def test_core_speed_is_fair_share():
     assert loopback.core_speed(busy, 1.0, "local_client_work") == pytest.approx(2 / 4, rel=1e-3)
 
 
+def test_a_spinning_sender_is_one_more_runnable_thread():
+    """It holds a core: the others share what is left by the same fair-share rule, and the
+    client's receiver handles one event per message on them (the sends are on the sender's)."""
+    from twin.kinds import Sender
+
+    p = _profile(local_host_cores=2.0, local_background_threads=0.0)
+    other = "local_client_work"
+    idle = _profile(
+        local_host_cores=2.0,
+        local_background_threads=0.0,
+        local_client_work_marginal_us=0.0,
+        local_client_work_wake_cpu_us=0.0,
+    )
+    assert loopback.core_speed(idle, 1.0, other, Sender.SPINNING) == 1.0  # 2 / (1 + 1)
+    # Past 1 / (b e) the receiver never sleeps: busy all the time, one more runnable thread.
+    busy = 1e6 / loopback.events_per_msg(other, Sender.SPINNING) / p.value(f"{other}_marginal_us")
+    assert loopback.core_speed(p, 2 * busy, other, Sender.SPINNING) == pytest.approx(2 / 3)
+    assert loopback.events_per_msg(other, Sender.SPINNING) == 1.0
+    assert loopback.events_per_msg(other) == 1.5
+
+
+def test_a_spinning_sender_never_wakes_and_its_receiver_sleeps():
+    from twin.simulation import prepare
+
+    scenario = load_scenario(ROOT / "scenarios" / "local_sockperf.toml")
+    path = prepare(scenario, load_profile(PROFILE)).path
+    sleeps = dict(zip(path.station_names, path.station_sleeps(), strict=True))
+    assert not sleeps[loopback.SENDER] and sleeps[loopback.RECEIVER] and sleeps[loopback.GATEWAY]
+    assert loopback.CLIENT not in sleeps
+    one_loop = scenario.with_fields({"hosts.client.sender": "event-loop"})
+    names = prepare(one_loop, load_profile(PROFILE)).path.station_names
+    assert loopback.CLIENT in names and loopback.SENDER not in names
+
+
+def test_only_the_client_has_a_sender(tmp_path):
+    from twin.errors import ScenarioError
+
+    scenario = load_scenario(ROOT / "scenarios" / "local_sockperf.toml")
+    with pytest.raises(ScenarioError, match=r"hosts\.exchange\.sender: only the client"):
+        scenario.with_fields({"hosts.exchange.sender": "spinning"})
+
+
 @pytest.mark.parametrize("warm, cold, idle", [(15.0, 80.0, 2000.0), (30.0, 0.0, 100.0)])
 def test_fit_cold_start_recovers_a_known_curve(warm, cold, idle):
     lo = np.array(loopback_edges(), dtype=float)
