@@ -336,10 +336,10 @@ def _error_pct(measured: float | None, predicted: float | None) -> float | None:
     return 100.0 * (predicted - measured) / measured
 
 
-def system_matrix(
-    system: CorpusSystem, manifest: Path, wake_cold: Parameter | None = None
-) -> dict[str, Any]:
-    """One system's entry of the matrix (see the module docstring)."""
+def system_matrix(system: CorpusSystem, manifest: Path) -> dict[str, Any]:
+    """One system's entry of the matrix (see the module docstring); the host's cold start is
+    the corpus's (:func:`wake_cold_start` of the manifest's folder)."""
+    wake_cold = wake_cold_start(manifest.parent)
     prior, known = measured_prior(system, load_profile(resolve_profile_path("local")), wake_cold)
     calibrator = TwinCalibrator(prior=prior, max_nfev=CALIBRATION_NFEV, starts=CALIBRATION_STARTS)
     fit = calibrator.fit(calibration_targets(system, manifest, known))
@@ -425,11 +425,11 @@ def accuracy_matrix(
     """The whole matrix: ``{"systems": [...], "summary": {...}}``."""
     root = Path(root)
     corpus = load_corpus(root)
-    wake_cold = wake_cold_start(root)
+    wake_cold_start(root)  # a bad wake-up probe is one line before any fit
     systems = []
     for system in corpus:
         try:
-            systems.append(system_matrix(system, root / MANIFEST, wake_cold))
+            systems.append(system_matrix(system, root / MANIFEST))
         except TwinError as exc:
             raise type(exc)(f"{root / MANIFEST}: {system.name}: {exc}") from None
         if progress is not None:
