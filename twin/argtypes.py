@@ -28,8 +28,8 @@ def positive_int(text: str) -> int:
     return value
 
 
-def seed(text: str) -> int:
-    """A whole number >= 0."""
+def non_negative_int(text: str) -> int:
+    """A whole number >= 0 (seeds, counts that may be zero)."""
     try:
         value = int(text)
     except ValueError:
@@ -37,6 +37,9 @@ def seed(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
     return value
+
+
+seed = non_negative_int  # a seed is any whole number >= 0
 
 
 def assignment(text: str) -> tuple[str, object]:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from twin.argtypes import positive_float, positive_int, seed
+from twin.argtypes import non_negative_int, positive_float, positive_int, seed
 from twin.atomic import write_json
 from twin.errors import ConfigError
 from twin.extras import Extra, require
@@ -232,7 +232,7 @@ def cmd_cluster_load(args: argparse.Namespace) -> int:
 def cmd_wakeprobe(args: argparse.Namespace) -> int:
     from twin.testbed.wakeprobe import write_probe
 
-    result = write_probe(Path(args.out), samples=args.samples, seed=args.seed)
+    result = write_probe(Path(args.out), samples=args.samples, seed=args.seed, busy=args.busy)
     for gap, p in result["percentiles_us"].items():
         print(f"slept {float(gap):>8,.0f} us: " + "  ".join(f"{k} {v:7.1f}" for k, v in p.items()))
     return 0
@@ -528,6 +528,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="FILE", help="the result (JSON)")
     p.add_argument("--samples", type=positive_int, default=300, metavar="N", help="per gap")
     p.add_argument("--seed", type=seed, default=1)
+    p.add_argument(
+        "--busy",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="processes spinning during the probe (cores kept awake; default 0)",
+    )
     p.set_defaults(run=cmd_wakeprobe)
 
     p = tsub.add_parser(

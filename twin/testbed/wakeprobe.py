@@ -61,13 +61,23 @@ def _spin_until(deadline_ns: int) -> None:
         pass
 
 
+SPIN = "while True: pass"
+
+
 def measure_wakeups(
-    gaps_us: Sequence[float] = DEFAULT_GAPS_US, samples: int = 300, seed: int = 1
+    gaps_us: Sequence[float] = DEFAULT_GAPS_US, samples: int = 300, seed: int = 1, busy: int = 0
 ) -> dict[str, Any]:
-    """Run the probe; ``{"gaps_us": [...], "latency_us": {gap: [...]}, "host": {...}}``."""
+    """Run the probe; ``{"gaps_us": [...], "latency_us": {gap: [...]}, "host": {...}}``.
+
+    ``busy``: processes that spin for the whole probe (keeping that many more cores awake), so
+    the woken thread finds an awake core rather than a halted one."""
+    import contextlib
     import tempfile
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as spinners:
+        for _ in range(busy):
+            spinner = subprocess.Popen([sys.executable, "-c", SPIN])
+            spinners.callback(stop, spinner)
         port_file = Path(tmp) / "port"
         proc = subprocess.Popen(
             [sys.executable, "-c", f"from twin.testbed.wakeprobe import serve; "
@@ -104,6 +114,7 @@ def measure_wakeups(
         "gaps_us": [float(g) for g in gaps_us],
         "samples": samples,
         "seed": seed,
+        "busy": busy,
         "host": {"cpus": os.cpu_count(), "loadavg_1m": os.getloadavg()[0]},
         "percentiles_us": {
             str(g): {f"p{p}": float(np.percentile(v, p)) for p in (10, 50, 90, 99)}
