@@ -4,14 +4,13 @@ A corpus folder (``twin testbed lab``, :mod:`twin.testbed.lab`) holds ``manifest
 each with its scenario, the point it is calibrated on and its points (conditions, the dotted
 scenario fields that reproduce them, run folders). For each system :func:`system_matrix`
 
-1. takes what the calibration point's runs measured directly (:func:`measured_prior`: a
-   testbed run's CPU demand and work split, the marginal work from its burst probe; the host's
-   cold start from the corpus's wake-up probe) and fits the other free groups of
+1. takes what the calibration point's runs measured directly (:func:`measured_prior`: a testbed
+   run's CPU demand and work split, the marginal work from its burst probe; the host's cold start
+   from the corpus's wake-up probe) and fits the other free groups of
    :data:`LOCAL_TARGETS` (the shipped ``local`` profile is the starting point;
-   :data:`CALIBRATION_STARTS` quasi-random starts) to the whole distribution of every run of
-   the calibration point and of its burst probe when the probe states only latency (p10..p99.9,
-   each run a set of targets: :func:`calibration.targets.measurement_targets`), and nothing
-   else;
+   :data:`CALIBRATION_STARTS` quasi-random starts) to the whole distribution of every run of the
+   calibration point and of its burst probe when the probe states only latency (p10..p99.9, each
+   run a set of targets: :func:`calibration.targets.measurement_targets`), and nothing else;
 2. predicts every point (the calibration point too, as a check of the fit) with the fitted
    profile and the point's overrides, on the default engine;
 3. compares p50, p90, p99 (median over the point's runs) and throughput (the runs' median
@@ -175,38 +174,46 @@ def _corpus_point(root: Path, raw: Any, where: str) -> CorpusPoint:
 COLD_START_GAP_US = 1000.0
 
 
-def cold_start_us(probe: Mapping[str, Any], gap_us: float = COLD_START_GAP_US) -> float:
-    """The scheduling cold start after sleeping ``gap_us``, from a wake-up probe's result
-    (``twin testbed wakeprobe``): its median one-way latency after that gap less its median
-    after the shortest gap (>= 0; the model's ``local_wake_cold_us``). ``KeyError`` when the
-    probe has no such gap."""
-    p50 = {float(g): v["p50"] for g, v in probe["percentiles_us"].items()}
-    return max(0.0, p50[float(gap_us)] - p50[min(p50)])
+def _probe(root: Path, name: str) -> tuple[Path, dict[float, float]]:
+    """A wake-up probe beside the corpus: its path and median one-way latency (us) per gap."""
+    path = root / name
+    try:
+        probe = json.loads(path.read_text())
+        return path, {float(g): float(v["p50"]) for g, v in probe["percentiles_us"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise MeasurementError(f"{path}: not a wake-up probe ({exc})") from None
 
 
-def wake_cold_start(root: str | Path) -> Parameter:
-    """The lab host's scheduling cold start (``local_wake_cold_us``): from the wake-up probe the
-    corpus's manifest names (``wakeprobe``), else :data:`WAKE_PROBE_COLD_US`."""
-    path = Path(root) / MANIFEST
+def host_parameters(root: str | Path) -> dict[str, Parameter]:
+    """What the wake-up probe beside a corpus (manifest key ``wakeprobe``) measured of its host:
+    the scheduling cold start ``local_wake_cold_us``, the median one-way latency after sleeping
+    :data:`COLD_START_GAP_US` less after the shortest sleep (:data:`WAKE_PROBE_COLD_US` for a
+    corpus without a probe). The busy-host probe beside it (``wakeprobe_busy``: the other cores
+    kept awake) is not read: what it shows, a wake-up on a halted vCPU 35 us dearer than on an
+    awake core, has no mechanism in the model yet (docs/design-notes.md)."""
+    root = Path(root)
     try:
-        name = json.loads(path.read_text()).get("wakeprobe")
-    except (OSError, ValueError, AttributeError):
-        name = None  # load_corpus says what is wrong with the manifest
-    if not isinstance(name, str):
-        return Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE)
-    probe_path = Path(root) / name
-    try:
-        probe = json.loads(probe_path.read_text())
-        cold = cold_start_us(probe)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise MeasurementError(f"{probe_path}: not a wake-up probe ({exc})") from None
-    p50 = {float(g): v["p50"] for g, v in probe["percentiles_us"].items()}
-    return Parameter(
-        cold,
-        f"measurement: twin testbed wakeprobe beside the corpus ({probe_path.name}): one-way "
-        f"latency p50 {p50[min(p50)]:.1f} us to a thread that slept {min(p50):g} us, "
-        f"{p50[COLD_START_GAP_US]:.1f} us after {COLD_START_GAP_US:g} us",
-    )
+        names = json.loads((root / MANIFEST).read_text())
+        names = names if isinstance(names, dict) else {}
+    except (OSError, ValueError):
+        names = {}  # load_corpus says what is wrong with the manifest
+    idle_name = names.get("wakeprobe")
+    if not isinstance(idle_name, str):
+        return {"local_wake_cold_us": Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE)}
+    idle_path, idle = _probe(root, idle_name)
+    if COLD_START_GAP_US not in idle:
+        raise MeasurementError(
+            f"{idle_path}: not a wake-up probe (no {COLD_START_GAP_US:g} us gap)"
+        )
+    shortest = min(idle)
+    return {
+        "local_wake_cold_us": Parameter(
+            max(0.0, idle[COLD_START_GAP_US] - idle[shortest]),
+            f"measurement: twin testbed wakeprobe beside the corpus ({idle_path.name}): one-way "
+            f"latency p50 {idle[shortest]:.1f} us to a thread that slept {shortest:g} us, "
+            f"{idle[COLD_START_GAP_US]:.1f} us after {COLD_START_GAP_US:g} us",
+        )
+    }
 
 
 def measured_point(point: CorpusPoint) -> dict[str, float | None]:
@@ -235,7 +242,7 @@ def _stated(point: CorpusPoint | None) -> bool:
 
 
 def measured_prior(
-    system: CorpusSystem, prior: Profile, wake_cold: Parameter | None = None
+    system: CorpusSystem, prior: Profile, host: Mapping[str, Parameter] | None = None
 ) -> tuple[Profile, frozenset[str]]:
     """The prior with what the calibration point's runs measured directly, and those names.
 
@@ -248,13 +255,13 @@ def measured_prior(
     Runs of other tools state none of it: being native code, their handlers take no
     interpreter cold start and no bookkeeping after a wake-up (``linger``), a wake-up's CPU
     being their per-wake-up work, which the fit scales with the rest of their work. Every
-    system takes the lab host's scheduling cold start ``wake_cold`` (:func:`wake_cold_start`;
-    default :data:`WAKE_PROBE_COLD_US`).
+    system takes what the wake-up probes measured of the lab's host (``host``:
+    :func:`host_parameters`; by default the cold start :data:`WAKE_PROBE_COLD_US`).
     """
     point = system.point(system.calibrated_on)
-    known: dict[str, Parameter] = {
-        "local_wake_cold_us": wake_cold or Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE)
-    }
+    known: dict[str, Parameter] = dict(
+        host or {"local_wake_cold_us": Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE)}
+    )
     # Set, not measured: a native tool's wake-up CPU is its per-wake-up work, scaled with it.
     derived: dict[str, Parameter] = {}
     if _stated(point):
@@ -338,9 +345,9 @@ def _error_pct(measured: float | None, predicted: float | None) -> float | None:
 
 def system_matrix(system: CorpusSystem, manifest: Path) -> dict[str, Any]:
     """One system's entry of the matrix (see the module docstring); the host's cold start is
-    the corpus's (:func:`wake_cold_start` of the manifest's folder)."""
-    wake_cold = wake_cold_start(manifest.parent)
-    prior, known = measured_prior(system, load_profile(resolve_profile_path("local")), wake_cold)
+    the corpus's (:func:`host_parameters` of the manifest's folder)."""
+    host = host_parameters(manifest.parent)
+    prior, known = measured_prior(system, load_profile(resolve_profile_path("local")), host)
     calibrator = TwinCalibrator(prior=prior, max_nfev=CALIBRATION_NFEV, starts=CALIBRATION_STARTS)
     fit = calibrator.fit(calibration_targets(system, manifest, known))
     profile = fit.profile_
@@ -425,7 +432,7 @@ def accuracy_matrix(
     """The whole matrix: ``{"systems": [...], "summary": {...}}``."""
     root = Path(root)
     corpus = load_corpus(root)
-    wake_cold_start(root)  # a bad wake-up probe is one line before any fit
+    host_parameters(root)  # a bad wake-up probe is one line before any fit
     systems = []
     for system in corpus:
         try:

@@ -226,18 +226,20 @@ def test_a_corpus_probes_are_calibrated_on_never_predicted(tmp_path) -> None:
 
     corpus = _broken_corpus(tmp_path, _with_probes)
     systems = {s.name: s for s in matrix.load_corpus(corpus)}
-    cold = matrix.wake_cold_start(corpus)
+    host = matrix.host_parameters(corpus)
+    cold = host["local_wake_cold_us"]
     assert cold.value == pytest.approx(3.5) and "wakeprobe.json" in cold.source
-    assert matrix.wake_cold_start(CORPUS).value == matrix.WAKE_PROBE_COLD_US  # none beside it
+    none_beside = matrix.host_parameters(CORPUS)["local_wake_cold_us"]
+    assert none_beside.value == matrix.WAKE_PROBE_COLD_US
     shipped = load_profile(resolve_profile_path("local"))
     sockperf = systems["sockperf-udp-loopback"]
-    prior, known = matrix.measured_prior(sockperf, shipped, cold)
+    prior, known = matrix.measured_prior(sockperf, shipped, host)
     assert prior.value("local_wake_cold_us") == pytest.approx(3.5)
     targets = matrix.calibration_targets(sockperf, corpus / matrix.MANIFEST, known).targets
     ids = {t.id.split(":")[1] for t in targets}
     assert ids == {"under-load-r1000", "burst-probe"}
     testbed = systems["testbed-loopback"]
-    _, known = matrix.measured_prior(testbed, shipped, cold)
+    _, known = matrix.measured_prior(testbed, shipped, host)
     targets = matrix.calibration_targets(testbed, corpus / matrix.MANIFEST, known).targets
     assert {t.id.split(":")[1] for t in targets} == {"open-c1-r1000"}
     assert all(p.id != "burst-probe" for p in testbed.points)

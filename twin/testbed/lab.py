@@ -19,7 +19,9 @@ hits every point alike):
   earlier ones, which is what tells the marginal work per message, hence the saturation, at
   a load too low to show it otherwise;
 * once, before the first pass, the **wake-up probe** (:mod:`twin.testbed.wakeprobe`, into
-  ``DIR/wakeprobe.json``): the host's scheduling cold start on the lab's day.
+  ``DIR/wakeprobe.json``; and with every other core kept awake by spinning processes, into
+  ``DIR/wakeprobe_busy.json``): the host's scheduling cold start and the cost of a wake-up on
+  a halted vCPU rather than an awake core, on the lab's day.
 
 Layout: ``DIR/<system>/<point>/run_<i>/`` (each run folder readable by :func:`calibration.read`),
 host conditions beside every run (``summary.json``'s ``host`` for the testbed, ``host.json`` for
@@ -56,6 +58,7 @@ from twin.testbed.wakeprobe import write_probe
 
 MANIFEST = "manifest.json"
 WAKE_PROBE = "wakeprobe.json"
+WAKE_PROBE_BUSY = "wakeprobe_busy.json"  # the same with every other core kept awake
 PROBE_ID = "burst-probe"
 # The closed loop's pacing rate: above what any connection reaches, so each runs back to back.
 CLOSED_PACING = 400_000.0
@@ -326,7 +329,11 @@ def manifest(root: Path, plan: LabPlan, points: list[Point], command: str) -> di
             "machine": platform.machine(),
             "python": platform.python_version(),
         },
-        **({"wakeprobe": WAKE_PROBE} if (root / WAKE_PROBE).is_file() else {}),
+        **{
+            key: name
+            for key, name in (("wakeprobe", WAKE_PROBE), ("wakeprobe_busy", WAKE_PROBE_BUSY))
+            if (root / name).is_file()
+        },
         "systems": out,
     }
 
@@ -348,11 +355,13 @@ def run_lab(
     if any(p.system.startswith("sockperf") for p in points):
         ensure_sockperf()
     root.mkdir(parents=True, exist_ok=True)
-    if plan.wake_probe_samples and not (root / WAKE_PROBE).is_file():
-        started = time.monotonic()
-        write_probe(root / WAKE_PROBE, samples=plan.wake_probe_samples)
-        if progress is not None:
-            progress(f"wake-up probe: {time.monotonic() - started:.1f} s")
+    busy = max(0, (os.cpu_count() or 1) - 1)
+    for name, spinners in ((WAKE_PROBE, 0), (WAKE_PROBE_BUSY, busy)):
+        if plan.wake_probe_samples and not (root / name).is_file():
+            started = time.monotonic()
+            write_probe(root / name, samples=plan.wake_probe_samples, busy=spinners)
+            if progress is not None:
+                progress(f"wake-up probe ({spinners} busy): {time.monotonic() - started:.1f} s")
     for repeat in range(plan.repeats):
         for point in points:
             out = point.run_dir(root, repeat)

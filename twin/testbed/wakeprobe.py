@@ -12,8 +12,8 @@ What depends on ``g`` is what sleeping costs: a shift of the whole distribution 
 C-state exit: the model's cold start, :class:`twin.path.Station` ``cold_us``) and a growing share of
 rare long waits (the vCPU halted or given to another guest while the thread slept: the model's
 ``stall``). The load-response lab measures it beside its corpus, and the accuracy matrix takes the
-lab host's cold start from it (:func:`cold_start_us`). Written as JSON: per gap its latencies'
-percentiles and the raw samples.
+lab host's cold start from it (:func:`calibration.matrix.host_parameters`). Written as JSON: per gap
+its latencies' percentiles and the raw samples.
 """
 
 from __future__ import annotations

@@ -75,8 +75,10 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["plan"]["repeats"] == 1 and manifest["host"]["cpus"] == os.cpu_count()
     assert manifest["wakeprobe"] == "wakeprobe.json"
-    probe = json.loads((out / "wakeprobe.json").read_text())
-    assert len(probe["latency_us"]["1000.0"]) == 20
+    assert manifest["wakeprobe_busy"] == "wakeprobe_busy.json"
+    for name, busy in (("wakeprobe.json", 0), ("wakeprobe_busy.json", os.cpu_count() - 1)):
+        probe = json.loads((out / name).read_text())
+        assert len(probe["latency_us"]["1000.0"]) == 20 and probe["busy"] == busy
     for system in manifest["systems"]:
         assert system["calibrated_on"] in {p["id"] for p in system["points"]}
         calibration = next(p for p in system["points"] if p["id"] == system["calibrated_on"])
