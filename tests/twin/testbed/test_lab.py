@@ -111,10 +111,12 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
 def test_wakeprobe_measures_each_gap(tmp_path: Path, busy: int) -> None:
     from twin.testbed.wakeprobe import write_probe
 
+    children = Path("/proc/self/task") / str(os.getpid()) / "children"
+    before = set(children.read_text().split())
     out = tmp_path / "probe.json"
     result = write_probe(out, gaps_us=(10, 1000), samples=40, busy=busy)
     assert json.loads(out.read_text()) == result and result["busy"] == busy
-    assert not (Path("/proc/self/task") / str(os.getpid()) / "children").read_text().split()
+    assert set(children.read_text().split()) <= before  # the receiver and spinners are gone
     for gap in ("10.0", "1000.0"):
         values = result["latency_us"][gap]
         assert len(values) == 40 and all(0 < v < 1e6 for v in values)
