@@ -96,6 +96,16 @@ def fit_cold_start(by_gap: Mapping[str, list[float]]) -> tuple[float, float, flo
     return float(fit.x[0]), float(fit.x[1]), float(fit.x[2])
 
 
+# A batch-size class enters the fit with at least this many batches.
+MIN_CLASS_BATCHES = 5
+
+
+def _sizes(by_batch: Mapping[str, list[float]]) -> int:
+    """How many batch-size classes hold enough batches to fit on (:func:`fit_batching`)."""
+    n = np.asarray(by_batch["batch_mean"], dtype=float)
+    return len(np.unique(n[np.asarray(by_batch["count"], dtype=float) >= MIN_CLASS_BATCHES]))
+
+
 def fit_batching(by_batch: Mapping[str, list[float]]) -> tuple[float, float]:
     """``(per_batch_us, marginal_us)`` of work per event ``= marginal + per_batch / n``.
 
@@ -106,10 +116,10 @@ def fit_batching(by_batch: Mapping[str, list[float]]) -> tuple[float, float]:
     n = np.asarray(by_batch["batch_mean"], dtype=float)
     count = np.asarray(by_batch["count"], dtype=float)
     work = np.asarray(by_batch["mean_us"], dtype=float)
-    keep = count >= 5
+    keep = count >= MIN_CLASS_BATCHES
     if not (count > 0).any():
         return 0.0, 0.0  # nothing measured
-    if len(np.unique(n[keep])) < 2:
+    if _sizes(by_batch) < 2:
         return float(np.average(work[count > 0], weights=count[count > 0])), 0.0
     x = np.column_stack([1.0 / n[keep], np.ones(int(keep.sum()))])
     w = np.sqrt(count[keep])
@@ -117,12 +127,6 @@ def fit_batching(by_batch: Mapping[str, list[float]]) -> tuple[float, float]:
 
     (per_batch, marginal), _ = nnls(x * w[:, None], work[keep] * w)
     return float(per_batch), float(marginal)
-
-
-def _sizes(by_batch: Mapping[str, list[float]]) -> int:
-    """How many batch-size classes hold enough batches to fit on (:func:`fit_batching`)."""
-    n = np.asarray(by_batch["batch_mean"], dtype=float)
-    return len(np.unique(n[np.asarray(by_batch["count"], dtype=float) >= 5]))
 
 
 def batch_split(
