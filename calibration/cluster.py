@@ -14,10 +14,11 @@ model of one write, built from the same parts as an EC2 cluster's
   per write (its CPU less the idle cluster's background; the relays' own measured work added
   for ``3az``; most of a write's CPU runs off its path: followers, Go's runtime), exponential:
   the load's queueing;
-- the commit: the leader's durable append and the fastest follower's round trip (the peer link
-  each way, the follower's durable append), the appends drawn from the disk's **measured**
-  ``fdatasync`` latencies and the peer links from the relay's configured delay plus its measured
-  lateness.
+- the commit: the leader's durable append, grouped (etcd persists each Raft ``Ready``'s entries
+  with one ``fsync``: a write waits out the one in progress), and the fastest follower's round
+  trip (the peer link each way, the follower's durable append), the appends drawn from the
+  disk's **measured** ``fdatasync`` latencies and the peer links from the relay's configured
+  delay plus its measured lateness.
 
 Then every other run (higher rates, the other layout) is predicted with nothing refitted, and
 the leader's loss from Raft's timers (:func:`twin.failover.outage_range_ms`: an election timeout
@@ -37,11 +38,12 @@ import numpy as np
 from scipy import optimize
 
 from twin import dtypes, fast
-from twin.components.consensus import commit_samples
+from twin.components.consensus import commit_hops, commit_samples
 from twin.dists import Dist, Empirical, Exponential, ShiftedGamma, ShiftedLognormal, Zero
 from twin.errors import MeasurementError
 from twin.failover import outage_range_ms
 from twin.histogram import percentile_from_counts_us
+from twin.kinds import Batching
 from twin.load import Load
 from twin.path import Hop, Station, compile_path
 from twin.percentiles import ALL_PERCENTILES
@@ -134,9 +136,7 @@ def build_path(
     append = Empirical(tuple(float(x) for x in fsync_us), label="fdatasync (measured)")
     link = Hop("peer link", "consensus", delay=peer)
     trip = [link, Hop("follower append", "consensus", delay=append), link]
-    samples = commit_samples(
-        [Hop("leader append", "consensus", delay=append)], [trip, trip], 2, seed
-    )
+    commit = commit_hops(append, [trip, trip], 2, Batching.GROUP, seed, "fsync.json (measured)")
     vcpus = Station("host vCPUs", 2)
     visits = [
         Hop(
@@ -151,8 +151,7 @@ def build_path(
         Hop("client, gateway and proposal", "etcd",
             delay=ShiftedLognormal(floor, median, sigma)),
         *visits[:2],
-        Hop("consensus commit (quorum 2 of 3)", "consensus",
-            delay=Empirical(tuple(float(x) for x in samples), label="commit")),
+        *commit,
         *visits[2:],
     ]  # fmt: skip
 

@@ -75,7 +75,7 @@ class _Model:
         self.cold_us = [float(x) for x in wake["cold_us"]]
         self.cold_tau_us = [float(x) for x in wake["cold_tau_us"]]
         self.linger_us = [float(x) for x in wake["linger_us"]]
-        self.batch_us = [float(x) for x in wake["batch_us"]]
+        self.batch = [self._sampler(w, "batch", path) for w in wake]
         self.stall = [self._sampler(w, "stall", path) for w in wake]
         # When each batching station took its current batch (a later arrival starts the next).
         self.batch_taken = [-np.inf] * path.n_stations
@@ -157,8 +157,9 @@ class _Model:
         yield req
         serve = self.service[i]
         s = serve() if serve is not None else 0.0
-        if self.batch_us[st] > 0 and arrived > self.batch_taken[st]:
-            s += self.batch_us[st]
+        batch = self.batch[st]
+        if batch is not None and arrived > self.batch_taken[st]:
+            s += batch()
             self.batch_taken[st] = env.now
         linger = 0.0
         if idle_us > 0:

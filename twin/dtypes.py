@@ -53,7 +53,8 @@ HOP_DTYPE = np.dtype(
 # (a sleeping thread: scheduler wake-up, cold caches and clock), and ``linger_us`` the woken
 # server stays busy after that message leaves (its work off the message's path before it
 # sleeps again), and ``stall_*`` what a wake-up may add with probability
-# ``1 - exp(-gap / cold_tau_us)`` (a distribution as above). All zero: no wake-up.
+# ``1 - exp(-gap / cold_tau_us)`` (a distribution as above). All zero: no wake-up. ``batch_*``:
+# the cost drawn once per batch a batching station takes (zero: no batches).
 WAKE_DTYPE = np.dtype(
     [
         ("wake_code", np.int64),
@@ -63,7 +64,10 @@ WAKE_DTYPE = np.dtype(
         ("cold_us", np.float64),
         ("cold_tau_us", np.float64),
         ("linger_us", np.float64),
-        ("batch_us", np.float64),
+        ("batch_code", np.int64),
+        ("batch_p0", np.float64),
+        ("batch_p1", np.float64),
+        ("batch_p2", np.float64),
         ("reader", np.int64),  # 1: the station is one thread working read by read
         ("stall_code", np.int64),
         ("stall_p0", np.float64),

@@ -128,6 +128,16 @@ class Sync(StrEnum):
     DATA_METADATA = "data_metadata"
 
 
+class Batching(StrEnum):
+    """How a consensus leader's log writes its entries: ``group`` (one durable write for every
+    entry that arrived while the previous write ran: etcd's Raft loop persists each ``Ready``'s
+    entries with one ``fsync``, Aeron appends whatever its publication holds) or ``none`` (one
+    write per entry, in order: the log's capacity is one write's rate)."""
+
+    GROUP = "group"
+    NONE = "none"
+
+
 class Storage(StrEnum):
     """Where a consensus member writes its log."""
 

@@ -47,12 +47,15 @@ class Station:
     before it can serve the next (its work off that message's path: bookkeeping, going back to
     its wait), without delaying the message itself.
 
-    ``batch_us``: the server takes everything waiting as one **batch** (an event loop's
-    ``epoll_wait`` returning every ready event) and pays ``batch_us`` once per batch, on top of
-    each message's own service: the first message of a batch carries it and the others wait
-    behind it in order. A message belongs to the batch the server takes next after it arrives:
-    it starts a new batch if it arrived after the current one was taken. So the per-batch cost
-    is shared as batches grow with the load (work per message ``service + batch_us / n``).
+    ``batch``: the server takes everything waiting as one **batch** (an event loop's
+    ``epoll_wait`` returning every ready event; a log's group commit, one durable write for
+    every entry that arrived while the previous write ran) and pays a draw of ``batch`` once per
+    batch, on top of each message's own service: the first message of a batch carries it and
+    the others wait behind it in order. A message belongs to the batch the server takes next
+    after it arrives: it starts a new batch if it arrived after the current one was taken. So
+    the per-batch cost is shared as batches grow with the load (work per message
+    ``service + E[batch] / n``), and a station whose messages need no service of their own
+    never saturates.
 
     ``reader``: the station is one thread that works **read by read** (a trading engine's
     inbound pipeline, :mod:`twin.pipeline`): when it is free and data has arrived it polls at
@@ -66,7 +69,7 @@ class Station:
     is (after the work of the messages ahead of it in the read). Data arriving meanwhile waits
     for the next poll. A read that finds the thread idle pays the wake-up and cold start in its
     first stage; ``linger_us`` is the thread's bookkeeping after every read (it delays the next
-    poll, no message). A reader takes no ``batch_us`` (its reads are its batches).
+    poll, no message). A reader takes no ``batch`` (its reads are its batches).
     """
 
     name: str
@@ -75,21 +78,19 @@ class Station:
     cold_us: float = 0.0
     cold_tau_us: float = 0.0
     linger_us: float = 0.0
-    batch_us: float = 0.0
+    batch: Dist = ZERO
     reader: bool = False
     stall: Dist = ZERO
 
     def __post_init__(self) -> None:
-        if self.reader and (self.servers != 1 or self.batch_us > 0):
+        if self.reader and (self.servers != 1 or not self.batch.is_zero):
             raise ModelError(
                 f"Station {self.name!r}: a reader is one thread whose reads are its batches "
-                f"(servers = 1, no batch_us)"
+                f"(servers = 1, no batch)"
             )
-        if not (self.batch_us >= 0 and math.isfinite(self.batch_us)):
-            raise ModelError(f"Station {self.name!r}: batch_us must be >= 0, got {self.batch_us}")
-        if self.batch_us > 0 and self.servers != 1:
+        if not self.batch.is_zero and self.servers != 1:
             raise ModelError(
-                f"Station {self.name!r}: only a one-server station takes batches (batch_us), "
+                f"Station {self.name!r}: only a one-server station takes batches (batch), "
                 f"it has {self.servers} servers"
             )
         if self.servers < 1:
@@ -222,12 +223,15 @@ class CompiledPath:
 
     def hop_moments_us(self) -> tuple[np.ndarray, np.ndarray]:
         """Each hop's unloaded mean (us) and variance (us^2): fixed + delay + service (+ a
-        reader stage's per-read work, a read of one message)."""
+        reader stage's per-read work, a read of one message; + a batching station's cost per
+        batch, a batch of one message)."""
         means = self.hops["fixed_us"].astype(float)
         variances = np.zeros(self.n_hops)
         for i, row in enumerate(self.hops):
-            for part in ("delay", "service", "read"):
-                dist = self.distribution(row, part)
+            dists = [self.distribution(row, part) for part in ("delay", "service", "read")]
+            if row["station"] >= 0:
+                dists.append(self.distribution(self.station_wake[row["station"]], "batch"))
+            for dist in dists:
                 means[i] += dist.mean
                 variances[i] += dist.variance
         return means, variances
@@ -344,7 +348,9 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
         wake[k]["cold_us"] = st.cold_us
         wake[k]["cold_tau_us"] = st.cold_tau_us
         wake[k]["linger_us"] = st.linger_us
-        wake[k]["batch_us"] = st.batch_us
+        (wake[k]["batch_code"], wake[k]["batch_p0"], wake[k]["batch_p1"], wake[k]["batch_p2"]) = (
+            encode(st.batch)
+        )
         wake[k]["reader"] = int(st.reader)
         (wake[k]["stall_code"], wake[k]["stall_p0"], wake[k]["stall_p1"], wake[k]["stall_p2"]) = (
             encode(st.stall)

@@ -23,6 +23,7 @@ from twin.catalogue import CATALOGUE, InstanceType
 from twin.errors import ScenarioError
 from twin.kinds import (
     Arrivals,
+    Batching,
     BurstSizes,
     Encoding,
     Framing,
@@ -183,8 +184,8 @@ class Failover:
 class Replication:
     """A replicated matching engine: a consensus cluster of ``members`` (3 or 5), the leader at
     position ``leader`` (1-based) running on the ``engine`` role's host (the gateway's when the
-    engine runs there), each member's log made
-    durable by ``sync`` on ``storage`` before it acknowledges; an optional warm ``standby``
+    engine runs there), each member's log made durable by ``sync`` on ``storage`` before it
+    acknowledges, the leader's writes grouped by ``batching``; an optional warm ``standby``
     (asynchronous, outside the quorum) and a scheduled leader failure."""
 
     members: tuple[Member, ...]
@@ -193,6 +194,7 @@ class Replication:
     storage: Storage
     standby: Member | None
     failover: Failover | None
+    batching: Batching = Batching.GROUP
 
     @property
     def followers(self) -> tuple[Member, ...]:
@@ -564,6 +566,7 @@ def _parse_replication(source: str, data: Any) -> Replication:
     )
     sync = t.choice("sync", Sync, Sync.DATA)
     storage = t.choice("storage", Storage, Storage.INSTANCE_STORE)
+    batching = t.choice("batching", Batching, Batching.GROUP)
     raw_standby = t.table("standby", required=False)
     standby = (
         _parse_member(source, "exchange.replication.standby.", raw_standby) if raw_standby else None
@@ -596,7 +599,7 @@ def _parse_replication(source: str, data: Any) -> Replication:
         )
         f.done()
     t.done()
-    return Replication(members, leader, sync, storage, standby, failover)
+    return Replication(members, leader, sync, storage, standby, failover, batching)
 
 
 def _parse_exchange(source: str, data: Any) -> Exchange:

@@ -321,7 +321,6 @@ class _PathBuilder:
         if replication is None:
             return []
         write = consensus.durable_write(self.profile, replication.storage, replication.sync)
-        leader_write = [Hop("leader log append", "consensus", delay=write)]
         trips = []
         for position in range(1, len(replication.members) + 1):
             if position == replication.leader:
@@ -336,11 +335,9 @@ class _PathBuilder:
                 + self.fabric(follower, leader)
                 + self.receive(leader, follower)
             )
-        return [
-            consensus.commit_hop(
-                replication, leader_write, trips, self.profile, self.s.workload.seed
-            )
-        ]
+        return consensus.replication_commit_hops(
+            replication, write, trips, self.profile, self.s.workload.seed
+        )
 
     def local_round_trip(self) -> list[Hop]:
         """Client and gateway processes on one machine (see :mod:`twin.components.loopback`)."""

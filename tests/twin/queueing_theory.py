@@ -57,3 +57,23 @@ def mg1_setup_sojourn_mean_us(
     wait = lam * service_second_moment / (2 * (1 - rho))
     setup = (2 * setup_mean_us + lam * setup_second_moment) / (2 * (1 + lam * setup_mean_us))
     return service_mean_us + wait + setup
+
+
+def group_commit_sojourn_mean_us(
+    arrival_per_us: float, batch_mean_us: float, batch_second_moment: float, batch_laplace: float
+) -> float:
+    """A one-server station taking everything waiting as one batch of drawn length ``B``
+    (i.i.d., independent of the load), messages needing no service of their own (a log's group
+    commit), Poisson arrivals at ``lambda``.
+
+    A batch is followed at once by another when an arrival came during it (probability
+    ``1 - q``, ``q = E[exp(-lambda B)]``), else by an idle time ``Exp(lambda)``; by Wald's
+    identity a busy period lasts ``E[B] / q`` on average, so the server is busy a share
+    ``u = (E[B] / q) / (E[B] / q + 1 / lambda)`` of the time. An arrival (PASTA) finds it busy
+    with probability ``u``, waits out the batch in progress (mean residual
+    ``E[B^2] / (2 E[B])``, again by Wald over a busy period's batches) and then its own batch:
+    ``E[T] = E[B] + u E[B^2] / (2 E[B])``. Stable at every rate.
+    """
+    busy = batch_mean_us / batch_laplace
+    u = busy / (busy + 1.0 / arrival_per_us)
+    return batch_mean_us + u * batch_second_moment / (2 * batch_mean_us)

@@ -82,7 +82,7 @@ def test_batches_share_their_cost() -> None:
     that arrived at T - 1.5 and T - 0.5; the first leaves at T + 1.75, the second at T + 2:
     round trips of exactly 3.25 and 2.5 us, mean 2.875 us. Paid by every message, 1.75 us of
     work would not keep up with arrivals 1 us apart."""
-    station = Station("loop", 1, batch_us=1.5)
+    station = Station("loop", 1, batch=Const(1.5))
     path = compile_path([Hop("work", "test", service=Const(0.25), station=station)])
     load = replace(poisson_load(1.0, 20_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
     for simulate in (fast.simulate, des.simulate):
@@ -99,7 +99,7 @@ def test_batches_share_their_cost() -> None:
 def test_batching_station_agrees_in_both_engines(rho: float) -> None:
     """Poisson arrivals, exponential service and a constant batch cost: no closed form for the
     sojourn, so the engines are held to each other (means within 2%, p50/p90/p99 within 4%)."""
-    station = Station("loop", 1, batch_us=0.5)
+    station = Station("loop", 1, batch=Const(0.5))
     path = compile_path([Hop("work", "test", service=Exponential(SERVICE_US), station=station)])
     load = poisson_load(rho / (SERVICE_US + 0.5 * (1 - rho)), 200_000, seed=9)
     a, b = fast.simulate(path, load), des.simulate(path, load)
@@ -107,9 +107,55 @@ def test_batching_station_agrees_in_both_engines(rho: float) -> None:
     np.testing.assert_allclose(_percentiles(a), _percentiles(b), rtol=0.04)
 
 
+GROUP_COMMITS = {
+    # batch: (E[B], E[B^2], E[exp(-lambda B)] as a function of lambda)
+    "constant": (Const(2.0), 2.0, 4.0, lambda lam: math.exp(-2.0 * lam)),
+    "exponential": (Exponential(2.0), 2.0, 8.0, lambda lam: 1.0 / (1.0 + 2.0 * lam)),
+}
+
+
+@pytest.mark.parametrize("load", [0.3, 1.5])
+@pytest.mark.parametrize("kind", sorted(GROUP_COMMITS))
+def test_group_commit_matches_its_renewal_mean(kind: str, load: float) -> None:
+    """A log's group commit (messages with no service of their own, one drawn write per batch):
+    the mean sojourn of both engines against ``E[B] + u E[B^2] / (2 E[B])``, at a light load and
+    at 1.5 arrivals per mean write (where one write per message could not keep up)."""
+    batch, mean, second, laplace = GROUP_COMMITS[kind]
+    lam = load / mean
+    expected = qt.group_commit_sojourn_mean_us(lam, mean, second, laplace(lam))
+    path = compile_path([Hop("log", "test", station=Station("log", 1, batch=batch))])
+    result = run_replications(path, poisson_load(lam, 400_000, seed=13), 10, engine="fast")
+    got = result.estimates["mean"]
+    assert got == pytest.approx(expected, rel=0.01)
+    low, high = covering_interval(got, result.ci95["mean"])
+    assert low <= expected <= high, (low, expected, high)
+    out = des.simulate(path, poisson_load(lam, 100_000, seed=3))
+    assert out.rtt_sum_us / out.messages == pytest.approx(expected, rel=0.02)
+
+
+def test_a_constant_group_commit_waits_out_the_write_in_progress() -> None:
+    """Constant write D: an arrival finding the log idle leaves after exactly D (probability
+    1 - u), one finding it busy after D plus a uniform share of the write in progress: the
+    latency's CDF at D is 1 - u, and its median and p90 follow."""
+    lam, d = 0.4, 2.0
+    busy = d / math.exp(-lam * d)
+    u = busy / (busy + 1 / lam)
+    path = compile_path([Hop("log", "test", station=Station("log", 1, batch=Const(d)))])
+    for simulate in (fast.simulate, des.simulate):
+        out = simulate(path, poisson_load(lam, 200_000, seed=3))
+        hist = to_hdr(out.counts)
+        for p in (50, 90):
+            # P(T <= D + x) = 1 - u + u x / D for 0 <= x <= D.
+            expected = d + d * (p / 100 - (1 - u)) / u
+            assert hist.get_value_at_percentile(p) / 1e3 == pytest.approx(expected, rel=5e-3), (
+                simulate,
+                p,
+            )
+
+
 def test_a_batching_station_has_one_server() -> None:
     with pytest.raises(ValueError, match="only a one-server station takes batches"):
-        Station("pool", 2, batch_us=1.0)
+        Station("pool", 2, batch=Const(1.0))
 
 
 def _percentiles(out: object) -> np.ndarray:

@@ -13,12 +13,22 @@ round trips. Its commit time is therefore
 follower's round trip is the leader's send, the fabric to the follower and back (across AZs
 where they differ), the follower's receive, its durable append and its acknowledgement.
 
-The commit is drawn here, by Monte Carlo over the hops' own distributions (seeded from the
-scenario), into an :class:`twin.dists.Empirical` table that both engines resample alike. The
-replication hops do not queue: their NICs and cores are shared with the order path, but at the
-rates shipped they are lightly loaded, and a fork-join of queues is beyond the engines' linear
-paths (see docs/design-notes.md). A warm standby replicates asynchronously: it is never waited
-for and costs the order path nothing.
+On the path the commit is two hops. The **leader's log** is a one-server station
+(:class:`twin.path.Station`): with ``batching = "group"`` each durable write covers every entry
+that arrived while the previous write ran (etcd's Raft loop persists a ``Ready``'s entries with
+one ``fsync`` and only then takes the next, ``etcdserver/raft.go``; Aeron appends whatever its
+publication holds), so a message waits out the write in progress and then its own, and the log
+never saturates; with ``"none"`` each entry is written alone, in order, and the log saturates at
+one write's rate. The **quorum's wait** beyond the leader's write, ``max(L, K) - L`` (``K`` the
+needed follower round trip, sent as the write starts: etcd's leader sends before it persists),
+is drawn by Monte Carlo over the hops' own distributions (seeded from the scenario) into an
+:class:`twin.dists.Empirical` table that both engines resample alike. Its mean is exact; its
+draw is independent of the station's write, so the commit's spread is a little wider than the
+joint one. The followers' logs mirror the leader's batches (one append message per batch) and
+are not queued apart; the replication hops do not queue at the NICs and cores they share with
+the order path (a fork-join of queues is beyond the engines' linear paths, see
+docs/design-notes.md). A warm standby replicates asynchronously: it is never waited for and
+costs the order path nothing.
 """
 
 from __future__ import annotations
@@ -27,8 +37,8 @@ import numpy as np
 
 from twin.components.stages import sources, stage
 from twin.dists import Dist, Empirical
-from twin.kinds import Storage, Sync
-from twin.path import Hop
+from twin.kinds import Batching, Storage, Sync
+from twin.path import Hop, Station
 from twin.profile import Profile
 from twin.scenario import Replication
 
@@ -59,6 +69,26 @@ def _hop_sample(hop: Hop, rng: np.random.Generator, n: int) -> np.ndarray:
     return total
 
 
+def _commit_draws(
+    leader_write: list[Hop],
+    follower_trips: list[list[Hop]],
+    quorum: int,
+    seed: int,
+    n: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Joint draws of the leader's write and the commit time (us)."""
+    rng = np.random.default_rng([seed, CONSENSUS_STREAM])
+    leader = sum((_hop_sample(h, rng, n) for h in leader_write), np.zeros(n))
+    trips = np.array(
+        [sum((_hop_sample(h, rng, n) for h in trip), np.zeros(n)) for trip in follower_trips]
+    )
+    needed = quorum - 1
+    if needed == 0:
+        return leader, leader
+    kth = np.sort(trips, axis=0)[needed - 1]
+    return leader, np.maximum(leader, kth)
+
+
 def commit_samples(
     leader_write: list[Hop],
     follower_trips: list[list[Hop]],
@@ -67,32 +97,56 @@ def commit_samples(
     n: int = COMMIT_SAMPLES,
 ) -> np.ndarray:
     """Draws of ``max(leader write, (quorum - 1)-th smallest follower round trip)`` (us)."""
-    rng = np.random.default_rng([seed, CONSENSUS_STREAM])
-    leader = sum((_hop_sample(h, rng, n) for h in leader_write), np.zeros(n))
-    trips = np.array(
-        [sum((_hop_sample(h, rng, n) for h in trip), np.zeros(n)) for trip in follower_trips]
+    return _commit_draws(leader_write, follower_trips, quorum, seed, n)[1]
+
+
+def commit_hops(
+    leader_write: Dist,
+    follower_trips: list[list[Hop]],
+    quorum: int,
+    batching: Batching,
+    seed: int,
+    source: str = "",
+) -> list[Hop]:
+    """The hops a message spends between reaching the leader and being committed: the leader's
+    log (a one-server station, group commit or one write per entry) and the quorum's wait
+    beyond the leader's write."""
+    leader, commit = _commit_draws(
+        [Hop("leader write", "consensus", delay=leader_write)], follower_trips, quorum, seed,
+        COMMIT_SAMPLES,
+    )  # fmt: skip
+    if batching == Batching.GROUP:
+        log = Hop(
+            "leader log (group commit)", "consensus",
+            station=Station("leader log", 1, batch=leader_write), source=source,
+        )  # fmt: skip
+    else:
+        log = Hop(
+            "leader log (one write per entry)", "consensus",
+            service=leader_write, station=Station("leader log", 1), source=source,
+        )  # fmt: skip
+    wait = Hop(
+        f"quorum wait ({quorum} of {len(follower_trips) + 1})",
+        "consensus",
+        delay=Empirical(tuple(float(x) for x in commit - leader), label="quorum wait"),
+        source="Raft section 5.3 (commit at a majority)",
     )
-    needed = quorum - 1
-    if needed == 0:
-        return leader
-    kth = np.sort(trips, axis=0)[needed - 1]
-    return np.maximum(leader, kth)
+    return [log, wait]
 
 
-def commit_hop(
+def replication_commit_hops(
     replication: Replication,
-    leader_write: list[Hop],
+    leader_write: Dist,
     follower_trips: list[list[Hop]],
     profile: Profile,
     seed: int,
-) -> Hop:
-    """The hop a message spends between reaching the leader and being committed."""
-    samples = commit_samples(leader_write, follower_trips, replication.quorum, seed)
-    members = len(replication.members)
-    return Hop(
-        f"consensus commit (quorum {replication.quorum} of {members})",
-        "consensus",
-        delay=Empirical(tuple(float(x) for x in samples), label="consensus commit"),
-        source=sources(profile, f"{replication.storage}_sync_median_us", "log_append_median_us")
-        + "; Raft section 5.3 (commit at a majority)",
+) -> list[Hop]:
+    """:func:`commit_hops` for a scenario's replicated engine."""
+    return commit_hops(
+        leader_write,
+        follower_trips,
+        replication.quorum,
+        replication.batching,
+        seed,
+        sources(profile, f"{replication.storage}_sync_median_us", "log_append_median_us"),
     )

@@ -91,12 +91,13 @@ FLAG_READER = 8  # the first stage of a reader station: an arrival joins its nex
 FLAG_STALLS = 16  # its station may stall on waking, the more likely the longer it slept
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none), then
-# the stall's (drawn only at stations flagged FLAG_STALLS, see twin.path.Station.stall),
-# station_cold the cold start's size (us), the inverse of its idle time constant (1/us) and
-# how long the woken server lingers busy after the message leaves (us), and the cost of each
-# batch the server takes (us; batch_taken_us holds when it took its current one).
-WI_Q, WI_ROW, WI_STALL_Q, WI_STALL_ROW = 0, 1, 2, 3
-WC_COLD, WC_INV_TAU, WC_LINGER, WC_BATCH = 0, 1, 2, 3
+# the stall's (drawn only at stations flagged FLAG_STALLS, see twin.path.Station.stall), then
+# the cost of each batch the server takes (drawn at stations flagged FLAG_BATCHES;
+# batch_taken_us holds when it took its current one); station_cold the cold start's size (us),
+# the inverse of its idle time constant (1/us) and how long the woken server lingers busy
+# after the message leaves (us).
+WI_Q, WI_ROW, WI_STALL_Q, WI_STALL_ROW, WI_BATCH_Q, WI_BATCH_ROW = 0, 1, 2, 3, 4, 5
+WC_COLD, WC_INV_TAU, WC_LINGER = 0, 1, 2
 
 # Columns of the per-slot arrays: slot_f holds, from SF_SPAN on, when each span opened.
 SF_ENTER, SF_SEND, SF_NEXT_START, SF_EXIT, SF_SPAN = 0, 1, 2, 3, 4  # float64 slot_f
@@ -558,7 +559,11 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 flags = hop_il[hi + np.uint64(HI_FLAGS)]
                 if flags & FLAG_BATCHES and t > batch_taken_us[st]:
                     # Arrived after the current batch was taken: it starts the next one.
-                    s += station_cold[st, WC_BATCH]
+                    x, s0, s1, s2, s3 = _draw(
+                        station_wake_i[st, WI_BATCH_Q], station_wake_i[st, WI_BATCH_ROW],
+                        quantiles, tables, table_lengths, s0, s1, s2, s3,
+                    )  # fmt: skip
+                    s += x
                     batch_taken_us[st] = start
                 if flags & FLAG_SLEEPS and t > free_t:
                     # The arrival wakes the sleeping (one-server) station: a drawn wake-up plus

@@ -76,16 +76,19 @@ def hop_tables(
         hop_i[h, k.HI_READ_Q], hop_i[h, k.HI_READ_ROW] = tables.encode(row, "read")
     wake = path.station_wake
     station_wake_i = np.array(
-        [(*tables.encode(w, "wake"), *tables.encode(w, "stall")) for w in wake], dtype=np.int64
+        [
+            (*tables.encode(w, "wake"), *tables.encode(w, "stall"), *tables.encode(w, "batch"))
+            for w in wake
+        ],
+        dtype=np.int64,
     )
-    station_wake_i = station_wake_i.reshape(path.n_stations, 4)
+    station_wake_i = station_wake_i.reshape(path.n_stations, 6)
     tau = wake["cold_tau_us"]
     station_cold = np.column_stack(
         [
             wake["cold_us"],
             np.divide(1.0, tau, out=np.zeros(len(tau)), where=tau > 0),
             wake["linger_us"],
-            wake["batch_us"],
         ]
     )
     stalls = wake["stall_code"] != Zero.code
@@ -95,7 +98,7 @@ def hop_tables(
     hop_i[:, k.HI_STATION] = station
     hop_i[:, k.HI_FLAGS] = np.where(in_order_hops(path, load), k.FLAG_IN_ORDER, 0)
     hop_i[queued, k.HI_FLAGS] |= np.where(sleeps[station[queued]], k.FLAG_SLEEPS, 0)
-    batches = wake["batch_us"] > 0
+    batches = wake["batch_code"] != Zero.code
     hop_i[queued, k.HI_FLAGS] |= np.where(batches[station[queued]], k.FLAG_BATCHES, 0)
     hop_i[queued, k.HI_FLAGS] |= np.where(stalls[station[queued]], k.FLAG_STALLS, 0)
     servers = np.asarray(path.station_servers, dtype=np.int64)
