@@ -75,6 +75,8 @@ class _Model:
         self.cold_us = [float(x) for x in wake["cold_us"]]
         self.cold_tau_us = [float(x) for x in wake["cold_tau_us"]]
         self.linger_us = [float(x) for x in wake["linger_us"]]
+        self.linger_cold_us = [float(x) for x in wake["linger_cold_us"]]
+        self.linger = [self._sampler(h, "linger", path) for h in hops]
         self.batch = [self._sampler(w, "batch", path) for w in wake]
         self.stall = [self._sampler(w, "stall", path) for w in wake]
         # When each batching station took its current batch (a later arrival starts the next).
@@ -108,7 +110,8 @@ class _Model:
         return extra
 
     def release_after(self, station: int, req: Any, linger_us: float) -> Generator[Any, Any, None]:
-        """Keep a woken station busy ``linger_us`` after its message left, then free it."""
+        """Keep a server busy ``linger_us`` after its message left (a wake-up's work, the work
+        the visit left behind), then free it."""
         yield self.env.timeout(linger_us)
         self.resources[station].release(req)
         self.last_free[station] = self.env.now
@@ -165,6 +168,12 @@ class _Model:
         if idle_us > 0:
             s += self.wake_up_us(st, idle_us)
             linger = self.linger_us[st]
+            if self.linger_cold_us[st] > 0:
+                cooled = -np.expm1(-idle_us / self.cold_tau_us[st])
+                linger += self.linger_cold_us[st] * cooled
+        left_behind = self.linger[i]
+        if left_behind is not None:
+            linger += left_behind()
         if self.in_window(env.now):
             self.busy[st] += s + linger
         yield env.timeout(s)

@@ -43,18 +43,24 @@ HOP_DTYPE = np.dtype(
         ("read_p2", np.float64),
         ("per_record_us", np.float64),
         ("whole_read", np.int64),
+        # Work the visit leaves on the station's server after the message moves on (a
+        # distribution as above; zero: none).
+        ("linger_code", np.int64),
+        ("linger_p0", np.float64),
+        ("linger_p1", np.float64),
+        ("linger_p2", np.float64),
     ],
     align=True,
 )
 
-# What an arrival that finds a one-server station idle adds to its service, one row per station:
-# a wake-up drawn from ``wake_*`` (a distribution as above) plus a cold start
-# ``cold_us * (1 - exp(-gap / cold_tau_us))`` growing with the time ``gap`` the server sat idle
-# (a sleeping thread: scheduler wake-up, cold caches and clock), and ``linger_us`` the woken
-# server stays busy after that message leaves (its work off the message's path before it
-# sleeps again), and ``stall_*`` what a wake-up may add with probability
-# ``1 - exp(-gap / cold_tau_us)`` (a distribution as above). All zero: no wake-up. ``batch_*``:
-# the cost drawn once per batch a batching station takes (zero: no batches).
+# What an arrival that finds every server of a station idle adds, one row per station: to its
+# service a wake-up drawn from ``wake_*`` (a distribution as above) plus a cold start
+# ``cold_us * (1 - exp(-gap / cold_tau_us))`` growing with the time ``gap`` the station sat idle
+# (a sleeping thread: scheduler wake-up, cold caches and clock), and ``stall_*`` (a distribution
+# as above) with probability ``1 - exp(-gap / cold_tau_us)``; after it, on its server,
+# ``linger_us + linger_cold_us * (1 - exp(-gap / cold_tau_us))`` of work off the message's path
+# (before the thread sleeps again). All zero: no wake-up. ``batch_*``: the cost drawn once per
+# batch a batching station takes (zero: no batches).
 WAKE_DTYPE = np.dtype(
     [
         ("wake_code", np.int64),
@@ -64,6 +70,7 @@ WAKE_DTYPE = np.dtype(
         ("cold_us", np.float64),
         ("cold_tau_us", np.float64),
         ("linger_us", np.float64),
+        ("linger_cold_us", np.float64),
         ("batch_code", np.int64),
         ("batch_p0", np.float64),
         ("batch_p1", np.float64),

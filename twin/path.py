@@ -28,14 +28,14 @@ from twin.errors import ModelError
 class Station:
     """A finite-capacity FIFO resource: ``servers`` messages can be in service at once.
 
-    A one-server station can **sleep when idle** (a thread blocked in ``epoll_wait``): a message
-    that finds it idle adds a wake-up ``wake`` (drawn) and a cold start
-    ``cold_us * (1 - exp(-gap / cold_tau_us))`` to its service, ``gap`` being how long the server
-    sat idle (caches, clock and a halted vCPU cool down while it sleeps); a message that finds
-    it busy is served warm. This is an M/G/1 queue with exceptional first service: the wake-up
-    is paid once per busy period, so it fades as the load rises and is never paid at
-    saturation, and the station's capacity is that of its ordinary service. Only one-server
-    stations: with several servers, which one wakes would depend on how they are picked.
+    A station can **sleep when idle** (a thread blocked in ``epoll_wait``; with several servers,
+    a host whose vCPUs have all halted): a message that finds **every** server idle adds a
+    wake-up ``wake`` (drawn) and a cold start ``cold_us * (1 - exp(-gap / cold_tau_us))`` to its
+    service, ``gap`` being how long the station sat idle since its last server freed (caches,
+    clock and a halted vCPU cool down while it sleeps); a message that finds a server busy is
+    served warm. With one server this is an M/G/1 queue with exceptional first service: the
+    wake-up is paid once per busy period, so it fades as the load rises and is never paid at
+    saturation, and the station's capacity is that of its ordinary service.
 
     ``stall``: a sleeping thread may also find its core taken when it wakes (its vCPU halted
     or given to another thread or guest while it slept): with probability
@@ -45,7 +45,10 @@ class Station:
 
     ``linger_us``: after serving the message that woke it, the server stays busy that long
     before it can serve the next (its work off that message's path: bookkeeping, going back to
-    its wait), without delaying the message itself.
+    its wait), without delaying the message itself; ``linger_cold_us``: a cold start off the
+    path, the server staying busy ``linger_cold_us * (1 - exp(-gap / cold_tau_us))`` more (a
+    host's wake-up work: halted vCPUs restarted, timers reprogrammed, its threads woken one
+    another, the dearer the longer it slept).
 
     ``batch``: the server takes everything waiting as one **batch** (an event loop's
     ``epoll_wait`` returning every ready event; a log's group commit, one durable write for
@@ -78,6 +81,7 @@ class Station:
     cold_us: float = 0.0
     cold_tau_us: float = 0.0
     linger_us: float = 0.0
+    linger_cold_us: float = 0.0
     batch: Dist = ZERO
     reader: bool = False
     stall: Dist = ZERO
@@ -111,22 +115,30 @@ class Station:
             )
         if not (self.linger_us >= 0 and math.isfinite(self.linger_us)):
             raise ModelError(f"Station {self.name!r}: linger_us must be >= 0, got {self.linger_us}")
-        if self.sleeps and self.servers != 1:
+        if not (self.linger_cold_us >= 0 and math.isfinite(self.linger_cold_us)):
             raise ModelError(
-                f"Station {self.name!r}: only a one-server station can sleep when idle "
-                f"(wake / cold_us), it has {self.servers} servers"
+                f"Station {self.name!r}: linger_cold_us must be >= 0, got {self.linger_cold_us}"
+            )
+        if self.linger_cold_us > 0 and (self.reader or not self.cold_tau_us > 0):
+            raise ModelError(
+                f"Station {self.name!r}: linger_cold_us needs cold_tau_us > 0 and a station "
+                f"that is not a reader"
             )
 
     @property
     def sleeps(self) -> bool:
         """Whether an arrival to the idle station pays a wake-up, a cold start or a stall."""
         drawn = not (self.wake.is_zero and self.stall.is_zero)
-        return drawn or self.cold_us > 0 or self.linger_us > 0
+        return drawn or self.cold_us > 0 or self.linger_us > 0 or self.linger_cold_us > 0
 
 
 @dataclass(frozen=True)
 class Hop:
     """One stage of the path: fixed time + non-queueing delay + optional queued service.
+
+    ``linger``: work the visit leaves on its server after the message has moved on (a write's
+    processing off its path: followers, bookkeeping): the server stays busy for a draw of it
+    without delaying the message (a station's ``linger_us`` is paid after a wake-up only).
 
     At a reader station (:attr:`Station.reader`) the hop is a stage of the read: ``per_read``
     (drawn once per read), ``per_record_us`` and ``whole_read`` say how its work and its
@@ -144,6 +156,7 @@ class Hop:
     per_read: Dist = ZERO
     per_record_us: float = 0.0
     whole_read: bool = False
+    linger: Dist = ZERO
 
     def __post_init__(self) -> None:
         if self.fixed_us < 0:
@@ -151,6 +164,11 @@ class Hop:
         if self.station is None and not self.service.is_zero:
             raise ModelError(f"Hop {self.name!r} has a service time but no station")
         reader = self.station is not None and self.station.reader
+        if not self.linger.is_zero and (self.station is None or reader):
+            raise ModelError(
+                f"Hop {self.name!r}: linger is work left on a station's server (a station that "
+                f"is not a reader)"
+            )
         if not reader and (not self.per_read.is_zero or self.per_record_us != 0 or self.whole_read):
             raise ModelError(
                 f"Hop {self.name!r}: per_read, per_record_us and whole_read belong to the "
@@ -245,14 +263,17 @@ class CompiledPath:
         wake-up row): the one test both engines apply."""
         wake = self.station_wake
         drawn = (wake["wake_code"] != ZERO.code) | (wake["stall_code"] != ZERO.code)
-        return np.asarray(drawn | (wake["cold_us"] > 0) | (wake["linger_us"] > 0))
+        lingers = (wake["linger_us"] > 0) | (wake["linger_cold_us"] > 0)
+        return np.asarray(drawn | (wake["cold_us"] > 0) | lingers)
 
     def station_service_mean_us(self) -> np.ndarray:
-        """Mean service time each station gives one message per round trip (sum over its hops)."""
+        """Mean time each station's servers spend on one message per round trip (sum over its
+        hops of the service and the work left behind, ``linger``)."""
         out = np.zeros(self.n_stations)
         for row in self.hops:
             if row["station"] >= 0:
                 out[row["station"]] += self.distribution(row, "service").mean
+                out[row["station"]] += self.distribution(row, "linger").mean
         return out
 
     def distribution(self, row: np.void, part: str) -> Dist:
@@ -327,6 +348,9 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
             hop.service
         )
         (row["read_code"], row["read_p0"], row["read_p1"], row["read_p2"]) = encode(hop.per_read)
+        (row["linger_code"], row["linger_p0"], row["linger_p1"], row["linger_p2"]) = encode(
+            hop.linger
+        )
         row["per_record_us"] = hop.per_record_us
         row["whole_read"] = int(hop.whole_read)
         if hop.station is None:
@@ -348,6 +372,7 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
         wake[k]["cold_us"] = st.cold_us
         wake[k]["cold_tau_us"] = st.cold_tau_us
         wake[k]["linger_us"] = st.linger_us
+        wake[k]["linger_cold_us"] = st.linger_cold_us
         (wake[k]["batch_code"], wake[k]["batch_p0"], wake[k]["batch_p1"], wake[k]["batch_p2"]) = (
             encode(st.batch)
         )

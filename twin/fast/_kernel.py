@@ -82,6 +82,8 @@ HI_SERVER, HI_SERVERS = 6, 7  # its station's first server in server_free_us, an
 # at a reader's stage, its per-read work's quantile table and empirical row, whether it is a
 # whole-read stage, and the reader's last stage.
 HI_SPAN_OPEN, HI_SPAN_CLOSE, HI_READ_Q, HI_READ_ROW, HI_WHOLE_READ, HI_READ_LAST = range(8, 14)
+# The quantile table and empirical row of the work the hop leaves on its server (linger).
+HI_LINGER_Q, HI_LINGER_ROW = 14, 15
 HOP_I_COLS = 16  # a power of two: a row start is a shift
 # Bits of hop_i[:, HI_FLAGS].
 FLAG_IN_ORDER = 1  # the hop's arrivals come in time order: no calendar event needed
@@ -89,15 +91,16 @@ FLAG_SLEEPS = 2  # its station sleeps when idle: an arrival finding it idle pays
 FLAG_BATCHES = 4  # its station pays a cost per batch it takes (see twin.path.Station)
 FLAG_READER = 8  # the first stage of a reader station: an arrival joins its next read
 FLAG_STALLS = 16  # its station may stall on waking, the more likely the longer it slept
+FLAG_LINGERS = 32  # the hop leaves work on its server after the message moves on
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none), then
 # the stall's (drawn only at stations flagged FLAG_STALLS, see twin.path.Station.stall), then
 # the cost of each batch the server takes (drawn at stations flagged FLAG_BATCHES;
 # batch_taken_us holds when it took its current one); station_cold the cold start's size (us),
-# the inverse of its idle time constant (1/us) and how long the woken server lingers busy
-# after the message leaves (us).
+# the inverse of its idle time constant (1/us), how long the woken server lingers busy after
+# the message leaves (us) and the size of that linger's cold part (us).
 WI_Q, WI_ROW, WI_STALL_Q, WI_STALL_ROW, WI_BATCH_Q, WI_BATCH_ROW = 0, 1, 2, 3, 4, 5
-WC_COLD, WC_INV_TAU, WC_LINGER = 0, 1, 2
+WC_COLD, WC_INV_TAU, WC_LINGER, WC_LINGER_COLD = 0, 1, 2, 3
 
 # Columns of the per-slot arrays: slot_f holds, from SF_SPAN on, when each span opened.
 SF_ENTER, SF_SEND, SF_NEXT_START, SF_EXIT, SF_SPAN = 0, 1, 2, 3, 4  # float64 slot_f
@@ -565,9 +568,16 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     )  # fmt: skip
                     s += x
                     batch_taken_us[st] = start
-                if flags & FLAG_SLEEPS and t > free_t:
-                    # The arrival wakes the sleeping (one-server) station: a drawn wake-up plus
-                    # a cold start growing with how long it sat idle.
+                idle_since = free_t
+                if flags & FLAG_SLEEPS and nserv > np.uint64(1):
+                    # It sleeps only when every server is idle: since the last one freed.
+                    for j in range(off, off + nserv):
+                        if server_free_us[j] > idle_since:
+                            idle_since = server_free_us[j]
+                if flags & FLAG_SLEEPS and t > idle_since:
+                    # The arrival wakes the sleeping station: a drawn wake-up plus a cold start
+                    # growing with how long it sat idle.
+                    gap = t - idle_since
                     g, f, s0, s1, s2, s3 = grid_point(s0, s1, s2, s3)
                     q = np.uint64(station_wake_i[st, WI_Q]) + g
                     lo = quantiles[q]
@@ -577,16 +587,21 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
                         n_row = table_lengths[row]
                         s += tables[row, min(int(u * n_row), n_row - 1)]
-                    s += station_cold[st, WC_COLD] * -np.expm1(
-                        -(t - free_t) * station_cold[st, WC_INV_TAU]
-                    )
+                    cooled = -np.expm1(-gap * station_cold[st, WC_INV_TAU])
+                    s += station_cold[st, WC_COLD] * cooled
                     if flags & FLAG_STALLS:
                         x, s0, s1, s2, s3 = _stall(
-                            st, t - free_t, station_wake_i, station_cold, quantiles, tables,
+                            st, gap, station_wake_i, station_cold, quantiles, tables,
                             table_lengths, s0, s1, s2, s3,
                         )  # fmt: skip
                         s += x
-                    linger = station_cold[st, WC_LINGER]
+                    linger = station_cold[st, WC_LINGER] + station_cold[st, WC_LINGER_COLD] * cooled
+                if flags & FLAG_LINGERS:
+                    x, s0, s1, s2, s3 = _draw(
+                        hop_il[hi + np.uint64(HI_LINGER_Q)], hop_il[hi + np.uint64(HI_LINGER_ROW)],
+                        quantiles, tables, table_lengths, s0, s1, s2, s3,
+                    )  # fmt: skip
+                    linger += x
                 done_t = start + s
                 server_free_us[pick] = done_t + linger
                 if warmup_us <= start < end_us:

@@ -74,6 +74,7 @@ def hop_tables(
         )
         hop_i[h, k.HI_SERVICE_Q], hop_i[h, k.HI_SERVICE_ROW] = tables.encode(row, "service")
         hop_i[h, k.HI_READ_Q], hop_i[h, k.HI_READ_ROW] = tables.encode(row, "read")
+        hop_i[h, k.HI_LINGER_Q], hop_i[h, k.HI_LINGER_ROW] = tables.encode(row, "linger")
     wake = path.station_wake
     station_wake_i = np.array(
         [
@@ -89,6 +90,7 @@ def hop_tables(
             wake["cold_us"],
             np.divide(1.0, tau, out=np.zeros(len(tau)), where=tau > 0),
             wake["linger_us"],
+            wake["linger_cold_us"],
         ]
     )
     stalls = wake["stall_code"] != Zero.code
@@ -101,6 +103,7 @@ def hop_tables(
     batches = wake["batch_code"] != Zero.code
     hop_i[queued, k.HI_FLAGS] |= np.where(batches[station[queued]], k.FLAG_BATCHES, 0)
     hop_i[queued, k.HI_FLAGS] |= np.where(stalls[station[queued]], k.FLAG_STALLS, 0)
+    hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_code"] != Zero.code, k.FLAG_LINGERS, 0)
     servers = np.asarray(path.station_servers, dtype=np.int64)
     first = np.concatenate([[0], np.cumsum(servers)[:-1]])
     hop_i[queued, k.HI_SERVER] = first[station[queued]]
