@@ -2,28 +2,35 @@
 
 The lab (``twin testbed cluster``, corpus ``calibration/data/cluster/``) measured three etcd
 members on this machine, joined directly (``cpg``) or through delaying relays on their peer
-links (``3az``), at several write rates, and the outage when the leader is killed. The twin's
-model of one write, built from the same parts as an EC2 cluster's
-(:mod:`twin.components.consensus`):
+links (``3az``), at several write rates, the lowest rate's writes again in bursts (the **burst
+probe**, never predicted), the host's wake-up cold start (``wakeprobe.json``), and the outage
+when the leader is killed. The twin's model of one write, built from the same parts as an EC2
+cluster's (:mod:`twin.components.consensus`):
 
 - the client, etcd's HTTP gateway and Raft's proposal path: a shifted lognormal, **fitted** with
   the share below on the lowest-rate ``cpg`` run's p10, p50, p90 and p99;
 - the machine's two vCPUs shared by everything (members, relays, client): a two-server station
-  the write visits once per process on its critical path (:data:`CPU_VISITS`), sharing out the
-  **fitted** critical-path share of the marginal CPU the lowest-rate ``cpg`` run **measured**
-  per write (its CPU less the idle cluster's background; the relays' own measured work added
-  for ``3az``; most of a write's CPU runs off its path: followers, Go's runtime), exponential:
-  the load's queueing;
+  that **sleeps** when both are idle. Each write visits it once per process on its critical
+  path (:data:`CPU_VISITS`) with a **fitted** share of its own work on the path and the rest
+  left behind on the vCPU it ran on (``linger``: followers, Go's runtime), exponential; a write
+  that finds both vCPUs idle also costs the host's wake-up work, ``wake (1 - exp(-gap / tau))``
+  after ``gap`` of idleness, shared the same way (the critical share on its path, the rest
+  left behind). So the CPU per write falls as the
+  load keeps the host awake, and the write's own work queues behind everyone's. ``tau`` is the
+  cold start's time constant the wake-up probe **measured**; the work per write and per wake-up
+  are **measured** together by the calibration run and the burst probe (the model's CPU per
+  write matches both: :func:`split_cpu`);
 - the commit: the leader's durable append, grouped (etcd persists each Raft ``Ready``'s entries
   with one ``fsync``: a write waits out the one in progress), and the fastest follower's round
   trip (the peer link each way, the follower's durable append), the appends drawn from the
   disk's **measured** ``fdatasync`` latencies and the peer links from the relay's configured
   delay plus its measured lateness.
 
-Then every other run (higher rates, the other layout) is predicted with nothing refitted, and
-the leader's loss from Raft's timers (:func:`twin.failover.outage_range_ms`: an election timeout
-randomised between one and two times etcd's from the last heartbeat, a vote round trip, and the
-new leader's first commit).
+Then every other run (higher rates, the other layout) is predicted with nothing refitted,
+including its CPU per write (reported beside the measured one), and the leader's loss from
+Raft's timers (:func:`twin.failover.outage_range_ms`: an election timeout randomised between
+one and two times etcd's from the last heartbeat, a vote round trip, and the new leader's first
+commit).
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from scipy import optimize
 
 from twin import dtypes, fast
 from twin.components.consensus import commit_hops, commit_samples
-from twin.dists import Dist, Empirical, Exponential, ShiftedGamma, ShiftedLognormal, Zero
+from twin.dists import ZERO, Dist, Empirical, Exponential, ShiftedGamma, ShiftedLognormal, Zero
 from twin.errors import MeasurementError
 from twin.failover import outage_range_ms
 from twin.histogram import percentile_from_counts_us
@@ -61,11 +68,17 @@ GOAL_LOAD_SHARE = 0.8
 # The p99 ceiling capacity is reported at (the published cross-AZ ceiling; this machine's
 # writes take milliseconds).
 CEILING_US = 10_000.0
+# Rounds of the CPU split and the fixed part's fit, each on the other's latest answer.
+CALIBRATION_ROUNDS = 2
+# Rounds of the CPU split's own fixed-point iteration (the wake-ups a write meets depend on how
+# long each write keeps the vCPUs busy).
+SPLIT_ROUNDS = 4
+WAKE_PROBE = "wakeprobe.json"
 
 
 @dataclass(frozen=True)
 class LabRun:
-    """One measured run of the lab."""
+    """One measured run of the lab (``burst``: writes sent together, the burst probe's > 1)."""
 
     layout: str
     rate: float
@@ -73,6 +86,17 @@ class LabRun:
     cpu_us_per_write: float  # marginal: less the idle cluster's background
     relay_extra_us: float  # a relay's mean lateness + work per crossing (0 without relays)
     relay_work_us: float  # relay CPU per write (0 without relays)
+    burst: int = 1
+
+
+@dataclass(frozen=True)
+class HostCpu:
+    """The vCPUs' work (us): ``per_write_us`` for every write, ``wake_us`` once the host wakes
+    after a long idle (times ``1 - exp(-gap / tau_us)`` after ``gap``)."""
+
+    per_write_us: float
+    wake_us: float
+    tau_us: float
 
 
 def _relay_costs(run_dir: Path) -> tuple[float, float]:
@@ -86,32 +110,63 @@ def _relay_costs(run_dir: Path) -> tuple[float, float]:
     return lateness + work, 4 * 2 * work
 
 
+def _lab_run(layout: str, run_dir: Path, run: dict[str, Any]) -> LabRun:
+    extra, work = _relay_costs(run_dir)
+    return LabRun(
+        layout,
+        float(run["rate_per_s"]),
+        run["rtt_us"],
+        run["marginal_cpu_us_per_write"],
+        extra,
+        work,
+        int(run.get("burst", 1)),
+    )
+
+
 def load_corpus(corpus: Path) -> tuple[list[LabRun], dict[str, Any]]:
-    """The lab's runs, and per layout its summary (cluster.json) and fsync probe."""
+    """The lab's runs, and per layout its summary (cluster.json), fsync probe and burst probe
+    (key ``probe_run``: a :class:`LabRun`, None without one)."""
     runs: list[LabRun] = []
     layouts: dict[str, Any] = {}
     for summary_path in sorted(corpus.glob("*/cluster.json")):
         base = summary_path.parent
         summary = json.loads(summary_path.read_text())
         summary["fsync"] = json.loads((base / "fsync.json").read_text())
+        probe = summary["runs"].get("probe")
+        summary["probe_run"] = _lab_run(summary["layout"], base / "probe", probe) if probe else None
         layouts[summary["layout"]] = summary
         for key, run in summary["runs"].items():
-            if key == "leader_loss":
-                continue
-            extra, work = _relay_costs(base / f"rate_{key}")
-            runs.append(
-                LabRun(
-                    summary["layout"],
-                    float(key),
-                    run["rtt_us"],
-                    run["marginal_cpu_us_per_write"],
-                    extra,
-                    work,
-                )
-            )
+            if key not in ("leader_loss", "probe"):
+                runs.append(_lab_run(summary["layout"], base / f"rate_{key}", run))
     if not runs:
         raise MeasurementError(f"{corpus}: no cluster lab runs (twin testbed cluster --out)")
     return runs, layouts
+
+
+def cold_time_constant_us(corpus: Path) -> float:
+    """The host's wake-up cold start time constant (us): ``p50(gap) = a + c (1 - exp(-gap /
+    tau))`` fitted (least squares, ``tau`` between the shortest and the longest gap) to the
+    wake-up probe's median one-way latency after each sleep ``gap``."""
+    path = corpus / WAKE_PROBE
+    try:
+        probe = json.loads(path.read_text())
+        points = sorted((float(g), float(v["p50"])) for g, v in probe["percentiles_us"].items())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise MeasurementError(
+            f"{path}: no wake-up probe ({exc}; twin testbed cluster measures it)"
+        ) from None
+    gaps, p50 = np.array(points).T
+    if len(gaps) < 3:
+        raise MeasurementError(f"{path}: a time constant needs at least three sleep gaps")
+
+    def curve(g: np.ndarray, a: float, c: float, log_tau: float) -> np.ndarray:
+        return a + c * -np.expm1(-g / math.exp(log_tau))
+
+    # The time constant is only seen between the shortest and longest gap measured.
+    bounds = ([0.0, 0.0, math.log(gaps[0])], [np.inf, np.inf, math.log(gaps[-1])])
+    start = (p50[0], max(p50[-1] - p50[0], 1e-3), math.log(float(np.median(gaps))))
+    (_, _, log_tau), _ = optimize.curve_fit(curve, gaps, p50, p0=start, bounds=bounds)
+    return float(math.exp(log_tau))
 
 
 def _peer(layout: dict[str, Any], extra_us: float) -> Dist:
@@ -123,62 +178,108 @@ def _peer(layout: dict[str, Any], extra_us: float) -> Dist:
     return ShiftedGamma(delay["floor_us"] + extra_us, 1.0, delay["mean_us"])
 
 
+def _exponential(mean_us: float) -> Dist:
+    return Exponential(mean_us) if mean_us > 0 else ZERO
+
+
 def build_path(
     fixed: tuple[float, float, float, float],
-    cpu_us: float,
+    cpu: HostCpu,
+    relay_work_us: float,
     fsync_us: np.ndarray,
     peer: Dist,
     seed: int,
 ) -> list[Hop]:
-    """The hops of one write: the fitted fixed part, the shared vCPUs (the fitted critical-path
-    share of the measured CPU per write), the quorum commit."""
+    """The hops of one write: the client's send on a vCPU, the fitted fixed part, the leader's
+    proposal on a vCPU, the quorum commit, the leader's apply and the client's receive on a
+    vCPU. Each visit's work is the fitted critical share of the CPU per write on the path, the
+    rest (and the relays' work) left behind on the vCPU."""
     floor, median, sigma, share = fixed
     append = Empirical(tuple(float(x) for x in fsync_us), label="fdatasync (measured)")
     link = Hop("peer link", "consensus", delay=peer)
     trip = [link, Hop("follower append", "consensus", delay=append), link]
     commit = commit_hops(append, [trip, trip], 2, Batching.GROUP, seed, "fsync.json (measured)")
-    vcpus = Station("host vCPUs", 2)
+    # The host's wake-up work is shared like a write's own: its critical share on the path of
+    # the write that wakes it, the rest left behind.
+    vcpus = Station(
+        "host vCPUs", 2, cold_us=share * cpu.wake_us, linger_cold_us=(1 - share) * cpu.wake_us,
+        cold_tau_us=cpu.tau_us,
+    )  # fmt: skip
+    on_path = share * cpu.per_write_us / len(CPU_VISITS)
+    behind = ((1 - share) * cpu.per_write_us + relay_work_us) / len(CPU_VISITS)
     visits = [
-        Hop(
-            f"vCPU: {who}",
-            "etcd",
-            service=Exponential(share * cpu_us / len(CPU_VISITS)),
-            station=vcpus,
-        )
+        Hop(f"vCPU: {who}", "etcd", service=_exponential(on_path), station=vcpus,
+            linger=_exponential(behind))
         for who in CPU_VISITS
-    ]
+    ]  # fmt: skip
     return [
-        Hop("client, gateway and proposal", "etcd",
-            delay=ShiftedLognormal(floor, median, sigma)),
-        *visits[:2],
+        visits[0],
+        Hop("gateway and proposal", "etcd", delay=ShiftedLognormal(floor, median, sigma)),
+        visits[1],
         *commit,
         *visits[2:],
-    ]  # fmt: skip
+    ]
 
 
-def simulate(hops: list[Hop], rate: float, seed: int = 1) -> dict[str, float]:
-    """Percentiles (us) of the path at an open-loop Poisson rate; NaN when it saturates."""
+def simulate(hops: list[Hop], rate: float, seed: int = 1, burst: int = 1) -> dict[str, float]:
+    """Percentiles (us) of the path at an open-loop Poisson rate of writes (``burst`` sent
+    together at each arrival), its mean, and the vCPUs' work per write (``cpu_us_per_write``);
+    NaN when it saturates."""
     path = compile_path(hops)
     cpu = path.station_service_mean_us()[0] / 2
     if rate * cpu / 1e6 >= 1.0:
-        return {k: math.nan for k in (*ALL_PERCENTILES, "mean")}
+        return {k: math.nan for k in (*ALL_PERCENTILES, "mean", "cpu_us_per_write")}
     load = Load(
         loop=dtypes.LOOP_OPEN, arrivals=dtypes.ARRIVALS_POISSON, rate_msgs_per_s=rate,
         accounts=1, messages_per_cycle=1,
         duration_us=MESSAGES / rate * 1e6, warmup_us=min(2e6, 0.2 * MESSAGES / rate * 1e6),
-        seed=seed, burst=1,
+        seed=seed, burst=burst,
     )  # fmt: skip
     out = fast.simulate(path, load)
     stats = {k: percentile_from_counts_us(out.counts, p) for k, p in ALL_PERCENTILES.items()}
     stats["mean"] = out.rtt_sum_us / out.messages
+    stats["cpu_us_per_write"] = float(out.station_busy_us[0]) / (rate * out.duration_us / 1e6)
     return stats
 
 
+def split_cpu(
+    calibration: LabRun,
+    probe: LabRun,
+    tau_us: float,
+    fixed: tuple[float, float, float, float],
+    fsync_us: np.ndarray,
+    seed: int,
+) -> HostCpu:
+    """The work per write and per wake-up that make the model's CPU per write the measured one
+    at both the calibration run and the burst probe (its writes share the host's wake-ups).
+    The share of the writes that wake the host depends on both: a fixed-point iteration."""
+    c1, ck = calibration.cpu_us_per_write, probe.cpu_us_per_write
+    if ck >= c1:  # the bursts saved nothing: no wake-up work to see
+        return HostCpu(c1, 0.0, tau_us)
+    cpu = HostCpu(ck, c1 - ck, tau_us)  # a first guess: each burst wakes the host once
+
+    def wake_factor(run: LabRun) -> float:
+        hops = build_path(fixed, cpu, 0.0, fsync_us, Zero(), seed)
+        got = simulate(hops, run.rate, seed, run.burst)["cpu_us_per_write"]
+        return (got - cpu.per_write_us) / cpu.wake_us
+
+    for _ in range(SPLIT_ROUNDS):
+        w1, wk = wake_factor(calibration), wake_factor(probe)
+        if w1 <= wk:
+            return HostCpu(c1, 0.0, tau_us)
+        wake = (c1 - ck) / (w1 - wk)
+        per_write = c1 - wake * w1
+        if per_write < 0:
+            per_write, wake = 0.0, c1 / w1
+        cpu = HostCpu(per_write, wake, tau_us)
+    return cpu
+
+
 def fit_fixed(
-    run: LabRun, fsync_us: np.ndarray, peer: Dist, seed: int = 1
+    run: LabRun, cpu: HostCpu, fsync_us: np.ndarray, peer: Dist, seed: int = 1
 ) -> tuple[float, float, float, float]:
-    """The fixed part's floor, median and sigma, and the share of the measured CPU per write
-    that lies on the critical path, matching the run's p10..p99 (log residuals)."""
+    """The fixed part's floor, median and sigma, and the share of the CPU per write that lies
+    on the critical path, matching the run's p10..p99 (log residuals)."""
     measured = np.array([run.rtt_us[k] for k in FIT_KEYS])
 
     def params(x: np.ndarray) -> tuple[float, float, float, float]:
@@ -186,7 +287,7 @@ def fit_fixed(
         return math.exp(x[0]), math.exp(x[1]), math.exp(x[2]), share
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        hops = build_path(params(x), run.cpu_us_per_write, fsync_us, peer, seed)
+        hops = build_path(params(x), cpu, run.relay_work_us, fsync_us, peer, seed)
         got = simulate(hops, run.rate, seed)
         return np.log(np.array([got[k] for k in FIT_KEYS]) / measured)
 
@@ -194,6 +295,19 @@ def fit_fixed(
                       math.log(0.5), -2.0])  # fmt: skip
     fit = optimize.least_squares(residuals, start, diff_step=0.05, max_nfev=80)
     return params(fit.x)
+
+
+def calibrate(
+    calibration: LabRun, probe: LabRun, tau_us: float, fsync_us: np.ndarray, seed: int
+) -> tuple[tuple[float, float, float, float], HostCpu]:
+    """The fixed part and the CPU split, each fitted on the other's latest answer."""
+    rtt = calibration.rtt_us
+    fixed = (0.4 * rtt["p10"], 0.3 * rtt["p50"], 0.5, 0.25)
+    cpu = HostCpu(calibration.cpu_us_per_write, 0.0, tau_us)
+    for _ in range(CALIBRATION_ROUNDS):
+        cpu = split_cpu(calibration, probe, tau_us, fixed, fsync_us, seed)
+        fixed = fit_fixed(calibration, cpu, fsync_us, Zero(), seed)
+    return fixed, cpu
 
 
 def measured_capacity(points: list[tuple[float, float]], ceiling_us: float) -> float | None:
@@ -220,19 +334,24 @@ def predicted_capacity(hops: list[Hop], ceiling_us: float, seed: int, top: float
 
 
 def predict(corpus: Path, seed: int = 1) -> dict[str, Any]:
-    """Calibrate on the lowest-rate ``cpg`` run; predict every run and the leader's loss."""
+    """Calibrate on the lowest-rate ``cpg`` run, its burst probe and the wake-up probe; predict
+    every run and the leader's loss."""
     runs, layouts = load_corpus(corpus)
     if "cpg" not in layouts:
         raise MeasurementError(f"{corpus}: no cpg layout to calibrate on")
     calibration = min((r for r in runs if r.layout == "cpg"), key=lambda r: r.rate)
+    probe = layouts["cpg"]["probe_run"]
+    if probe is None:
+        raise MeasurementError(
+            f"{corpus / 'cpg'}: no burst probe (twin testbed cluster --probe-burst K)"
+        )
+    tau_us = cold_time_constant_us(corpus)
     fsync = {name: np.asarray(lay["fsync"]["samples_us"]) for name, lay in layouts.items()}
-    fixed = fit_fixed(calibration, fsync["cpg"], Zero(), seed)
-    cpu_us = calibration.cpu_us_per_write
-    saturation = 2e6 / cpu_us
+    fixed, cpu = calibrate(calibration, probe, tau_us, fsync["cpg"], seed)
     rows = []
     for run in runs:
         peer = _peer(layouts[run.layout], run.relay_extra_us)
-        hops = build_path(fixed, cpu_us + run.relay_work_us, fsync[run.layout], peer, seed)
+        hops = build_path(fixed, cpu, run.relay_work_us, fsync[run.layout], peer, seed)
         got = simulate(hops, run.rate, seed)
         row: dict[str, Any] = {
             "layout": run.layout,
@@ -242,6 +361,7 @@ def predict(corpus: Path, seed: int = 1) -> dict[str, Any]:
             # points count toward the goal, not an input of the prediction.
             "load_share": run.rate * run.cpu_us_per_write / 2e6,
             "measured_cpu_us_per_write": run.cpu_us_per_write,
+            "predicted_cpu_us_per_write": got["cpu_us_per_write"],
         }
         for key in ("p50", "p99"):
             row[f"measured_{key}_us"] = run.rtt_us[key]
@@ -281,7 +401,7 @@ def predict(corpus: Path, seed: int = 1) -> dict[str, Any]:
         mine = [r for r in runs if r.layout == name]
         extra = max(r.relay_extra_us for r in mine)
         work = max(r.relay_work_us for r in mine)
-        hops = build_path(fixed, cpu_us + work, fsync[name], _peer(layout, extra), seed)
+        hops = build_path(fixed, cpu, work, fsync[name], _peer(layout, extra), seed)
         top = 4 * max(r.rate for r in mine)
         measured = measured_capacity([(r.rate, r.rtt_us["p99"]) for r in mine], CEILING_US)
         capacities.append(
@@ -303,8 +423,12 @@ def predict(corpus: Path, seed: int = 1) -> dict[str, Any]:
         "calibrated_on": {"layout": calibration.layout, "rate_per_s": calibration.rate},
         "fitted_fixed_part_us": {"floor": fixed[0], "median": fixed[1], "sigma": fixed[2]},
         "fitted_critical_cpu_share": fixed[3],
-        "cpu_us_per_write": cpu_us,
-        "saturation_per_s": saturation,  # the model's: at the calibration point's CPU per write
+        "cpu_us_per_write": cpu.per_write_us,
+        "cpu_us_per_wake": cpu.wake_us,
+        "wake_tau_us": cpu.tau_us,
+        "probe": {"burst": probe.burst, "measured_cpu_us_per_write": probe.cpu_us_per_write},
+        # The model's: where the work per write alone fills both vCPUs (no wake-ups left).
+        "saturation_per_s": 2e6 / cpu.per_write_us if cpu.per_write_us > 0 else None,
         "rows": rows,
         "outages": outages,
         "capacity": capacities,

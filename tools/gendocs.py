@@ -261,6 +261,8 @@ def cluster_prediction() -> str:
             _us(r["measured_p99_us"]),
             _us(r["predicted_p99_us"]),
             _signed(r["error_p99_pct"]),
+            f"{r['measured_cpu_us_per_write']:,.0f}",
+            f"{r['predicted_cpu_us_per_write']:,.0f}",
         )
         for r in sorted(c["rows"], key=lambda r: (r["layout"] != "cpg", r["rate_per_s"]))
     ]
@@ -274,12 +276,19 @@ def cluster_prediction() -> str:
         "p99 measured",
         "p99 predicted",
         "error",
+        "CPU/write measured (us)",
+        "predicted",
     )
     note = (
         f"\n\nWithin the goal ({c['goal']}; CPU load: the vCPUs' measured busy share): "
-        f"{c['within_goal']} points.\n"
+        f"{c['within_goal']} points. Calibrated on {c['calibrated_on']['layout']} at "
+        f"{c['calibrated_on']['rate_per_s']:g} writes/s and its burst probe (the same writes "
+        f"{c['probe']['burst']} at a time: {c['probe']['measured_cpu_us_per_write']:,.0f} us "
+        f"of CPU per write): {c['cpu_us_per_write']:,.0f} us per write and "
+        f"{c['cpu_us_per_wake']:,.0f} us per wake-up of the host (time constant "
+        f"{c['wake_tau_us'] / 1e3:.1f} ms, the wake-up probe's).\n"
     )
-    return _table(header, "llrrrrrrr", rows) + note
+    return _table(header, "llrrrrrrrrr", rows) + note
 
 
 def cluster_outage() -> str:

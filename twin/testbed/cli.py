@@ -19,6 +19,8 @@ from twin.scenario import scenarios_dir
 # The campaign's burst probe (``twin.testbed.campaign.DEFAULT_PROBE_BURSTS``, not imported
 # here so that ``twin --help`` does not load the testbed).
 DEFAULT_PROBE_BURSTS = (1, 2, 4, 8, 16, 32)
+# The cluster lab's burst probe: writes a second as at the lowest rate, sent 16 at a time.
+DEFAULT_CLUSTER_PROBE_BURST = 16
 
 
 def _rates(text: str) -> list[float]:
@@ -174,10 +176,21 @@ def cmd_relay(args: argparse.Namespace) -> int:
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     from twin.testbed.cluster import run_cluster_lab
+    from twin.testbed.wakeprobe import CLUSTER_GAPS_US, write_probe
 
+    if args.probe_burst:
+        # The host's wake-up cold start beside the runs (its time constant: the model's).
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        write_probe(Path(args.out) / "wakeprobe.json", gaps_us=CLUSTER_GAPS_US, seed=args.seed)
     for layout in args.layout:
         summary = run_cluster_lab(
-            layout, args.rates, args.duration, Path(args.out), args.kill_leader_at, args.seed
+            layout,
+            args.rates,
+            args.duration,
+            Path(args.out),
+            args.kill_leader_at,
+            args.seed,
+            args.probe_burst,
         )
         for rate, run in summary["runs"].items():
             rtt = run["rtt_us"]
@@ -223,7 +236,13 @@ def cmd_cluster_load(args: argparse.Namespace) -> int:
     if args.kill_at is not None:
         kill = (args.kill_at, tuple(int(p) for p in args.kill_pids.split(",") if p))
     summary = run_load(
-        args.target, args.rate, args.duration, Path(args.out), seed=args.seed, kill=kill
+        args.target,
+        args.rate,
+        args.duration,
+        Path(args.out),
+        seed=args.seed,
+        kill=kill,
+        burst=args.burst,
     )
     print(json.dumps(summary))
     return 0
@@ -478,6 +497,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--rates", type=_rates, required=True, metavar="R1,R2,...")
     p.add_argument("--duration", type=float, default=10.0, metavar="S")
     p.add_argument("--kill-leader-at", type=float, metavar="S", help="also a leader-loss run")
+    p.add_argument(
+        "--probe-burst",
+        type=non_negative_int,
+        default=DEFAULT_CLUSTER_PROBE_BURST,
+        metavar="K",
+        help="also a run at the lowest rate with the writes in bursts of K, into "
+        f"DIR/<layout>/probe (the calibration's CPU split; default {DEFAULT_CLUSTER_PROBE_BURST}; "
+        "0: none)",
+    )
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--seed", type=seed, default=1)
     p.set_defaults(run=cmd_cluster)
@@ -501,6 +529,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=seed, default=1)
     p.add_argument("--kill-at", type=float, metavar="S", help="SIGKILL --kill-pids at S")
     p.add_argument("--kill-pids", default="", metavar="PID,PID")
+    p.add_argument("--burst", type=positive_int, default=1, metavar="K")
     p.set_defaults(run=cmd_cluster_load)
 
     p = tsub.add_parser(

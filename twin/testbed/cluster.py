@@ -270,10 +270,11 @@ class EtcdCluster(Namespaces):
         out_dir: Path,
         seed: int,
         kill: tuple[float, int] | None = None,
+        burst: int = 1,
     ) -> subprocess.Popen[bytes]:
         """Start the load client (in its namespace) writing to ``member``; returns the process.
         ``kill``: (seconds into the load, member) to crash that member (and its relay) on the
-        load's own clock."""
+        load's own clock; ``burst``: writes sent together at each point of the schedule."""
         cmd = [
             "ip", "netns", "exec", self.client_ns, sys.executable, "-m", "twin", "testbed",
             "cluster-load",
@@ -282,6 +283,7 @@ class EtcdCluster(Namespaces):
             "--duration", str(duration_s),
             "--seed", str(seed),
             "--out", str(out_dir),
+            "--burst", str(burst),
         ]  # fmt: skip
         if kill is not None:
             at_s, victim = kill
@@ -309,9 +311,11 @@ def run_cluster_lab(
     out_dir: Path,
     kill_leader_at_s: float | None = None,
     seed: int = 1,
+    probe_burst: int = 0,
 ) -> dict[str, Any]:
     """Measure one layout at each rate (a fresh cluster per rate: no run inherits another's log),
-    then optionally the leader's loss; returns the layout's summary."""
+    then, with ``probe_burst`` K, the burst probe (the lowest rate's writes in bursts of K: runs
+    key ``probe``), then optionally the leader's loss; returns the layout's summary."""
     layout = Layout.named(layout_name)
     # SIGTERM unwinds like Ctrl-C: every namespace and member is torn down, finished runs kept.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -326,18 +330,22 @@ def run_cluster_lab(
     runs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="twc") as tmp:
         write_json(base / "fsync.json", fsync_probe(Path(tmp)))
-        for k, rate in enumerate(sorted(rates)):
+        # Each rate, then the burst probe: the lowest rate's writes in bursts.
+        plan = [(f"rate_{rate:g}", f"{rate:g}", rate, 1) for rate in sorted(rates)]
+        if probe_burst:
+            plan.append(("probe", "probe", min(rates), probe_burst))
+        for k, (folder, key, rate, burst) in enumerate(plan):
             data = Path(tmp) / f"rate_{k}"
             data.mkdir()
             with EtcdCluster(layout, data, index=k) as cluster:
                 leader = cluster.leader()
-                run_dir = base / f"rate_{rate:g}"
+                run_dir = base / folder
                 servers = [p.pid for p in cluster.processes + cluster.relays]
                 idle_s = sum(cpu_seconds(pid) for pid in servers)
                 time.sleep(IDLE_PROBE_S)  # the members' own background: heartbeats, timers
                 before = sum(cpu_seconds(pid) for pid in servers)
                 background_per_s = (before - idle_s) / IDLE_PROBE_S
-                proc = cluster.load(leader, rate, duration_s, run_dir, seed)
+                proc = cluster.load(leader, rate, duration_s, run_dir, seed, burst=burst)
                 _finish(proc, duration_s + 60)
                 server_cpu_s = sum(cpu_seconds(pid) for pid in servers) - before
             for stats in data.glob("relay_m*.json"):  # written as the relays stop
@@ -353,12 +361,12 @@ def run_cluster_lab(
                 max(total_s - background_per_s * run["elapsed_s"], 0.0) * 1e6 / requests
             )
             write_json(run_dir / "summary.json", run)
-            runs[f"{rate:g}"] = run
+            runs[key] = run
         if kill_leader_at_s is not None:
             data = Path(tmp) / "kill"
             data.mkdir()
             rate = min(rates)
-            with EtcdCluster(layout, data, index=len(rates)) as cluster:
+            with EtcdCluster(layout, data, index=len(plan)) as cluster:
                 leader = cluster.leader()
                 follower = (leader + 1) % MEMBERS
                 run_dir = base / "leader_loss"

@@ -5,7 +5,10 @@ etcd's documented gRPC gateway) on a pool of keep-alive HTTP/1.1 connections. Se
 Poisson schedule fixed in advance, and each latency runs from the **scheduled** send time to the
 response, so a stalled cluster (a leader election) shows as the latency it causes instead of
 silently thinning the load (no coordinated omission). A request is given to a free connection,
-or a new one up to ``max_connections``; beyond that it waits, and its wait counts.
+or a new one up to ``max_connections``; beyond that it waits, and its wait counts. With
+``burst = k`` the schedule's points come at ``rate / k`` a second and bring ``k`` writes each,
+sent together (the lab's burst probe: the same writes a second, the host kept awake within a
+burst).
 
 Results: ``DIR/rtt.hgrm`` (microseconds), ``DIR/summary.json`` (rate asked and achieved,
 percentiles, errors by kind, the longest gap between two successful responses and when it began:
@@ -84,12 +87,13 @@ async def _load(
     seed: int,
     timeout_s: float,
     kill: tuple[float, tuple[int, ...]] | None,
+    burst: int,
 ) -> tuple[list[_Outcome], float]:
     rng = np.random.default_rng(seed)
-    n = int(rate_per_s * duration_s * 1.2) + 16
-    gaps = rng.exponential(1e9 / rate_per_s, n)
+    n = int(rate_per_s / burst * duration_s * 1.2) + 16
+    gaps = rng.exponential(1e9 * burst / rate_per_s, n)
     offsets = np.cumsum(gaps)
-    offsets = offsets[offsets < duration_s * 1e9].astype(np.int64)
+    offsets = np.repeat(offsets[offsets < duration_s * 1e9].astype(np.int64), burst)
     idle: list[_Connection] = []
     opened = 0
     slots = asyncio.Semaphore(max_connections)
@@ -132,7 +136,7 @@ async def _load(
     for i, offset in enumerate(offsets):
         due = start + int(offset)
         delay = (due - time.monotonic_ns()) / 1e9
-        if delay > 0:
+        if delay > 0:  # the rest of a burst is due at once
             await asyncio.sleep(delay)
         tasks.append(asyncio.create_task(one(i, due)))
     await asyncio.gather(*tasks)
@@ -160,15 +164,17 @@ def run_load(
     seed: int = 1,
     timeout_s: float = 10.0,
     kill: tuple[float, tuple[int, ...]] | None = None,
+    burst: int = 1,
 ) -> dict[str, Any]:
-    """Drive the open-loop write load and write its results to ``out_dir``. ``kill``: at that
-    many seconds into the schedule, SIGKILL these processes (a member's crash, timed on the
-    load's own clock). Connections are many (a request stuck on a dead leader holds one until
+    """Drive the open-loop write load and write its results to ``out_dir``. ``burst``: writes
+    sent together at each point of the schedule (``rate`` stays the writes a second). ``kill``:
+    at that many seconds into the schedule, SIGKILL these processes (a member's crash, timed on
+    the load's own clock). Connections are many (a request stuck on a dead leader holds one until
     etcd times it out, 7 s by default) so that new writes go out meanwhile."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cpu_before = time.process_time()
     outcomes, elapsed_s = asyncio.run(
-        _load(target, rate_per_s, duration_s, max_connections, seed, timeout_s, kill)
+        _load(target, rate_per_s, duration_s, max_connections, seed, timeout_s, kill, burst)
     )
     good = [o for o in outcomes if o.ok]
     latencies = [o.finished_ns - o.scheduled_ns for o in good]
@@ -182,6 +188,7 @@ def run_load(
     summary = {
         "target": f"{target[0]}:{target[1]}",
         "rate_per_s": rate_per_s,
+        "burst": burst,
         "duration_s": duration_s,
         "requests": len(outcomes),
         "achieved_per_s": len(good) / duration_s,

@@ -38,6 +38,9 @@ from twin.testbed.processes import stop
 # Idle gaps (us): from a thread that barely sleeps to one that sleeps longer than the lowest
 # rate of the lab leaves it (1000 msg/s: about 1 ms between messages per process).
 DEFAULT_GAPS_US = (10, 30, 100, 300, 1000, 3000, 10000)
+# The cluster lab's gaps: its lowest rate leaves the host idle for tens of milliseconds, and
+# the cold start's time constant needs gaps long enough to see it level off.
+CLUSTER_GAPS_US = (10, 100, 1000, 3000, 10000, 30000, 100000)
 FRAME = struct.Struct("<qq")  # sequence, send time (ns, CLOCK_MONOTONIC)
 REPLY = struct.Struct("<qq")  # sequence, one-way latency (ns)
 

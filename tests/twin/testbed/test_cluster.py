@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from calibration.cluster import load_corpus, predict
+from twin.errors import MeasurementError
 from twin.testbed.cluster import fsync_probe
 from twin.testbed.netns import netns_available
 
@@ -32,7 +33,7 @@ def test_a_three_member_cluster_takes_writes_and_survives_its_leader(tmp_path: P
     out = tmp_path / "lab"
     proc = subprocess.run(
         [sys.executable, "-m", "twin", "testbed", "cluster", "--layout", "cpg", "--rates", "80",
-         "--duration", "4", "--kill-leader-at", "1.5", "--out", str(out)],
+         "--duration", "4", "--kill-leader-at", "1.5", "--probe-burst", "4", "--out", str(out)],
         capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -41,6 +42,12 @@ def test_a_three_member_cluster_takes_writes_and_survives_its_leader(tmp_path: P
     assert steady["errors"] == {} and steady["achieved_per_s"] == pytest.approx(80, rel=0.25)
     assert 0 < steady["rtt_us"]["p50"] < steady["rtt_us"]["p99"]
     assert steady["cpu_us_per_write"] > 0
+    # The burst probe: the lowest rate's writes, four at a time.
+    probe = summary["runs"]["probe"]
+    assert probe["burst"] == 4 and probe["rate_per_s"] == 80 and probe["errors"] == {}
+    assert probe["requests"] % 4 == 0
+    assert (out / "cpg" / "probe" / "rtt.hgrm").read_text().strip()
+    assert json.loads((out / "wakeprobe.json").read_text())["percentiles_us"]
     loss = summary["runs"]["leader_loss"]
     # Raft: no write succeeds for at least an election timeout (1 s) counted from the last
     # heartbeat (up to 100 ms before the crash), and writes resume within a few.
@@ -70,6 +77,17 @@ def test_fsync_probe_times_real_flushes(tmp_path: Path) -> None:
     probe = fsync_probe(tmp_path, writes=50)
     assert probe["count"] == 50 and len(probe["samples_us"]) == 50
     assert 0 < probe["p10_us"] <= probe["p50_us"] <= probe["p99_us"]
+
+
+def test_a_corpus_without_its_burst_probe_is_refused(tmp_path: Path) -> None:
+    corpus = tmp_path / "cluster"
+    shutil.copytree(CORPUS, corpus)
+    summary_path = corpus / "cpg" / "cluster.json"
+    summary = json.loads(summary_path.read_text())
+    del summary["runs"]["probe"]
+    summary_path.write_text(json.dumps(summary))
+    with pytest.raises(MeasurementError, match="no burst probe"):
+        predict(corpus)
 
 
 def test_the_committed_corpus_is_predicted_from_its_lowest_cpg_run() -> None:
