@@ -19,11 +19,31 @@ from twin import des, dtypes
 from twin.dists import Const, Exponential
 from twin.fast import engine as fast
 from twin.histogram import to_hdr
-from twin.path import Hop, Station, compile_path
+from twin.load import Load
+from twin.path import CompiledPath, Hop, Station, compile_path
 from twin.replicate import run_replications
 
 SERVICE_US = 1.0
 WAKES = {"constant": (Const(2.0), 2.0, 4.0), "exponential": (Exponential(2.0), 2.0, 8.0)}
+
+
+def _assert_two_round_trips(
+    path: CompiledPath,
+    load: Load,
+    values_us: tuple[float, float],
+    mean_us: float,
+    busy: tuple[float, float],
+) -> None:
+    """Both engines give half the round trips ``values_us[0]`` and half ``values_us[1]``, mean
+    ``mean_us``, and keep the station busy ``busy[0]`` of the time (within ``busy[1]``)."""
+    for simulate in (fast.simulate, des.simulate):
+        out = simulate(path, load)
+        assert out.rtt_sum_us / out.messages == pytest.approx(mean_us, rel=1e-3), simulate
+        hist = to_hdr(out.counts)
+        assert hist.get_value_at_percentile(25) / 1e3 == pytest.approx(values_us[0], rel=2e-3)
+        assert hist.get_value_at_percentile(75) / 1e3 == pytest.approx(values_us[1], rel=2e-3)
+        share, rel = busy
+        assert out.station_busy_us[0] / out.duration_us == pytest.approx(share, rel=rel)
 
 
 def sleeping_queue(wake: Const | Exponential) -> list[Hop]:
@@ -85,14 +105,8 @@ def test_batches_share_their_cost() -> None:
     station = Station("loop", 1, batch=Const(1.5))
     path = compile_path([Hop("work", "test", service=Const(0.25), station=station)])
     load = replace(poisson_load(1.0, 20_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
-    for simulate in (fast.simulate, des.simulate):
-        out = simulate(path, load)
-        assert out.rtt_sum_us / out.messages == pytest.approx(2.875, rel=1e-3), simulate
-        hist = to_hdr(out.counts)
-        assert hist.get_value_at_percentile(25) / 1e3 == pytest.approx(2.5, rel=2e-3)
-        assert hist.get_value_at_percentile(75) / 1e3 == pytest.approx(3.25, rel=2e-3)
-        # The station is busy 1.5 + 2 x 0.25 us of every 2 us: all the time.
-        assert out.station_busy_us[0] / out.duration_us == pytest.approx(1.0, rel=2e-3)
+    # The station is busy 1.5 + 2 x 0.25 us of every 2 us: all the time.
+    _assert_two_round_trips(path, load, (2.5, 3.25), 2.875, busy=(1.0, 2e-3))
 
 
 @pytest.mark.parametrize("rho", [0.3, 0.7])
@@ -263,13 +277,7 @@ def test_a_host_wakes_only_when_all_its_cores_are_idle() -> None:
     station = Station("vCPUs", 2, wake=Const(3.0), linger_cold_us=20.0, cold_tau_us=1.0)
     path = compile_path([Hop("work", "test", service=Const(1.0), station=station)])
     load = replace(poisson_load(0.002, 4_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM, burst=2)
-    for simulate in (fast.simulate, des.simulate):
-        out = simulate(path, load)
-        assert out.rtt_sum_us / out.messages == pytest.approx(2.5, rel=1e-3), simulate
-        hist = to_hdr(out.counts)
-        assert hist.get_value_at_percentile(25) / 1e3 == pytest.approx(1.0, rel=2e-3)
-        assert hist.get_value_at_percentile(75) / 1e3 == pytest.approx(4.0, rel=2e-3)
-        assert out.station_busy_us[0] / out.duration_us == pytest.approx(25 / 1000, rel=1e-2)
+    _assert_two_round_trips(path, load, (1.0, 4.0), 2.5, busy=(25 / 1000, 1e-2))
 
 
 def test_a_cold_linger_shrinks_with_a_shorter_sleep() -> None:
