@@ -1,61 +1,40 @@
 """The fast engine's compiled event loop: one flat ``@njit(cache=True)`` function over arrays.
 
-Semantics are those of :mod:`twin.des`; the structure is chosen for speed:
+Semantics are those of :mod:`twin.des`; the structure is chosen for speed (the measurements and
+the designs tried and not kept: ``docs/design-notes.md``, fast engine):
 
 - **Only station arrivals are events.** Fixed times and non-queueing delays touch no shared
-  state, so a message walks them at once, up to its next station (or to the end of its round
-  trip). The event calendar is a binary heap of (arrival time, key), stored in the heap arrays
-  themselves (no indirection while sifting; the key holds a sequence number in its high bits
-  and the message slot in its low bits). It sifts on time alone; when events tie exactly at the
-  root, the one with the smallest key (earliest scheduled) is brought to the root first, so ties
-  go FIFO by scheduling order. Entries past the heap's end are +inf, so a sift-down needs no
-  bounds tests.
-- **Stations are Kiefer-Wolfowitz recursions.** Because arrivals at every station are handled in
-  non-decreasing time order, a FIFO station with ``c`` servers needs only its servers' next-free
-  times: an arrival at ``a`` starts at ``max(a, earliest free)`` and frees that server at
-  start + service. This is exactly what a FIFO ``simpy.Resource`` does, without completion
-  events. A multi-server station keeps its servers' free times in a flat array: the server
-  after the last one used (round-robin) is tried first, which below saturation is nearly always
-  free, and only when it is busy is the array scanned for the earliest free server (replacing a
-  per-station min-heap whose sift-downs cost more than the rest of a visit). A one-server
-  station that sleeps when idle (:class:`twin.path.Station`) knows its idle time for free: an
-  arrival at ``a > free`` wakes it after ``a - free`` of idleness (a flag bit of the hop; the
-  wake-up's table and cold start live in per-station arrays read only then).
-- **No push when nothing comes first.** A message whose next arrival is strictly earlier than
-  every other pending event is processed straight away instead of going through the heap, and
-  so is an arrival at a hop flagged *in order* (its station is fed only by a one-server station
-  through constant times, or by the generator; see :func:`twin.fast.engine.in_order_hops`),
-  whose arrivals are produced in time order anyway.
-- **Draws are table lookups.** Every delay and service is drawn from the quantile table of its
-  distribution (:mod:`twin.fast._quantile`: one random word, one lerp, no branch on the kind of
-  distribution and no ``exp``); a hop's fixed time is folded into its delay table. Empirical
-  tables are resampled on top, behind a flag that is constant along shipped paths.
-- **Few arrays, packed; unsigned positions.** Hop parameters are one small 2-D array (``hop_i``,
-  rows of a power-of-two length, holding the hop's station and that station's servers, so a
-  visit needs no second lookup); every array argument keeps a data pointer and a shape live in
-  the loop (a few percent; the loop still has more live values than registers), read through
-  flat views so a row start is a shift rather than a multiply by a run-time row length (a few
-  percent). Positions used as indices in the hot paths are ``uint64``, which spares Numba's
-  negative-index fix-up on each access (about 15%). The rare exact-tie scan at the calendar's
-  root is a separate function, out of the loop's registers.
-- **Reader stations** (a one-thread pipeline, :class:`twin.path.Station`) wait: the first
-  arrival of a read parks in a per-station linked list and schedules a read event just after
-  the read call; later arrivals park with no event. The read event (out of line, ``_read``)
-  works out every member's stages, records their hop times and spans, and schedules each to
-  resume its walk when it leaves the last stage. **Spans** open and close by hop bit masks;
-  their start times live in the slot's row.
-- A message is recorded when sent inside ``[warmup, end)``; the run goes on until the calendar is
-  empty, so every recorded message completes. The order loop's cancel leaves on the ack; a
+  state, so a message walks them at once, up to its next station. The calendar is a binary heap
+  of (arrival time, key) whose key holds a sequence number above the message slot; exact ties
+  at the root go FIFO by scheduling order (a separate, out-of-line scan). Entries past the
+  heap's end are +inf, so a sift-down needs no bounds tests.
+- **Stations are Kiefer-Wolfowitz recursions.** Arrivals at every station come in time order,
+  so a FIFO station with ``c`` servers needs only its servers' next-free times (as a FIFO
+  ``simpy.Resource``, without completion events); the server after the last one used is tried
+  first, the array scanned only when it is busy. A sleeping station (:class:`twin.path.Station`)
+  reads its idle time off those free times: an arrival after the last server freed wakes it
+  (a flag bit of the hop; the wake-up's tables, cold start and linger live in per-station
+  arrays read only then).
+- **No push when nothing comes first.** A message whose next arrival precedes every pending
+  event is processed at once, and so is an arrival at a hop flagged *in order*
+  (:func:`twin.fast.engine.in_order_hops`).
+- **Draws are table lookups** from each distribution's quantile table
+  (:mod:`twin.fast._quantile`); a hop's fixed time is folded into its delay table; empirical
+  tables are resampled behind a flag.
+- **Few arrays, packed; unsigned positions.** Hop parameters are one 2-D array (``hop_i``, rows
+  of a power-of-two length holding the hop's station and its servers) read through flat views;
+  indices on the hot paths are ``uint64`` (no negative-index fix-up).
+- **Reader stations** (:class:`twin.path.Station`) park a read's arrivals in a per-station list
+  behind one read event (``_read``, out of line), which works out every member's stages, hop
+  times and spans. **Spans** open and close by hop bit masks.
+- A message is recorded when sent inside ``[warmup, end)``; the run goes on until the calendar
+  is empty, so every recorded message completes. The order loop's cancel leaves on the ack; a
   closed-loop account starts its next cycle at ``max(now, previous slot + period)``.
 
-Measurements, and the designs tried and not kept, are in ``docs/design-notes.md`` (fast engine).
-
-All state lives in arrays owned by the caller (see :mod:`twin.fast.engine`), so a run can stop at
-a time horizon (progress bar, batches) or when it runs out of message slots, and resume exactly
-where it stopped. Helpers called on the hot path take and return scalars only, and are inlined
-(the rare tie scan is an out-of-line call over the heap arrays). That is why a delay draw, a
-service draw and a sleeping station's wake-up draw are written out in full (one helper taking
-the table arrays was measured 2.3-2.7x slower; see the design notes).
+All state lives in arrays owned by the caller (:mod:`twin.fast.engine`), so a run can stop at a
+time horizon or when it runs out of message slots and resume exactly where it stopped. Helpers
+on the hot path take and return scalars only and are inlined, which is why the draws are
+written out in full.
 """
 
 from __future__ import annotations

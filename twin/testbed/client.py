@@ -10,22 +10,16 @@ arrivals follow the same process at ``rate / (2 x mean group size)`` groups per 
 mean message rate stays ``rate``), group ``g`` has ``burst_sizes[g % len(burst_sizes)]``
 cycles, all due at the same instant and spread over the connections round-robin (cycle ``k``
 still on connection ``k % C``), so each connection's share goes out in one ``send`` and the
-gateway reads several frames per read. What it is for: at a low rate the processes almost never
-batch, and the batches they do see are backlogs after a stall, still cold, so a calibration on
-the lowest rate cannot tell the warm marginal cost per event ``b`` from the per-wake-up cost
-``a`` in "work per event = ``b + a / n``". A short run at that rate with groups of known sizes
-gives warm multi-event wake-ups and reads (``work_by_batch`` and ``work_by_batch_warm`` of its
-summary; the gateway's reads carry a group's share of one connection, about ``n / C`` frames).
-Open loop only.
+gateway reads several frames per read: warm multi-event wake-ups of known sizes, which separate
+the marginal cost per event from the per-wake-up cost (``work_by_batch``, ``work_by_batch_warm``;
+why: ``docs/design-notes.md``). Open loop only.
 
 **One thread, one wait.** The loop waits on every socket *and* on a timer armed at the next
 scheduled send (:class:`twin.testbed.timer.WakeTimer`, nanosecond expiry) in one ``epoll``;
 each wake-up reads every ready socket, handles the replies (queueing the cancels), sends the
 orders now due, and writes each connection's queued frames with one ``send``. Frames are packed
-with :mod:`struct` into reusable buffers and results are appended to lists (histograms are
-filled per interval, :mod:`twin.testbed.recorder`). One thread does no interpreter-lock
-hand-offs, so its cost per message is what its loop does (the two-thread client it replaced:
-design notes).
+with :mod:`struct` into reusable buffers; histograms are filled per interval
+(:mod:`twin.testbed.recorder`). One thread does no interpreter-lock hand-offs.
 
 **Open loop** (default): a cycle is sent when due whatever the replies do, and the order's round
 trip is measured from its *scheduled* time, so a client or gateway stall shows up in the tail
