@@ -77,6 +77,7 @@ class _Model:
         self.linger_us = [float(x) for x in wake["linger_us"]]
         self.linger_cold_us = [float(x) for x in wake["linger_cold_us"]]
         self.linger = [self._sampler(h, "linger", path) for h in hops]
+        self.linger_per_batch = [bool(x) for x in hops["linger_per_batch"]]
         self.batch = [self._sampler(w, "batch", path) for w in wake]
         self.stall = [self._sampler(w, "stall", path) for w in wake]
         # When each batching station took its current batch (a later arrival starts the next).
@@ -123,6 +124,8 @@ class _Model:
         record = self.in_window(sent)
         hop_times = [0.0] * self.n_hops if record else None
         span_start = [0.0] * len(self.span_first)
+        # Whether the message took a new batch at the last batching station it visited.
+        led = False
         i = 0
         while i < self.n_hops:
             st = self.station[i]
@@ -139,7 +142,7 @@ class _Model:
             if wait > 0:
                 yield env.timeout(wait)
             if st >= 0:
-                yield from self.serve(i, st)
+                led = yield from self.serve(i, st, led)
             if hop_times is not None:
                 hop_times[i] = env.now - entered
                 self.close_spans(i, env.now, span_start)
@@ -148,8 +151,9 @@ class _Model:
             self.samples[kind].append(env.now - sent)
             self.hop_sum += hop_times
 
-    def serve(self, i: int, st: int) -> Generator[Any, Any, None]:
-        """Queue FIFO for a server of station ``st`` and hold it for hop ``i``'s service."""
+    def serve(self, i: int, st: int, led: bool) -> Generator[Any, Any, bool]:
+        """Queue FIFO for a server of station ``st`` and hold it for hop ``i``'s service; return
+        whether the message now leads a batch (``led``: whether it did before)."""
         env = self.env
         resource = self.resources[st]
         idle_us = 0.0
@@ -161,9 +165,11 @@ class _Model:
         serve = self.service[i]
         s = serve() if serve is not None else 0.0
         batch = self.batch[st]
-        if batch is not None and arrived > self.batch_taken[st]:
-            s += batch()
-            self.batch_taken[st] = env.now
+        if batch is not None:
+            led = arrived > self.batch_taken[st]
+            if led:
+                s += batch()
+                self.batch_taken[st] = env.now
         linger = 0.0
         if idle_us > 0:
             s += self.wake_up_us(st, idle_us)
@@ -172,7 +178,7 @@ class _Model:
                 cooled = -np.expm1(-idle_us / self.cold_tau_us[st])
                 linger += self.linger_cold_us[st] * cooled
         left_behind = self.linger[i]
-        if left_behind is not None:
+        if left_behind is not None and (led or not self.linger_per_batch[i]):
             linger += left_behind()
         if self.in_window(env.now):
             self.busy[st] += s + linger
@@ -182,6 +188,7 @@ class _Model:
         else:
             resource.release(req)
             self.last_free[st] = env.now
+        return led
 
     def open_spans(self, hop: int, t: float, span_start: list[float]) -> None:
         for k, first in enumerate(self.span_first):

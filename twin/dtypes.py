@@ -49,6 +49,9 @@ HOP_DTYPE = np.dtype(
         ("linger_p0", np.float64),
         ("linger_p1", np.float64),
         ("linger_p2", np.float64),
+        # 1: the linger is left only by a message that took a new batch at the last batching
+        # station it visited (work a batch causes once).
+        ("linger_per_batch", np.int64),
     ],
     align=True,
 )

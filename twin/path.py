@@ -138,7 +138,10 @@ class Hop:
 
     ``linger``: work the visit leaves on its server after the message has moved on (a write's
     processing off its path: followers, bookkeeping): the server stays busy for a draw of it
-    without delaying the message (a station's ``linger_us`` is paid after a wake-up only).
+    without delaying the message (a station's ``linger_us`` is paid after a wake-up only). With
+    ``linger_per_batch`` only a message that took a new batch at the last batching station it
+    visited leaves it (work a batch causes once: a replicated log's append to its followers);
+    such a hop needs a batching station before it on the path.
 
     At a reader station (:attr:`Station.reader`) the hop is a stage of the read: ``per_read``
     (drawn once per read), ``per_record_us`` and ``whole_read`` say how its work and its
@@ -157,6 +160,7 @@ class Hop:
     per_record_us: float = 0.0
     whole_read: bool = False
     linger: Dist = ZERO
+    linger_per_batch: bool = False
 
     def __post_init__(self) -> None:
         if self.fixed_us < 0:
@@ -169,6 +173,8 @@ class Hop:
                 f"Hop {self.name!r}: linger is work left on a station's server (a station that "
                 f"is not a reader)"
             )
+        if self.linger_per_batch and self.linger.is_zero:
+            raise ModelError(f"Hop {self.name!r}: linger_per_batch without a linger")
         if not reader and (not self.per_read.is_zero or self.per_record_us != 0 or self.whole_read):
             raise ModelError(
                 f"Hop {self.name!r}: per_read, per_record_us and whole_read belong to the "
@@ -268,7 +274,8 @@ class CompiledPath:
 
     def station_service_mean_us(self) -> np.ndarray:
         """Mean time each station's servers spend on one message per round trip (sum over its
-        hops of the service and the work left behind, ``linger``)."""
+        hops of the service and the work left behind, ``linger``; a per-batch linger counted as
+        if every message led its batch: an upper bound)."""
         out = np.zeros(self.n_stations)
         for row in self.hops:
             if row["station"] >= 0:
@@ -320,11 +327,23 @@ def _span_rows(hops: Sequence[Hop], spans: Sequence[Span]) -> np.ndarray:
     return rows
 
 
+def _check_per_batch_lingers(hops: list[Hop]) -> None:
+    """A per-batch linger needs a batching station before it: nothing else says who leads."""
+    batching_seen = False
+    for hop in hops:
+        if hop.linger_per_batch and not batching_seen:
+            raise ModelError(
+                f"Hop {hop.name!r}: linger_per_batch needs a batching station earlier on the path"
+            )
+        batching_seen |= hop.station is not None and not hop.station.batch.is_zero
+
+
 def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
     """Lower a list of hops (and the spans to report) to the arrays both engines execute."""
     if not hops:
         raise ModelError("A path needs at least one hop")
     _check_readers(hops)
+    _check_per_batch_lingers(hops)
     span_hops = _span_rows(hops, spans)
     stations: dict[str, Station] = {}
     tables: list[np.ndarray] = []
@@ -351,6 +370,7 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
         (row["linger_code"], row["linger_p0"], row["linger_p1"], row["linger_p2"]) = encode(
             hop.linger
         )
+        row["linger_per_batch"] = int(hop.linger_per_batch)
         row["per_record_us"] = hop.per_record_us
         row["whole_read"] = int(hop.whole_read)
         if hop.station is None:

@@ -39,7 +39,7 @@ from twin.components import (
     venue,
 )
 from twin.dists import Dist
-from twin.kinds import Strategy, Tier, WorkloadKind
+from twin.kinds import Batching, Strategy, Tier, WorkloadKind
 from twin.path import Hop, Span
 from twin.profile import Profile
 from twin.scenario import MTU_BYTES, TCP_IP_HEADER_BYTES, Scenario
@@ -339,6 +339,39 @@ class _PathBuilder:
             replication, write, trips, self.profile, self.s.workload.seed
         )
 
+    def leader_role(self) -> str:
+        """The role whose host leads the replicated engine (it runs the engine)."""
+        kind = self.s.workload.kind
+        has_engine = kind in (WorkloadKind.ORDER_LOOP, WorkloadKind.TICK_TO_TRADE)
+        return "engine" if has_engine and not self.s.engine_colocated else "gateway"
+
+    def charge_replication(self, hops: list[Hop]) -> list[Hop]:
+        """``hops`` with the replication traffic's work on the leader's shared stations
+        (:func:`twin.components.consensus.charge_replication`); unchanged without replication."""
+        replication = self.s.exchange.replication
+        if replication is None:
+            return hops
+        leader = self.leader_role()
+        recipients = [
+            member_role(position)
+            for position in range(1, len(replication.members) + 1)
+            if position != replication.leader
+        ]
+        if replication.standby is not None:
+            recipients.append(STANDBY_ROLE)
+        # The replication's own flows are spread over the NIC's queues by RSS: its kernel work
+        # is not on the cores of the client flows' queues (that station).
+        cores = host.network_cores_name(leader)
+        traffic = [
+            h
+            for r in recipients
+            for h in self.send(leader, r) + self.receive(leader, r)
+            if h.station is None or h.station.name != cores
+        ]
+        work = consensus.replication_work(traffic, self.s.workload.seed)
+        per_batch = replication.batching == Batching.GROUP
+        return consensus.charge_replication(hops, work, per_batch)
+
     def local_round_trip(self) -> list[Hop]:
         """Client and gateway processes on one machine (see :mod:`twin.components.loopback`)."""
         tier = self.s.connectivity.tier
@@ -416,7 +449,8 @@ class _PathBuilder:
         if kind == WorkloadKind.FEED:
             return _unique_names(self.feed_in())
         if kind == WorkloadKind.TICK_TO_TRADE:
-            return _unique_names(self.feed_in() + self.order_out_and_back(engine))
+            hops = self.feed_in() + self.order_out_and_back(engine)
+            return _unique_names(self.charge_replication(hops))
         middle = (
             self.exchange_work(engine)
             if self.s.workload.kind == WorkloadKind.ORDER_LOOP
@@ -432,7 +466,7 @@ class _PathBuilder:
             + self.tier_network("gateway", "client")
             + self.receive("client", "gateway")
         )
-        return _unique_names(hops)
+        return _unique_names(self.charge_replication(hops))
 
 
 def _reverse_internet(exchange_end: list[Hop], client_end: list[Hop]) -> list[Hop]:

@@ -33,9 +33,10 @@ def _assert_two_round_trips(
     values_us: tuple[float, float],
     mean_us: float,
     busy: tuple[float, float],
+    station: int = 0,
 ) -> None:
     """Both engines give half the round trips ``values_us[0]`` and half ``values_us[1]``, mean
-    ``mean_us``, and keep the station busy ``busy[0]`` of the time (within ``busy[1]``)."""
+    ``mean_us``, and keep ``station`` busy ``busy[0]`` of the time (within ``busy[1]``)."""
     for simulate in (fast.simulate, des.simulate):
         out = simulate(path, load)
         assert out.rtt_sum_us / out.messages == pytest.approx(mean_us, rel=1e-3), simulate
@@ -43,7 +44,7 @@ def _assert_two_round_trips(
         assert hist.get_value_at_percentile(25) / 1e3 == pytest.approx(values_us[0], rel=2e-3)
         assert hist.get_value_at_percentile(75) / 1e3 == pytest.approx(values_us[1], rel=2e-3)
         share, rel = busy
-        assert out.station_busy_us[0] / out.duration_us == pytest.approx(share, rel=rel)
+        assert out.station_busy_us[station] / out.duration_us == pytest.approx(share, rel=rel)
 
 
 def sleeping_queue(wake: Const | Exponential) -> list[Hop]:
@@ -107,6 +108,47 @@ def test_batches_share_their_cost() -> None:
     load = replace(poisson_load(1.0, 20_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
     # The station is busy 1.5 + 2 x 0.25 us of every 2 us: all the time.
     _assert_two_round_trips(path, load, (2.5, 3.25), 2.875, busy=(1.0, 2e-3))
+
+
+@pytest.mark.parametrize(("per_batch", "nic_busy"), [(True, 0.25), (False, 0.5)])
+def test_work_left_once_per_batch(per_batch: bool, nic_busy: float) -> None:
+    """The batches above (two messages each, leaving the loop at T + 1.75 and T + 2), then a
+    second station with no service where a message leaves 0.5 us of work (``linger``). Per
+    batch, only the first leaves it: the station is busy until T + 2.25, the second waits 0.25
+    us; round trips 3.25 and 2.75 us, busy 0.5 us of every 2. Per message, the second leaves
+    it too: the same round trips, busy twice as long."""
+    loop = Station("loop", 1, batch=Const(1.5))
+    nic = Station("nic", 1)
+    path = compile_path(
+        [
+            Hop("work", "test", service=Const(0.25), station=loop),
+            Hop("send", "test", station=nic, linger=Const(0.5), linger_per_batch=per_batch),
+        ]
+    )
+    load = replace(poisson_load(1.0, 20_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+    _assert_two_round_trips(path, load, (2.75, 3.25), 3.0, busy=(nic_busy, 2e-3), station=1)
+
+
+@pytest.mark.parametrize(("lam", "led_at_most"), [(0.3, 0.99), (0.8, 0.8)])
+def test_work_left_per_batch_follows_the_batches_taken(lam: float, led_at_most: float) -> None:
+    """Poisson arrivals at a batching station (1 us per batch, 0.1 us per message), then 0.3 us
+    left per batch at a second station: its busy time is 0.3 us per batch, and the batches are
+    what the first station's busy time says, ``(busy - 0.1 lambda) / 1``, in both engines."""
+    loop = Station("log", 1, batch=Const(1.0))
+    nic = Station("nic", 1)
+    path = compile_path(
+        [
+            Hop("append", "test", service=Const(0.1), station=loop),
+            Hop("send", "test", station=nic, linger=Const(0.3), linger_per_batch=True),
+        ]
+    )
+    for simulate in (fast.simulate, des.simulate):
+        out = simulate(path, poisson_load(lam, 100_000, seed=4))
+        log_busy, nic_busy = out.station_busy_us[:2] / out.duration_us
+        batches_per_us = log_busy - 0.1 * out.messages / out.duration_us
+        assert nic_busy == pytest.approx(0.3 * batches_per_us, rel=1e-2), simulate
+        # Fewer batches than messages: the per-batch work is shared, the more the busier.
+        assert batches_per_us < led_at_most * out.messages / out.duration_us
 
 
 @pytest.mark.parametrize("rho", [0.3, 0.7])
@@ -324,6 +366,13 @@ def test_station_and_hop_settings_are_checked() -> None:
         Station("vCPUs", 2, linger_cold_us=1.0)
     with pytest.raises(ValueError, match="linger is work left on a station"):
         Hop("work", "test", linger=Const(1.0))
+    with pytest.raises(ValueError, match="linger_per_batch without a linger"):
+        Hop("work", "test", station=Station("nic", 1), linger_per_batch=True)
+    with pytest.raises(ValueError, match="needs a batching station earlier"):
+        compile_path(
+            [Hop("send", "test", station=Station("nic", 1), linger=Const(1.0),
+                 linger_per_batch=True)]
+        )  # fmt: skip
     with pytest.raises(ValueError, match="cold_tau_us must be > 0"):
         Station("thread", 1, cold_us=5.0)
     with pytest.raises(ValueError, match="cold_tau_us must be > 0 with a stall"):

@@ -25,18 +25,27 @@ is drawn by Monte Carlo over the hops' own distributions (seeded from the scenar
 :class:`twin.dists.Empirical` table that both engines resample alike. Its mean is exact; its
 draw is independent of the station's write, so the commit's spread is a little wider than the
 joint one. The followers' logs mirror the leader's batches (one append message per batch) and
-are not queued apart; the replication hops do not queue at the NICs and cores they share with
-the order path (a fork-join of queues is beyond the engines' linear paths, see
-docs/design-notes.md). A warm standby replicates asynchronously: it is never waited for and
-costs the order path nothing.
+are not queued apart. The replication's own draws do not queue (a fork-join of queues is beyond
+the engines' linear paths, see docs/design-notes.md), but its **work** does load the leader's
+stations it shares with the order path (:func:`charge_replication`): each append sent to a
+follower or the standby and each acknowledgement received costs the leader's I/O threads and
+sending NIC what the order path's own messages cost them (its kernel work lands on the queues
+RSS gives its own flows, not on the client flows' cores), left behind on those
+stations (``Hop.linger``) by the message that led its log batch (group commit: one append per
+batch) or by every message (one write per entry). The acknowledgements' slots on the leader's
+receiving NIC are not charged: no visit of it follows the commit. A warm standby replicates
+asynchronously: it is never waited for.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from twin.components.stages import sources, stage
-from twin.dists import Dist, Empirical
+from twin.dists import Const, Dist, Empirical
+from twin.errors import ModelError
 from twin.kinds import Batching, Storage, Sync
 from twin.path import Hop, Station
 from twin.profile import Profile
@@ -46,6 +55,9 @@ from twin.scenario import Replication
 COMMIT_SAMPLES = 20_000
 # Stream id of those draws (same seed, another stream than placement and the engines).
 CONSENSUS_STREAM = 0x52414654
+# The name of the quorum's wait hop (the commit's last): the replication's work is charged to
+# the leader's stations after it.
+QUORUM_WAIT = "quorum wait"
 
 
 def durable_write(profile: Profile, storage: Storage, sync: Sync) -> Dist:
@@ -126,7 +138,7 @@ def commit_hops(
             service=leader_write, station=Station("leader log", 1), source=source,
         )  # fmt: skip
     wait = Hop(
-        f"quorum wait ({quorum} of {len(follower_trips) + 1})",
+        f"{QUORUM_WAIT} ({quorum} of {len(follower_trips) + 1})",
         "consensus",
         delay=Empirical(tuple(float(x) for x in commit - leader), label="quorum wait"),
         source="Raft section 5.3 (commit at a majority)",
@@ -150,3 +162,51 @@ def replication_commit_hops(
         seed,
         sources(profile, f"{replication.storage}_sync_median_us", "log_append_median_us"),
     )
+
+
+def replication_work(leader_hops: list[Hop], seed: int) -> dict[str, Dist]:
+    """The work the leader's hops for the replication traffic (its sends to followers and
+    standby, its receipt of their acknowledgements) put on each of its stations, by station
+    name: their services summed (constant when they all are, else drawn by Monte Carlo)."""
+    services: dict[str, list[Dist]] = {}
+    for hop in leader_hops:
+        if hop.station is not None and not hop.service.is_zero:
+            services.setdefault(hop.station.name, []).append(hop.service)
+    rng = np.random.default_rng([seed, CONSENSUS_STREAM, 1])
+    work: dict[str, Dist] = {}
+    for name, dists in services.items():
+        if all(isinstance(d, Const) for d in dists):
+            work[name] = Const(sum(d.mean for d in dists))
+        else:
+            total = sum((d.sample(rng, COMMIT_SAMPLES) for d in dists), np.zeros(COMMIT_SAMPLES))
+            work[name] = Empirical(tuple(float(x) for x in total), label="replication work")
+    return work
+
+
+def charge_replication(hops: list[Hop], work: dict[str, Dist], per_batch: bool) -> list[Hop]:
+    """``hops`` with each station's replication ``work`` left behind (``Hop.linger``) at its
+    first visit after the quorum's wait (``per_batch``: by the message that led its log batch
+    only). A station not visited after the commit is not charged."""
+    after = next(
+        (
+            i
+            for i, h in enumerate(hops)
+            if h.component == "consensus" and h.name.startswith(QUORUM_WAIT)
+        ),
+        None,
+    )
+    if after is None or not work:
+        return hops
+    out = list(hops)
+    pending = dict(work)
+    for i in range(after + 1, len(out)):
+        hop = out[i]
+        if hop.station is None or hop.station.name not in pending:
+            continue
+        if not hop.linger.is_zero:
+            raise ModelError(f"Hop {hop.name!r} already leaves work behind")
+        out[i] = replace(
+            hop, linger=pending.pop(hop.station.name), linger_per_batch=per_batch,
+            source=f"{hop.source}; replication work left behind".lstrip("; "),
+        )  # fmt: skip
+    return out

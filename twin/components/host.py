@@ -37,8 +37,13 @@ from twin.profile import Profile
 from twin.scenario import HostStack
 
 
+def network_cores_name(role: str) -> str:
+    """The name of the station of ``role``'s cores serving its flows' queues."""
+    return f"{role} network cores"
+
+
 def _cores(role: str, instance: InstanceType, flows: int) -> Station:
-    return Station(f"{role} network cores", min(instance.ena_queues, flows))
+    return Station(network_cores_name(role), min(instance.ena_queues, flows))
 
 
 def _occasional(profile: Profile, mean: str, probability: str) -> Occasional:

@@ -71,6 +71,7 @@ FLAG_BATCHES = 4  # its station pays a cost per batch it takes (see twin.path.St
 FLAG_READER = 8  # the first stage of a reader station: an arrival joins its next read
 FLAG_STALLS = 16  # its station may stall on waking, the more likely the longer it slept
 FLAG_LINGERS = 32  # the hop leaves work on its server after the message moves on
+FLAG_LINGERS_PER_BATCH = 64  # ... only if the message leads its batch (slot_i[:, SI_LED])
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none), then
 # the stall's (drawn only at stations flagged FLAG_STALLS, see twin.path.Station.stall), then
@@ -83,8 +84,9 @@ WC_COLD, WC_INV_TAU, WC_LINGER, WC_LINGER_COLD = 0, 1, 2, 3
 
 # Columns of the per-slot arrays: slot_f holds, from SF_SPAN on, when each span opened.
 SF_ENTER, SF_SEND, SF_NEXT_START, SF_EXIT, SF_SPAN = 0, 1, 2, 3, 4  # float64 slot_f
-SI_HOP, SI_MSG, SI_RECORD, SI_AUX, SI_NEXT = 0, 1, 2, 3, 4  # int64 slot_i
-SLOT_F_COLS, SLOT_I_COLS = SF_SPAN + MAX_SPANS, 5
+# int64 slot_i; SI_LED: whether the message took a new batch at the last batching station.
+SI_HOP, SI_MSG, SI_RECORD, SI_AUX, SI_NEXT, SI_LED = 0, 1, 2, 3, 4, 5
+SLOT_F_COLS, SLOT_I_COLS = SF_SPAN + MAX_SPANS, 6
 HOP_START = -1  # slot_i[:, SI_HOP] value for "a cycle starts at the slot's event time"
 # slot_i[:, SI_HOP] values of a reader's events: the slot (first of a read) triggers the read
 # of station SI_AUX; the slot resumes its walk at hop SI_AUX (it has left the reader).
@@ -539,14 +541,17 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     s += tables[row, min(int(u * n_row), n_row - 1)]
                 linger = 0.0
                 flags = hop_il[hi + np.uint64(HI_FLAGS)]
-                if flags & FLAG_BATCHES and t > batch_taken_us[st]:
-                    # Arrived after the current batch was taken: it starts the next one.
-                    x, s0, s1, s2, s3 = _draw(
-                        station_wake_i[st, WI_BATCH_Q], station_wake_i[st, WI_BATCH_ROW],
-                        quantiles, tables, table_lengths, s0, s1, s2, s3,
-                    )  # fmt: skip
-                    s += x
-                    batch_taken_us[st] = start
+                if flags & FLAG_BATCHES:
+                    slot_i[slot, SI_LED] = 0
+                    if t > batch_taken_us[st]:
+                        # Arrived after the current batch was taken: it starts the next one.
+                        x, s0, s1, s2, s3 = _draw(
+                            station_wake_i[st, WI_BATCH_Q], station_wake_i[st, WI_BATCH_ROW],
+                            quantiles, tables, table_lengths, s0, s1, s2, s3,
+                        )  # fmt: skip
+                        s += x
+                        batch_taken_us[st] = start
+                        slot_i[slot, SI_LED] = 1
                 idle_since = free_t
                 if flags & FLAG_SLEEPS and nserv > np.uint64(1):
                     # It sleeps only when every server is idle: since the last one freed.
@@ -575,7 +580,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         )  # fmt: skip
                         s += x
                     linger = station_cold[st, WC_LINGER] + station_cold[st, WC_LINGER_COLD] * cooled
-                if flags & FLAG_LINGERS:
+                if flags & FLAG_LINGERS and (
+                    not flags & FLAG_LINGERS_PER_BATCH or slot_i[slot, SI_LED] != 0
+                ):
                     x, s0, s1, s2, s3 = _draw(
                         hop_il[hi + np.uint64(HI_LINGER_Q)], hop_il[hi + np.uint64(HI_LINGER_ROW)],
                         quantiles, tables, table_lengths, s0, s1, s2, s3,

@@ -104,6 +104,7 @@ def hop_tables(
     hop_i[queued, k.HI_FLAGS] |= np.where(batches[station[queued]], k.FLAG_BATCHES, 0)
     hop_i[queued, k.HI_FLAGS] |= np.where(stalls[station[queued]], k.FLAG_STALLS, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_code"] != Zero.code, k.FLAG_LINGERS, 0)
+    hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_per_batch"] != 0, k.FLAG_LINGERS_PER_BATCH, 0)
     servers = np.asarray(path.station_servers, dtype=np.int64)
     first = np.concatenate([[0], np.cumsum(servers)[:-1]])
     hop_i[queued, k.HI_SERVER] = first[station[queued]]
