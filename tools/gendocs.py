@@ -286,7 +286,10 @@ def cluster_prediction() -> str:
         f"{c['probe']['burst']} at a time: {c['probe']['measured_cpu_us_per_write']:,.0f} us "
         f"of CPU per write): {c['cpu_us_per_write']:,.0f} us per write and "
         f"{c['cpu_us_per_wake']:,.0f} us per wake-up of the host (time constant "
-        f"{c['wake_tau_us'] / 1e3:.1f} ms, the wake-up probe's).\n"
+        f"{c['wake_tau_us'] / 1e3:.1f} ms, the wake-up probe's). The burst probe's latency, "
+        f"not an input, predicted: p50 {c['probe']['measured_p50_us']:,.0f} us measured, "
+        f"{c['probe']['predicted_p50_us']:,.0f} predicted; p99 "
+        f"{c['probe']['measured_p99_us']:,.0f} and {c['probe']['predicted_p99_us']:,.0f}.\n"
     )
     return _table(header, "llrrrrrrrrr", rows) + note
 
