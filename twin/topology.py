@@ -297,7 +297,7 @@ class _PathBuilder:
             decode, match = inbound
             return (
                 [decode]
-                + self.commit("gateway")
+                + self.commit()
                 + [match, exchange.reply_hop(self.s.exchange, self.profile)]
             )
         decode, match = inbound
@@ -306,7 +306,7 @@ class _PathBuilder:
             + self.send("gateway", "engine")
             + self.fabric("gateway", "engine")
             + self.receive("engine", "gateway")
-            + self.commit("engine")
+            + self.commit()
             + [match]
             + self.send("engine", "gateway")
             + self.fabric("engine", "gateway")
@@ -314,18 +314,16 @@ class _PathBuilder:
             + [exchange.reply_hop(self.s.exchange, self.profile)]
         )
 
-    def commit(self, leader: str) -> list[Hop]:
-        """The replicated engine's consensus commit on the ``leader`` role's host
+    def commit(self) -> list[Hop]:
+        """The replicated engine's consensus commit on the leader's host
         (:mod:`twin.components.consensus`); nothing without replication."""
         replication = self.s.exchange.replication
         if replication is None:
             return []
+        leader = self.leader_role()
         write = consensus.durable_write(self.profile, replication.storage, replication.sync)
         trips = []
-        for position in range(1, len(replication.members) + 1):
-            if position == replication.leader:
-                continue
-            follower = member_role(position)
+        for follower in self.followers():
             trips.append(
                 self.send(leader, follower)
                 + self.fabric(leader, follower)
@@ -340,10 +338,21 @@ class _PathBuilder:
         )
 
     def leader_role(self) -> str:
-        """The role whose host leads the replicated engine (it runs the engine)."""
+        """The role whose host leads the replicated engine (it runs the engine; an echo's
+        gateway)."""
         kind = self.s.workload.kind
         has_engine = kind in (WorkloadKind.ORDER_LOOP, WorkloadKind.TICK_TO_TRADE)
         return "engine" if has_engine and not self.s.engine_colocated else "gateway"
+
+    def followers(self) -> list[str]:
+        """The roles of the replicated engine's members other than its leader."""
+        replication = self.s.exchange.replication
+        assert replication is not None
+        return [
+            member_role(position)
+            for position in range(1, len(replication.members) + 1)
+            if position != replication.leader
+        ]
 
     def charge_replication(self, hops: list[Hop]) -> list[Hop]:
         """``hops`` with the replication traffic's work on the leader's shared stations
@@ -352,11 +361,7 @@ class _PathBuilder:
         if replication is None:
             return hops
         leader = self.leader_role()
-        recipients = [
-            member_role(position)
-            for position in range(1, len(replication.members) + 1)
-            if position != replication.leader
-        ]
+        recipients = self.followers()
         if replication.standby is not None:
             recipients.append(STANDBY_ROLE)
         # The replication's own flows are spread over the NIC's queues by RSS: its kernel work
@@ -454,7 +459,7 @@ class _PathBuilder:
         middle = (
             self.exchange_work(engine)
             if self.s.workload.kind == WorkloadKind.ORDER_LOOP
-            else self.commit("gateway") + [exchange.echo_hop(self.profile)]
+            else self.commit() + [exchange.echo_hop(self.profile)]
         )
         hops = (
             self.handshake()
