@@ -14,8 +14,9 @@ cluster's (:mod:`twin.components.consensus`):
   path (:data:`CPU_VISITS`) with a **fitted** share of its own work on the path and the rest
   left behind on the vCPU it ran on (``linger``: followers, Go's runtime), exponential; a write
   that finds both vCPUs idle also costs the host's wake-up work, ``wake (1 - exp(-gap / tau))``
-  after ``gap`` of idleness, shared the same way (the critical share on its path, the rest
-  left behind). So the CPU per write falls as the
+  after ``gap`` of idleness: its cold start on the write's path, the rest left behind. The cold
+  start ``C`` is **measured** on the calibration run's own writes (:func:`path_cold_start_us`:
+  their latency against the idle gap before each); So the CPU per write falls as the
   load keeps the host awake, and the write's own work queues behind everyone's. ``tau`` is the
   cold start's time constant the wake-up probe **measured**; the work per write and per wake-up
   are **measured** together by the calibration run and the burst probe (the model's CPU per
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,17 +87,20 @@ class LabRun:
     cpu_us_per_write: float  # marginal: less the idle cluster's background
     relay_extra_us: float  # a relay's mean lateness + work per crossing (0 without relays)
     relay_work_us: float  # relay CPU per write (0 without relays)
+    run_dir: Path
     burst: int = 1
 
 
 @dataclass(frozen=True)
 class HostCpu:
     """The vCPUs' work (us): ``per_write_us`` for every write, ``wake_us`` once the host wakes
-    after a long idle (times ``1 - exp(-gap / tau_us)`` after ``gap``)."""
+    after a long idle (times ``1 - exp(-gap / tau_us)`` after ``gap``), ``path_cold_us`` of it
+    on the path of the write that wakes it (same law)."""
 
     per_write_us: float
     wake_us: float
     tau_us: float
+    path_cold_us: float = 0.0
 
 
 def _relay_costs(run_dir: Path) -> tuple[float, float]:
@@ -119,6 +123,7 @@ def _lab_run(layout: str, run_dir: Path, run: dict[str, Any]) -> LabRun:
         run["marginal_cpu_us_per_write"],
         extra,
         work,
+        run_dir,
         int(run.get("burst", 1)),
     )
 
@@ -169,6 +174,29 @@ def cold_time_constant_us(corpus: Path) -> float:
     return float(math.exp(log_tau))
 
 
+def path_cold_start_us(run_dir: Path, tau_us: float) -> float:
+    """What a long sleep of the host adds to a write's latency (us): ``C`` in ``latency = a + C
+    (1 - exp(-gap / tau_us))`` fitted (least squares over the run's writes) against ``gap``, how
+    long the cluster sat idle before the write was sent (since the previous write finished)."""
+    path = run_dir / "completions.npy"
+    try:
+        done = np.load(path)
+    except (OSError, ValueError) as exc:
+        raise MeasurementError(f"{path}: no per-write times ({exc})") from None
+    if done.ndim != 2 or done.shape[1] != 3:
+        raise MeasurementError(f"{path}: expected rows of (sent, finished, ok) ns")
+    done = done[done[:, 2] == 1]
+    done = done[np.argsort(done[:, 0])] / 1e3
+    if len(done) < 20:
+        raise MeasurementError(f"{path}: too few successful writes ({len(done)}) to fit")
+    latency = done[1:, 1] - done[1:, 0]
+    gap = np.maximum(done[1:, 0] - np.maximum.accumulate(done[:-1, 1]), 0.0)
+    cooled = -np.expm1(-gap / tau_us)
+    design = np.column_stack([np.ones_like(cooled), cooled])
+    (_, cold), *_ = np.linalg.lstsq(design, latency, rcond=None)
+    return max(float(cold), 0.0)
+
+
 def _peer(layout: dict[str, Any], extra_us: float) -> Dist:
     """One crossing of a peer link: nothing measurable on the bridge (``cpg``), or the relay's
     ``floor + Exp(mean)`` plus its own measured lateness and work (``3az``)."""
@@ -199,10 +227,11 @@ def build_path(
     link = Hop("peer link", "consensus", delay=peer)
     trip = [link, Hop("follower append", "consensus", delay=append), link]
     commit = commit_hops(append, [trip, trip], 2, Batching.GROUP, seed, "fsync.json (measured)")
-    # The host's wake-up work is shared like a write's own: its critical share on the path of
-    # the write that wakes it, the rest left behind.
+    # The host's wake-up: its measured cold start on the path of the write that wakes it, the
+    # rest of its work left behind.
+    path_cold = min(cpu.path_cold_us, cpu.wake_us)
     vcpus = Station(
-        "host vCPUs", 2, cold_us=share * cpu.wake_us, linger_cold_us=(1 - share) * cpu.wake_us,
+        "host vCPUs", 2, cold_us=path_cold, linger_cold_us=cpu.wake_us - path_cold,
         cold_tau_us=cpu.tau_us,
     )  # fmt: skip
     on_path = share * cpu.per_write_us / len(CPU_VISITS)
@@ -245,18 +274,20 @@ def simulate(hops: list[Hop], rate: float, seed: int = 1, burst: int = 1) -> dic
 def split_cpu(
     calibration: LabRun,
     probe: LabRun,
-    tau_us: float,
+    host: HostCpu,
     fixed: tuple[float, float, float, float],
     fsync_us: np.ndarray,
     seed: int,
 ) -> HostCpu:
     """The work per write and per wake-up that make the model's CPU per write the measured one
-    at both the calibration run and the burst probe (its writes share the host's wake-ups).
-    The share of the writes that wake the host depends on both: a fixed-point iteration."""
+    at both the calibration run and the burst probe (its writes share the host's wake-ups),
+    ``host``'s time constant and path cold start kept. The share of the writes that wake the
+    host depends on both: a fixed-point iteration."""
     c1, ck = calibration.cpu_us_per_write, probe.cpu_us_per_write
     if ck >= c1:  # the bursts saved nothing: no wake-up work to see
-        return HostCpu(c1, 0.0, tau_us)
-    cpu = HostCpu(ck, c1 - ck, tau_us)  # a first guess: each burst wakes the host once
+        return replace(host, per_write_us=c1, wake_us=0.0)
+    # A first guess: each burst wakes the host once.
+    cpu = replace(host, per_write_us=ck, wake_us=c1 - ck)
 
     def wake_factor(run: LabRun) -> float:
         hops = build_path(fixed, cpu, 0.0, fsync_us, Zero(), seed)
@@ -266,12 +297,12 @@ def split_cpu(
     for _ in range(SPLIT_ROUNDS):
         w1, wk = wake_factor(calibration), wake_factor(probe)
         if w1 <= wk:
-            return HostCpu(c1, 0.0, tau_us)
+            return replace(host, per_write_us=c1, wake_us=0.0)
         wake = (c1 - ck) / (w1 - wk)
         per_write = c1 - wake * w1
         if per_write < 0:
             per_write, wake = 0.0, c1 / w1
-        cpu = HostCpu(per_write, wake, tau_us)
+        cpu = replace(host, per_write_us=per_write, wake_us=wake)
     return cpu
 
 
@@ -300,12 +331,16 @@ def fit_fixed(
 def calibrate(
     calibration: LabRun, probe: LabRun, tau_us: float, fsync_us: np.ndarray, seed: int
 ) -> tuple[tuple[float, float, float, float], HostCpu]:
-    """The fixed part and the CPU split, each fitted on the other's latest answer."""
+    """The fixed part and the CPU split, each fitted on the other's latest answer; the path's
+    cold start measured on the calibration run's writes by idle gap."""
     rtt = calibration.rtt_us
     fixed = (0.4 * rtt["p10"], 0.3 * rtt["p50"], 0.5, 0.25)
-    cpu = HostCpu(calibration.cpu_us_per_write, 0.0, tau_us)
+    host = HostCpu(
+        calibration.cpu_us_per_write, 0.0, tau_us, path_cold_start_us(calibration.run_dir, tau_us)
+    )
+    cpu = host
     for _ in range(CALIBRATION_ROUNDS):
-        cpu = split_cpu(calibration, probe, tau_us, fixed, fsync_us, seed)
+        cpu = split_cpu(calibration, probe, host, fixed, fsync_us, seed)
         fixed = fit_fixed(calibration, cpu, fsync_us, Zero(), seed)
     return fixed, cpu
 
@@ -427,6 +462,7 @@ def predict(corpus: Path, seed: int = 1) -> dict[str, Any]:
         "fitted_critical_cpu_share": fixed[3],
         "cpu_us_per_write": cpu.per_write_us,
         "cpu_us_per_wake": cpu.wake_us,
+        "path_cold_start_us": cpu.path_cold_us,
         "wake_tau_us": cpu.tau_us,
         # Its CPU per write is an input; its latency is not: predicted like every other run.
         "probe": {

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration.cluster import load_corpus, predict
+from calibration.cluster import load_corpus, path_cold_start_us, predict
 from twin.errors import MeasurementError
 from twin.testbed.cluster import fsync_probe
 from twin.testbed.netns import netns_available
@@ -77,6 +77,26 @@ def test_fsync_probe_times_real_flushes(tmp_path: Path) -> None:
     probe = fsync_probe(tmp_path, writes=50)
     assert probe["count"] == 50 and len(probe["samples_us"]) == 50
     assert 0 < probe["p10_us"] <= probe["p50_us"] <= probe["p99_us"]
+
+
+def test_the_path_cold_start_is_read_off_the_writes_by_idle_gap(tmp_path: Path) -> None:
+    """Writes whose latency is 2,000 us plus 900 us (1 - exp(-gap / 10 ms)) of cold start,
+    ``gap`` the idle time since the previous write finished, with noise: the fit recovers the
+    900 us; a file that is not (sent, finished, ok) rows is refused."""
+    rng = np.random.default_rng(3)
+    sent = np.cumsum(rng.exponential(20_000.0, 2_000))  # us, 50 writes/s
+    latency = np.empty_like(sent)
+    finished_before = -np.inf
+    for i, t in enumerate(sent):
+        gap = max(t - finished_before, 0.0) if np.isfinite(finished_before) else 1e9
+        latency[i] = 2_000.0 + 900.0 * -np.expm1(-gap / 10_000.0) + rng.normal(0.0, 200.0)
+        finished_before = max(finished_before, t + latency[i])
+    rows = np.column_stack([sent * 1e3, (sent + latency) * 1e3, np.ones_like(sent)])
+    np.save(tmp_path / "completions.npy", rows.astype(np.int64))
+    assert path_cold_start_us(tmp_path, 10_000.0) == pytest.approx(900.0, rel=0.1)
+    np.save(tmp_path / "completions.npy", np.zeros((5, 2)))
+    with pytest.raises(MeasurementError, match="sent, finished, ok"):
+        path_cold_start_us(tmp_path, 10_000.0)
 
 
 def test_a_corpus_without_its_burst_probe_is_refused(tmp_path: Path) -> None:
