@@ -16,7 +16,7 @@ cluster's (:mod:`twin.components.consensus`):
   that finds both vCPUs idle also costs the host's wake-up work, ``wake (1 - exp(-gap / tau))``
   after ``gap`` of idleness: its cold start on the write's path, the rest left behind. The cold
   start ``C`` is **measured** on the calibration run's own writes (:func:`path_cold_start_us`:
-  their latency against the idle gap before each); So the CPU per write falls as the
+  their latency against the idle gap before each). So the CPU per write falls as the
   load keeps the host awake, and the write's own work queues behind everyone's. ``tau`` is the
   cold start's time constant the wake-up probe **measured**; the work per write and per wake-up
   are **measured** together by the calibration run and the burst probe (the model's CPU per
