@@ -503,8 +503,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default=DEFAULT_CLUSTER_PROBE_BURST,
         metavar="K",
         help="also a run at the lowest rate with the writes in bursts of K, into "
-        f"DIR/<layout>/probe (the calibration's CPU split; default {DEFAULT_CLUSTER_PROBE_BURST}; "
-        "0: none)",
+        "DIR/<layout>/probe, and the host's wake-up probe, into DIR/wakeprobe.json (both needed "
+        f"by cluster-predict; default {DEFAULT_CLUSTER_PROBE_BURST}; 0: neither)",
     )
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--seed", type=seed, default=1)
