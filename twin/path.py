@@ -25,6 +25,32 @@ from twin.errors import ModelError
 
 
 @dataclass(frozen=True)
+class Allowance:
+    """A token bucket in front of a station's servers: an EC2 instance's packet-per-second or
+    bandwidth allowance, which lets a burst through at line rate while it has credit and holds
+    what exceeds it in a queue (AWS: "packets queued or dropped because the ... PPS exceeded the
+    maximum", ``pps_allowance_exceeded``).
+
+    Credit is counted in microseconds of the sustained rate: it refills at one microsecond per
+    microsecond up to ``depth_us``; a message takes its hop's :attr:`Hop.allowance_us` of it
+    before it may join the servers' queue, in arrival order, waiting for the refill when the
+    bucket is short. The bucket is full when the run starts (what it held before only shows in
+    the warm-up: under a sustained rate it refills, above it the queue grows either way).
+
+    Invariants: ``depth_us > 0``; a bucket one message deep is a deterministic
+    server of that message's cost (its wait is an M/D/1 queue's), a deeper one waits that queue's
+    wait less ``depth_us - allowance_us``, never less than zero; at most ``1 / allowance_us``
+    messages per microsecond pass in the long run, whatever the depth.
+    """
+
+    depth_us: float
+
+    def __post_init__(self) -> None:
+        if not (self.depth_us > 0 and math.isfinite(self.depth_us)):
+            raise ModelError(f"Allowance depth_us must be > 0, got {self.depth_us}")
+
+
+@dataclass(frozen=True)
 class Station:
     """A finite-capacity FIFO resource: ``servers`` messages can be in service at once.
 
@@ -60,6 +86,9 @@ class Station:
     ``service + E[batch] / n``), and a station whose messages need no service of their own
     never saturates.
 
+    ``allowance``: a token bucket (:class:`Allowance`) a message passes before it queues for the
+    servers; its wait is part of the hop's time, not of the servers' busy time.
+
     ``reader``: the station is one thread that works **read by read** (a trading engine's
     inbound pipeline, :mod:`twin.pipeline`): when it is free and data has arrived it polls at
     ``p = max(first arrival, free)``; its read call comes at the end of its first stage's
@@ -85,8 +114,11 @@ class Station:
     batch: Dist = ZERO
     reader: bool = False
     stall: Dist = ZERO
+    allowance: Allowance | None = None
 
     def __post_init__(self) -> None:
+        if self.reader and self.allowance is not None:
+            raise ModelError(f"Station {self.name!r}: a reader takes no allowance")
         if self.reader and (self.servers != 1 or not self.batch.is_zero):
             raise ModelError(
                 f"Station {self.name!r}: a reader is one thread whose reads are its batches "
@@ -143,6 +175,9 @@ class Hop:
     visited leaves it (work a batch causes once: a replicated log's append to its followers);
     such a hop needs a batching station before it on the path.
 
+    ``allowance_us``: the credit the message takes from its station's :class:`Allowance`
+    (microseconds of the sustained rate: a packet's ``1e6 / pps``); only at a station with one.
+
     At a reader station (:attr:`Station.reader`) the hop is a stage of the read: ``per_read``
     (drawn once per read), ``per_record_us`` and ``whole_read`` say how its work and its
     messages' exits depend on the read (see :class:`Station`); such a hop has no fixed time
@@ -161,8 +196,24 @@ class Hop:
     whole_read: bool = False
     linger: Dist = ZERO
     linger_per_batch: bool = False
+    allowance_us: float = 0.0
 
     def __post_init__(self) -> None:
+        if not (self.allowance_us >= 0 and math.isfinite(self.allowance_us)):
+            raise ModelError(
+                f"Hop {self.name!r}: allowance_us must be >= 0, got {self.allowance_us}"
+            )
+        if self.allowance_us > 0:
+            bucket = self.station.allowance if self.station is not None else None
+            if bucket is None:
+                raise ModelError(
+                    f"Hop {self.name!r}: allowance_us needs a station with an allowance"
+                )
+            if self.allowance_us > bucket.depth_us:
+                raise ModelError(
+                    f"Hop {self.name!r}: allowance_us {self.allowance_us} exceeds its station's "
+                    f"bucket ({bucket.depth_us} us deep): it could never pass"
+                )
         if self.fixed_us < 0:
             raise ModelError(f"Negative fixed delay {self.fixed_us} us in hop {self.name!r}")
         if self.station is None and not self.service.is_zero:
@@ -283,6 +334,15 @@ class CompiledPath:
                 out[row["station"]] += self.distribution(row, "linger").mean
         return out
 
+    def station_allowance_us(self) -> np.ndarray:
+        """Credit each station's allowance gives one round trip (sum over its hops of
+        ``allowance_us``): the share of the sustained rate one message per microsecond uses."""
+        out = np.zeros(self.n_stations)
+        for row in self.hops:
+            if row["station"] >= 0:
+                out[row["station"]] += row["allowance_us"]
+        return out
+
     def distribution(self, row: np.void, part: str) -> Dist:
         """The distribution a hop or wake row stores as ``{part}_code`` and ``{part}_p0..2``."""
         code = int(row[f"{part}_code"])
@@ -371,6 +431,7 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
             hop.linger
         )
         row["linger_per_batch"] = int(hop.linger_per_batch)
+        row["allowance_us"] = hop.allowance_us
         row["per_record_us"] = hop.per_record_us
         row["whole_read"] = int(hop.whole_read)
         if hop.station is None:
@@ -397,6 +458,8 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
             encode(st.batch)
         )
         wake[k]["reader"] = int(st.reader)
+        if st.allowance is not None:
+            wake[k]["allowance_depth_us"] = st.allowance.depth_us
         (wake[k]["stall_code"], wake[k]["stall_p0"], wake[k]["stall_p1"], wake[k]["stall_p2"]) = (
             encode(st.stall)
         )

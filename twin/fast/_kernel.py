@@ -72,6 +72,7 @@ FLAG_READER = 8  # the first stage of a reader station: an arrival joins its nex
 FLAG_STALLS = 16  # its station may stall on waking, the more likely the longer it slept
 FLAG_LINGERS = 32  # the hop leaves work on its server after the message moves on
 FLAG_LINGERS_PER_BATCH = 64  # ... only if the message leads its batch (slot_i[:, SI_LED])
+FLAG_ALLOWANCE = 128  # the hop takes credit from its station's token bucket (hop_allowance_us)
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none), then
 # the stall's (drawn only at stations flagged FLAG_STALLS, see twin.path.Station.stall), then
@@ -81,6 +82,10 @@ FLAG_LINGERS_PER_BATCH = 64  # ... only if the message leads its batch (slot_i[:
 # the message leaves (us) and the size of that linger's cold part (us).
 WI_Q, WI_ROW, WI_STALL_Q, WI_STALL_ROW, WI_BATCH_Q, WI_BATCH_ROW = 0, 1, 2, 3, 4, 5
 WC_COLD, WC_INV_TAU, WC_LINGER, WC_LINGER_COLD = 0, 1, 2, 3
+# Columns of station_allowance (twin.path.Allowance, read only at hops flagged FLAG_ALLOWANCE):
+# the bucket's depth, the credit owed to it (depth less content, plus what messages waiting for
+# it still need: it drains at one microsecond per microsecond) and when that was last updated.
+AL_DEPTH, AL_OWED, AL_OWED_AT = 0, 1, 2
 
 # Columns of the per-slot arrays: slot_f holds, from SF_SPAN on, when each span opened.
 SF_ENTER, SF_SEND, SF_NEXT_START, SF_EXIT, SF_SPAN = 0, 1, 2, 3, 4  # float64 slot_f
@@ -163,6 +168,19 @@ def _push(heap_t: np.ndarray, heap_k: np.ndarray, heap_n: int, t: float, key: in
     heap_t[j] = t
     heap_k[j] = key
     return heap_n + 1
+
+
+@njit(cache=True)
+def _take_allowance(station_allowance, st, t, cost):  # noqa: ANN001, ANN202
+    """Take ``cost`` of station ``st``'s bucket credit for a message arriving at ``t``; return
+    when the credit is there (``t`` or later: the refill it waits for, in arrival order)."""
+    owed = station_allowance[st, AL_OWED] - (t - station_allowance[st, AL_OWED_AT])
+    if owed < 0.0:
+        owed = 0.0
+    station_allowance[st, AL_OWED] = owed + cost
+    station_allowance[st, AL_OWED_AT] = t
+    short = owed + cost - station_allowance[st, AL_DEPTH]
+    return t + short if short > 0.0 else t
 
 
 @njit(cache=True)
@@ -369,6 +387,8 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     reader_i: np.ndarray,
     reader_f: np.ndarray,
     span_counts: np.ndarray,
+    hop_allowance_us: np.ndarray,
+    station_allowance: np.ndarray,
 ) -> int:
     """Advance the simulation until done, paused at ``horizon_us``, or out of slots."""
     n_hops = hop_i.shape[0]
@@ -517,6 +537,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 h = np.uint64(hop)  # unsigned: no negative-index fix-up on each access
                 hi = h * np.uint64(HOP_I_COLS)  # row start in the flat hop array
                 st = np.uint64(hop_il[hi + np.uint64(HI_STATION)])
+                flags = hop_il[hi + np.uint64(HI_FLAGS)]
+                if flags & FLAG_ALLOWANCE:
+                    t = _take_allowance(station_allowance, st, t, hop_allowance_us[h])
                 off = np.uint64(hop_il[hi + np.uint64(HI_SERVER)])
                 nserv = np.uint64(hop_il[hi + np.uint64(HI_SERVERS)])
                 nxt = np.uint64(station_next[st])
@@ -540,7 +563,6 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     n_row = table_lengths[row]
                     s += tables[row, min(int(u * n_row), n_row - 1)]
                 linger = 0.0
-                flags = hop_il[hi + np.uint64(HI_FLAGS)]
                 if flags & FLAG_BATCHES:
                     slot_i[slot, SI_LED] = 0
                     if t > batch_taken_us[st]:
