@@ -23,6 +23,10 @@ class InstanceType:
     bandwidth_gbps: float
     hypervisor: str  # "nitro" (virtualised on Nitro), "metal" (Nitro card, no hypervisor), "xen"
     pps_allowance: float
+    # Sizes rated "up to" N Gb/s (AWS: network I/O credits, "can burst for a limited time") send
+    # at line rate ``burst_gbps`` while they have credit; ``bandwidth_gbps`` is their baseline.
+    # Equal to ``bandwidth_gbps`` (0: the default) for sizes with a sustained rating.
+    burst_gbps: float = 0.0
     # Single-thread speed relative to t2.micro's Haswell Xeon (up to 3.3 GHz): the clock AWS
     # quotes for the family times an instructions-per-clock ratio between processor generations
     # (an assumption: public generational gains compound to about 1.3x from Haswell to
@@ -39,6 +43,12 @@ class InstanceType:
     launch_credits: float = 0.0
 
     @property
+    def line_rate_gbps(self) -> float:
+        """The rate a packet is serialised at (credit or not: AWS's allowances hold packets
+        back, they do not slow the wire)."""
+        return max(self.burst_gbps, self.bandwidth_gbps)
+
+    @property
     def burstable(self) -> bool:
         return self.cpu_baseline < 1.0
 
@@ -49,7 +59,12 @@ class InstanceType:
 
 
 def _nitro(
-    name: str, vcpus: int, bandwidth_gbps: float, cpu_speed: float, metal: bool = False
+    name: str,
+    vcpus: int,
+    bandwidth_gbps: float,
+    cpu_speed: float,
+    metal: bool = False,
+    burst_gbps: float = 0.0,
 ) -> InstanceType:
     return InstanceType(
         name=name,
@@ -59,29 +74,31 @@ def _nitro(
         hypervisor="metal" if metal else "nitro",
         pps_allowance=bandwidth_gbps * 100_000.0,
         cpu_speed=cpu_speed,
+        burst_gbps=burst_gbps,
     )
 
 
 # Public EC2 documentation, "Network specifications" of each instance family (bandwidth is the
-# sustained figure; "up to" sizes use their baseline). CPU speed: the family's quoted clock over
-# 3.3 GHz times the IPC ratio of its processor to Haswell (see InstanceType.cpu_speed).
+# sustained figure, the baseline for "up to" sizes, whose "up to" figure is their burst). CPU
+# speed: the family's quoted clock over 3.3 GHz times the IPC ratio of its processor to Haswell
+# (see InstanceType.cpu_speed).
 CATALOGUE: dict[str, InstanceType] = {
     t.name: t
     for t in (
         _nitro("c6id.metal", 128, 50.0, 1.5, metal=True),
-        _nitro("c5n.xlarge", 4, 5.0, 1.35),
+        _nitro("c5n.xlarge", 4, 5.0, 1.35, burst_gbps=25.0),
         _nitro("c5n.9xlarge", 36, 50.0, 1.35),
         _nitro("c5n.18xlarge", 72, 100.0, 1.35),
         _nitro("c5n.metal", 72, 100.0, 1.35, metal=True),
-        _nitro("c5.xlarge", 4, 1.25, 1.4),
-        _nitro("c5.4xlarge", 16, 5.0, 1.4),
+        _nitro("c5.xlarge", 4, 1.25, 1.4, burst_gbps=10.0),
+        _nitro("c5.4xlarge", 16, 5.0, 1.4, burst_gbps=10.0),
         _nitro("c6i.32xlarge", 128, 50.0, 1.5),
         _nitro("c6in.32xlarge", 128, 200.0, 1.5),
         _nitro("c6in.metal", 128, 200.0, 1.5, metal=True),
         _nitro("c7gn.16xlarge", 64, 200.0, 0.9),
-        _nitro("c7i.4xlarge", 16, 3.125, 1.45),
+        _nitro("c7i.4xlarge", 16, 3.125, 1.45, burst_gbps=12.5),
         _nitro("c7i.24xlarge", 96, 37.5, 1.45),
-        _nitro("c6a.2xlarge", 8, 3.125, 1.5),
+        _nitro("c6a.2xlarge", 8, 3.125, 1.5, burst_gbps=12.5),
         # m8a.metal-24xl: 96 vCPUs, 37.5 Gb/s (EC2 M8a specifications);
         # pub_m8a_metal_cpg_udp_rtt_p50.
         _nitro("m8a.metal-24xl", 96, 37.5, 2.2, metal=True),

@@ -78,12 +78,13 @@ class _Model:
         self.linger_cold_us = [float(x) for x in wake["linger_cold_us"]]
         self.linger = [self._sampler(h, "linger", path) for h in hops]
         self.linger_per_batch = [bool(x) for x in hops["linger_per_batch"]]
+        self.allowance = [int(x) for x in hops["allowance"]]
         self.allowance_us = [float(x) for x in hops["allowance_us"]]
-        # Each station's token bucket: its depth, the credit owed to it and since when (full
-        # buckets at the start: nothing owed).
-        self.allowance_depth_us = [float(x) for x in wake["allowance_depth_us"]]
-        self.owed_us = [0.0] * path.n_stations
-        self.owed_at = [0.0] * path.n_stations
+        # Each token bucket's depth, the credit owed to it and since when (full buckets at the
+        # start: nothing owed).
+        self.allowance_depth_us = [float(x) for x in path.allowance_depth_us]
+        self.owed_us = [0.0] * len(self.allowance_depth_us)
+        self.owed_at = [0.0] * len(self.allowance_depth_us)
         self.batch = [self._sampler(w, "batch", path) for w in wake]
         self.stall = [self._sampler(w, "stall", path) for w in wake]
         # When each batching station took its current batch (a later arrival starts the next).
@@ -116,15 +117,15 @@ class _Model:
                 extra += stall()
         return extra
 
-    def take_allowance(self, st: int, cost_us: float) -> float:
-        """Take ``cost_us`` of station ``st``'s bucket credit now (:class:`twin.path.Allowance`);
-        return how long until it is there: the credit owed drains at one microsecond per
-        microsecond, and what exceeds the bucket's depth is waited for, in arrival order."""
+    def take_allowance(self, bucket: int, cost_us: float) -> float:
+        """Take ``cost_us`` of a token bucket's credit now (:class:`twin.path.Allowance`); return
+        how long until it is there: the credit owed drains at one microsecond per microsecond,
+        and what exceeds the bucket's depth is waited for, in arrival order."""
         now = self.env.now
-        owed = max(0.0, self.owed_us[st] - (now - self.owed_at[st]))
-        self.owed_us[st] = owed + cost_us
-        self.owed_at[st] = now
-        return max(0.0, owed + cost_us - self.allowance_depth_us[st])
+        owed = max(0.0, self.owed_us[bucket] - (now - self.owed_at[bucket]))
+        self.owed_us[bucket] = owed + cost_us
+        self.owed_at[bucket] = now
+        return max(0.0, owed + cost_us - self.allowance_depth_us[bucket])
 
     def release_after(self, station: int, req: Any, linger_us: float) -> Generator[Any, Any, None]:
         """Keep a server busy ``linger_us`` after its message left (a wake-up's work, the work
@@ -171,8 +172,8 @@ class _Model:
         """Queue FIFO for a server of station ``st`` and hold it for hop ``i``'s service; return
         whether the message now leads a batch (``led``: whether it did before)."""
         env = self.env
-        if self.allowance_us[i] > 0:
-            wait = self.take_allowance(st, self.allowance_us[i])
+        if self.allowance[i] >= 0:
+            wait = self.take_allowance(self.allowance[i], self.allowance_us[i])
             if wait > 0:
                 yield env.timeout(wait)
         resource = self.resources[st]

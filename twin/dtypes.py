@@ -52,8 +52,10 @@ HOP_DTYPE = np.dtype(
         # 1: the linger is left only by a message that took a new batch at the last batching
         # station it visited (work a batch causes once).
         ("linger_per_batch", np.int64),
-        # Credit the message takes from its station's allowance (twin.path.Allowance), in
-        # microseconds of the sustained rate; zero: none.
+        # The token bucket (twin.path.Allowance) the message takes credit from on arriving at
+        # the station (index into the compiled path's allowances, or -1), and how much, in
+        # microseconds of the sustained rate.
+        ("allowance", np.int64),
         ("allowance_us", np.float64),
     ],
     align=True,
@@ -66,7 +68,7 @@ HOP_DTYPE = np.dtype(
 # as above) with probability ``1 - exp(-gap / cold_tau_us)``; after it, on its server,
 # ``linger_us + linger_cold_us * (1 - exp(-gap / cold_tau_us))`` of work off the message's path
 # (before the thread sleeps again). All zero: no wake-up. ``batch_*``: the cost drawn once per
-# batch a batching station takes (zero: no batches); ``allowance_*``: its token bucket.
+# batch a batching station takes (zero: no batches).
 WAKE_DTYPE = np.dtype(
     [
         ("wake_code", np.int64),
@@ -86,9 +88,6 @@ WAKE_DTYPE = np.dtype(
         ("stall_p0", np.float64),
         ("stall_p1", np.float64),
         ("stall_p2", np.float64),
-        # The station's token bucket (twin.path.Allowance): its depth in microseconds of the
-        # sustained rate; zero: no bucket.
-        ("allowance_depth_us", np.float64),
     ],
     align=True,
 )

@@ -26,28 +26,31 @@ from twin.errors import ModelError
 
 @dataclass(frozen=True)
 class Allowance:
-    """A token bucket in front of a station's servers: an EC2 instance's packet-per-second or
-    bandwidth allowance, which lets a burst through at line rate while it has credit and holds
-    what exceeds it in a queue (AWS: "packets queued or dropped because the ... PPS exceeded the
-    maximum", ``pps_allowance_exceeded``).
+    """A token bucket: an EC2 instance's packet-per-second or bandwidth allowance, which lets a
+    burst through at line rate while it has credit and holds what exceeds it in a queue (AWS:
+    "packets queued or dropped because the bidirectional PPS exceeded the maximum",
+    ``pps_allowance_exceeded``). Hops that name the same allowance share its bucket (both
+    directions of one instance's NIC).
 
     Credit is counted in microseconds of the sustained rate: it refills at one microsecond per
-    microsecond up to ``depth_us``; a message takes its hop's :attr:`Hop.allowance_us` of it
-    before it may join the servers' queue, in arrival order, waiting for the refill when the
-    bucket is short. The bucket is full when the run starts (what it held before only shows in
-    the warm-up: under a sustained rate it refills, above it the queue grows either way).
+    microsecond up to ``depth_us``; a message takes its hop's :attr:`Hop.allowance_us` of it on
+    arriving at the hop's station and joins the servers' queue once the credit is there, in
+    arrival order, waiting for the refill when the bucket is short. The bucket is full when the
+    run starts (what it held before only shows in the warm-up: under the sustained rate it
+    refills, above it the queue grows either way).
 
-    Invariants: ``depth_us > 0``; a bucket one message deep is a deterministic
-    server of that message's cost (its wait is an M/D/1 queue's), a deeper one waits that queue's
-    wait less ``depth_us - allowance_us``, never less than zero; at most ``1 / allowance_us``
-    messages per microsecond pass in the long run, whatever the depth.
+    Invariants: ``depth_us > 0``; a bucket one message deep is a deterministic server of that
+    message's cost (its wait is an M/D/1 queue's), a deeper one waits that queue's wait less
+    ``depth_us - allowance_us``, never less than zero; at most ``1 / allowance_us`` messages per
+    microsecond pass in the long run, whatever the depth.
     """
 
+    name: str
     depth_us: float
 
     def __post_init__(self) -> None:
         if not (self.depth_us > 0 and math.isfinite(self.depth_us)):
-            raise ModelError(f"Allowance depth_us must be > 0, got {self.depth_us}")
+            raise ModelError(f"Allowance {self.name!r}: depth_us must be > 0, got {self.depth_us}")
 
 
 @dataclass(frozen=True)
@@ -86,9 +89,6 @@ class Station:
     ``service + E[batch] / n``), and a station whose messages need no service of their own
     never saturates.
 
-    ``allowance``: a token bucket (:class:`Allowance`) a message passes before it queues for the
-    servers; its wait is part of the hop's time, not of the servers' busy time.
-
     ``reader``: the station is one thread that works **read by read** (a trading engine's
     inbound pipeline, :mod:`twin.pipeline`): when it is free and data has arrived it polls at
     ``p = max(first arrival, free)``; its read call comes at the end of its first stage's
@@ -114,11 +114,8 @@ class Station:
     batch: Dist = ZERO
     reader: bool = False
     stall: Dist = ZERO
-    allowance: Allowance | None = None
 
     def __post_init__(self) -> None:
-        if self.reader and self.allowance is not None:
-            raise ModelError(f"Station {self.name!r}: a reader takes no allowance")
         if self.reader and (self.servers != 1 or not self.batch.is_zero):
             raise ModelError(
                 f"Station {self.name!r}: a reader is one thread whose reads are its batches "
@@ -175,8 +172,10 @@ class Hop:
     visited leaves it (work a batch causes once: a replicated log's append to its followers);
     such a hop needs a batching station before it on the path.
 
-    ``allowance_us``: the credit the message takes from its station's :class:`Allowance`
-    (microseconds of the sustained rate: a packet's ``1e6 / pps``); only at a station with one.
+    ``allowance``, ``allowance_us``: the token bucket (:class:`Allowance`) the message takes
+    ``allowance_us`` of credit from (microseconds of the sustained rate: a packet's ``1e6 /
+    pps``) on arriving at the hop's station, before it queues for the servers; its wait is part
+    of the hop's time, not of the servers' busy time. Only at a station that is not a reader.
 
     At a reader station (:attr:`Station.reader`) the hop is a stage of the read: ``per_read``
     (drawn once per read), ``per_record_us`` and ``whole_read`` say how its work and its
@@ -196,24 +195,11 @@ class Hop:
     whole_read: bool = False
     linger: Dist = ZERO
     linger_per_batch: bool = False
+    allowance: Allowance | None = None
     allowance_us: float = 0.0
 
     def __post_init__(self) -> None:
-        if not (self.allowance_us >= 0 and math.isfinite(self.allowance_us)):
-            raise ModelError(
-                f"Hop {self.name!r}: allowance_us must be >= 0, got {self.allowance_us}"
-            )
-        if self.allowance_us > 0:
-            bucket = self.station.allowance if self.station is not None else None
-            if bucket is None:
-                raise ModelError(
-                    f"Hop {self.name!r}: allowance_us needs a station with an allowance"
-                )
-            if self.allowance_us > bucket.depth_us:
-                raise ModelError(
-                    f"Hop {self.name!r}: allowance_us {self.allowance_us} exceeds its station's "
-                    f"bucket ({bucket.depth_us} us deep): it could never pass"
-                )
+        self._check_allowance()
         if self.fixed_us < 0:
             raise ModelError(f"Negative fixed delay {self.fixed_us} us in hop {self.name!r}")
         if self.station is None and not self.service.is_zero:
@@ -239,6 +225,26 @@ class Hop:
         if not (self.per_record_us >= 0 and math.isfinite(self.per_record_us)):
             raise ModelError(
                 f"Hop {self.name!r}: per_record_us must be >= 0, got {self.per_record_us}"
+            )
+
+    def _check_allowance(self) -> None:
+        if self.allowance is None:
+            if self.allowance_us != 0:
+                raise ModelError(f"Hop {self.name!r}: allowance_us without an allowance")
+            return
+        if self.station is None or self.station.reader:
+            raise ModelError(
+                f"Hop {self.name!r}: an allowance is taken on arriving at a station (one that "
+                f"is not a reader)"
+            )
+        if not (self.allowance_us > 0 and math.isfinite(self.allowance_us)):
+            raise ModelError(
+                f"Hop {self.name!r}: allowance_us must be > 0, got {self.allowance_us}"
+            )
+        if self.allowance_us > self.allowance.depth_us:
+            raise ModelError(
+                f"Hop {self.name!r}: allowance_us {self.allowance_us} exceeds its bucket "
+                f"({self.allowance.depth_us} us deep): it could never pass"
             )
 
 
@@ -273,6 +279,8 @@ class CompiledPath:
     station_names: tuple[str, ...]
     span_names: tuple[str, ...] = ()
     span_hops: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
+    allowance_names: tuple[str, ...] = ()
+    allowance_depth_us: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per allowance
 
     @property
     def n_spans(self) -> int:
@@ -334,13 +342,18 @@ class CompiledPath:
                 out[row["station"]] += self.distribution(row, "linger").mean
         return out
 
-    def station_allowance_us(self) -> np.ndarray:
-        """Credit each station's allowance gives one round trip (sum over its hops of
-        ``allowance_us``): the share of the sustained rate one message per microsecond uses."""
+    def allowance_share(self, rate_msgs_per_s: float) -> np.ndarray:
+        """Each station's busiest allowance at this rate: the share of the sustained rate that
+        the round trips take from the allowances its hops draw on (0: none)."""
+        per_round_trip = np.zeros(len(self.allowance_names))
+        for row in self.hops:
+            if row["allowance"] >= 0:
+                per_round_trip[row["allowance"]] += row["allowance_us"]
         out = np.zeros(self.n_stations)
         for row in self.hops:
-            if row["station"] >= 0:
-                out[row["station"]] += row["allowance_us"]
+            if row["allowance"] >= 0:
+                share = rate_msgs_per_s * 1e-6 * per_round_trip[row["allowance"]]
+                out[row["station"]] = max(out[row["station"]], share)
         return out
 
     def distribution(self, row: np.void, part: str) -> Dist:
@@ -406,6 +419,7 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
     _check_per_batch_lingers(hops)
     span_hops = _span_rows(hops, spans)
     stations: dict[str, Station] = {}
+    allowances: dict[str, Allowance] = {}
     tables: list[np.ndarray] = []
     table_index: dict[int, int] = {}
     rows = np.zeros(len(hops), dtype=dtypes.HOP_DTYPE)
@@ -432,6 +446,15 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
         )
         row["linger_per_batch"] = int(hop.linger_per_batch)
         row["allowance_us"] = hop.allowance_us
+        row["allowance"] = -1
+        if hop.allowance is not None:
+            known_bucket = allowances.setdefault(hop.allowance.name, hop.allowance)
+            if known_bucket != hop.allowance:
+                raise ModelError(
+                    f"Allowance {hop.allowance.name!r} declared twice differently: "
+                    f"{known_bucket} and {hop.allowance}"
+                )
+            row["allowance"] = list(allowances).index(hop.allowance.name)
         row["per_record_us"] = hop.per_record_us
         row["whole_read"] = int(hop.whole_read)
         if hop.station is None:
@@ -458,8 +481,6 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
             encode(st.batch)
         )
         wake[k]["reader"] = int(st.reader)
-        if st.allowance is not None:
-            wake[k]["allowance_depth_us"] = st.allowance.depth_us
         (wake[k]["stall_code"], wake[k]["stall_p0"], wake[k]["stall_p1"], wake[k]["stall_p2"]) = (
             encode(st.stall)
         )
@@ -480,4 +501,6 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
         station_names=tuple(stations),
         span_names=tuple(s.name for s in spans),
         span_hops=span_hops,
+        allowance_names=tuple(allowances),
+        allowance_depth_us=np.array([a.depth_us for a in allowances.values()], dtype=np.float64),
     )

@@ -271,11 +271,11 @@ def rate_at_full_load(
 
 
 def offered_utilization(path: CompiledPath, load: Load) -> np.ndarray:
-    """Offered load per station: rate x mean service / servers, or rate x the credit its
-    allowance gives a round trip when that is larger; >= 1 means no steady state."""
+    """Offered load per station: rate x mean service / servers, or the share of an allowance's
+    sustained rate its hops take when that is larger; >= 1 means no steady state."""
     per_us = load.rate_msgs_per_s / 1e6
     servers = per_us * path.station_service_mean_us() / path.station_servers
-    return np.maximum(servers, per_us * path.station_allowance_us())
+    return np.maximum(servers, path.allowance_share(load.rate_msgs_per_s))
 
 
 def unstable_result(

@@ -15,23 +15,29 @@ import pytest
 from scipy.integrate import quad
 
 from tests.twin import queueing_theory as qt
+from tests.twin.conftest import SCENARIOS
 from tests.twin.fast.test_fast_theory import poisson_load
 from twin import des, dtypes
+from twin.catalogue import CATALOGUE
+from twin.components.nic import nic_hop
 from twin.dists import Exponential
 from twin.errors import ModelError
 from twin.fast import engine as fast
 from twin.histogram import counts_index, to_hdr
 from twin.load import Load
 from twin.path import Allowance, Hop, Station, compile_path
+from twin.profile import load_profile, profiles_dir
 from twin.results import offered_utilization
+from twin.scenario import load_scenario
+from twin.simulation import prepare
 
 COST_US = 1.0
 ENGINES = {"fast": fast.simulate, "des": des.simulate}
 
 
 def _bucket_path(depth_us: float) -> list[Hop]:
-    station = Station("nic", 1, allowance=Allowance(depth_us))
-    return [Hop("pps allowance", "test", station=station, allowance_us=COST_US)]
+    bucket = Allowance("pps", depth_us)
+    return [Hop("nic", "test", station=Station("nic", 1), allowance=bucket, allowance_us=COST_US)]
 
 
 def _burst_load() -> Load:
@@ -87,11 +93,18 @@ def _percentiles(out: object) -> np.ndarray:
 
 def test_engines_agree_on_a_bucket_before_a_busy_server() -> None:
     """Credit for 0.6 of the sustained rate, then an exponential service at utilization 0.5."""
-    station = Station("nic", 1, allowance=Allowance(4.0))
+    bucket = Allowance("pps", 4.0)
     path = compile_path(
         [
             Hop("wire", "test", delay=Exponential(2.0)),
-            Hop("nic", "test", service=Exponential(1.0), station=station, allowance_us=1.2),
+            Hop(
+                "nic",
+                "test",
+                service=Exponential(1.0),
+                station=Station("nic", 1),
+                allowance=bucket,
+                allowance_us=1.2,
+            ),
             Hop("wire back", "test", delay=Exponential(2.0)),
         ]
     )
@@ -107,19 +120,73 @@ def test_engines_agree_on_a_bucket_before_a_busy_server() -> None:
 
 
 def test_the_sustained_rate_bounds_the_offered_load() -> None:
-    """However deep the bucket, 1.2 us of credit a message saturates at 1/1.2 msg per us."""
-    station = Station("nic", 1, allowance=Allowance(1_000.0))
-    path = compile_path([Hop("nic", "test", station=station, allowance_us=1.2)])
+    """However deep the bucket, 0.6 us of credit a visit, two visits (two stations) a round
+    trip, saturates at 1/1.2 round trips per us: both stations report the bucket's share."""
+    bucket = Allowance("pps", 1_000.0)
+    path = compile_path(
+        [
+            Hop("tx", "test", station=Station("tx", 1), allowance=bucket, allowance_us=0.6),
+            Hop("rx", "test", station=Station("rx", 1), allowance=bucket, allowance_us=0.6),
+        ]
+    )
     load = poisson_load(0.5, 1_000, seed=1)
-    assert offered_utilization(path, load)[0] == pytest.approx(0.6)
+    assert offered_utilization(path, load) == pytest.approx([0.6, 0.6])
 
 
 def test_allowance_settings_are_checked() -> None:
     with pytest.raises(ModelError, match="depth_us"):
-        Allowance(0.0)
-    with pytest.raises(ModelError, match="needs a station with an allowance"):
+        Allowance("pps", 0.0)
+    bucket = Allowance("pps", 1.0)
+    with pytest.raises(ModelError, match="without an allowance"):
         Hop("nic", "test", station=Station("nic", 1), allowance_us=1.0)
     with pytest.raises(ModelError, match="could never pass"):
-        Hop("nic", "test", station=Station("nic", 1, allowance=Allowance(1.0)), allowance_us=2.0)
-    with pytest.raises(ModelError, match="reader"):
-        Station("loop", 1, reader=True, allowance=Allowance(1.0))
+        Hop("nic", "test", station=Station("nic", 1), allowance=bucket, allowance_us=2.0)
+    with pytest.raises(ModelError, match="not a reader"):
+        Hop(
+            "read",
+            "test",
+            station=Station("loop", 1, reader=True),
+            allowance=bucket,
+            allowance_us=1,
+        )
+    with pytest.raises(ModelError, match="on arriving at a station"):
+        Hop("wire", "test", allowance=bucket, allowance_us=1.0)
+    twice = [
+        Hop("tx", "test", station=Station("tx", 1), allowance=bucket, allowance_us=1.0),
+        Hop(
+            "rx",
+            "test",
+            station=Station("rx", 1),
+            allowance=Allowance("pps", 2.0),
+            allowance_us=1.0,
+        ),
+    ]
+    with pytest.raises(ModelError, match="declared twice differently"):
+        compile_path(twice)
+
+
+def test_a_nic_serialises_at_line_rate_behind_its_packet_allowance() -> None:
+    """c5n.xlarge ("up to 25 Gb/s", 5 Gb/s baseline): a packet is clocked out at the cluster
+    group's 10 Gb/s flow limit, not at the baseline, and takes 1e6 / pps of the allowance."""
+    instance = CATALOGUE["c5n.xlarge"]
+    profile = load_profile(profiles_dir() / "default.toml")
+    hop = nic_hop("client", "tx", instance, 1_000, 1, True, profile)
+    assert hop.service.mean == pytest.approx(1_000 * 8 / 10e3)
+    assert hop.allowance_us == pytest.approx(1e6 / instance.pps_allowance)
+    assert hop.allowance is not None
+    depth = profile.value("ena_allowance_depth_packets") * 1e6 / instance.pps_allowance
+    assert hop.allowance.depth_us == pytest.approx(depth)
+    assert hop.allowance == nic_hop("client", "rx", instance, 1_000, 1, True, profile).allowance
+
+
+def test_the_packet_allowance_sets_a_small_instances_saturation() -> None:
+    """Two c5n.xlarge exchanging one-packet messages: each round trip sends one packet and
+    receives one on each instance, both from its one (bidirectional) allowance."""
+    scenario = load_scenario(SCENARIOS / "netperf_rr_c5n_cpg.toml")
+    prepared = prepare(scenario)
+    rho = offered_utilization(prepared.path, prepared.load)
+    names = prepared.path.station_names
+    pps = CATALOGUE["c5n.xlarge"].pps_allowance
+    rate = prepared.load.rate_msgs_per_s
+    for station in ("client NIC tx", "client NIC rx", "gateway NIC tx"):
+        assert rho[names.index(station)] == pytest.approx(2 * rate / pps)

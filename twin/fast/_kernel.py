@@ -61,9 +61,10 @@ HI_SERVER, HI_SERVERS = 6, 7  # its station's first server in server_free_us, an
 # at a reader's stage, its per-read work's quantile table and empirical row, whether it is a
 # whole-read stage, and the reader's last stage.
 HI_SPAN_OPEN, HI_SPAN_CLOSE, HI_READ_Q, HI_READ_ROW, HI_WHOLE_READ, HI_READ_LAST = range(8, 14)
-# The quantile table and empirical row of the work the hop leaves on its server (linger).
-HI_LINGER_Q, HI_LINGER_ROW = 14, 15
-HOP_I_COLS = 16  # a power of two: a row start is a shift
+# The quantile table and empirical row of the work the hop leaves on its server (linger), and
+# the token bucket it takes credit from (twin.path.Allowance; read at hops flagged FLAG_ALLOWANCE).
+HI_LINGER_Q, HI_LINGER_ROW, HI_ALLOWANCE = 14, 15, 16
+HOP_I_COLS = 32  # a power of two: a row start is a shift
 # Bits of hop_i[:, HI_FLAGS].
 FLAG_IN_ORDER = 1  # the hop's arrivals come in time order: no calendar event needed
 FLAG_SLEEPS = 2  # its station sleeps when idle: an arrival finding it idle pays a wake-up
@@ -72,7 +73,7 @@ FLAG_READER = 8  # the first stage of a reader station: an arrival joins its nex
 FLAG_STALLS = 16  # its station may stall on waking, the more likely the longer it slept
 FLAG_LINGERS = 32  # the hop leaves work on its server after the message moves on
 FLAG_LINGERS_PER_BATCH = 64  # ... only if the message leads its batch (slot_i[:, SI_LED])
-FLAG_ALLOWANCE = 128  # the hop takes credit from its station's token bucket (hop_allowance_us)
+FLAG_ALLOWANCE = 128  # the hop takes credit from a token bucket (HI_ALLOWANCE, hop_allowance_us)
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none), then
 # the stall's (drawn only at stations flagged FLAG_STALLS, see twin.path.Station.stall), then
@@ -82,9 +83,9 @@ FLAG_ALLOWANCE = 128  # the hop takes credit from its station's token bucket (ho
 # the message leaves (us) and the size of that linger's cold part (us).
 WI_Q, WI_ROW, WI_STALL_Q, WI_STALL_ROW, WI_BATCH_Q, WI_BATCH_ROW = 0, 1, 2, 3, 4, 5
 WC_COLD, WC_INV_TAU, WC_LINGER, WC_LINGER_COLD = 0, 1, 2, 3
-# Columns of station_allowance (twin.path.Allowance, read only at hops flagged FLAG_ALLOWANCE):
-# the bucket's depth, the credit owed to it (depth less content, plus what messages waiting for
-# it still need: it drains at one microsecond per microsecond) and when that was last updated.
+# Columns of allowance_f, one row per token bucket (twin.path.Allowance): its depth, the credit
+# owed to it (depth less content, plus what messages waiting for it still need: it drains at one
+# microsecond per microsecond) and when that was last updated.
 AL_DEPTH, AL_OWED, AL_OWED_AT = 0, 1, 2
 
 # Columns of the per-slot arrays: slot_f holds, from SF_SPAN on, when each span opened.
@@ -171,15 +172,15 @@ def _push(heap_t: np.ndarray, heap_k: np.ndarray, heap_n: int, t: float, key: in
 
 
 @njit(cache=True)
-def _take_allowance(station_allowance, st, t, cost):  # noqa: ANN001, ANN202
-    """Take ``cost`` of station ``st``'s bucket credit for a message arriving at ``t``; return
-    when the credit is there (``t`` or later: the refill it waits for, in arrival order)."""
-    owed = station_allowance[st, AL_OWED] - (t - station_allowance[st, AL_OWED_AT])
+def _take_allowance(allowance_f, a, t, cost):  # noqa: ANN001, ANN202
+    """Take ``cost`` of bucket ``a``'s credit for a message arriving at ``t``; return when the
+    credit is there (``t`` or later: the refill it waits for, in arrival order)."""
+    owed = allowance_f[a, AL_OWED] - (t - allowance_f[a, AL_OWED_AT])
     if owed < 0.0:
         owed = 0.0
-    station_allowance[st, AL_OWED] = owed + cost
-    station_allowance[st, AL_OWED_AT] = t
-    short = owed + cost - station_allowance[st, AL_DEPTH]
+    allowance_f[a, AL_OWED] = owed + cost
+    allowance_f[a, AL_OWED_AT] = t
+    short = owed + cost - allowance_f[a, AL_DEPTH]
     return t + short if short > 0.0 else t
 
 
@@ -388,7 +389,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     reader_f: np.ndarray,
     span_counts: np.ndarray,
     hop_allowance_us: np.ndarray,
-    station_allowance: np.ndarray,
+    allowance_f: np.ndarray,
 ) -> int:
     """Advance the simulation until done, paused at ``horizon_us``, or out of slots."""
     n_hops = hop_i.shape[0]
@@ -539,7 +540,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 st = np.uint64(hop_il[hi + np.uint64(HI_STATION)])
                 flags = hop_il[hi + np.uint64(HI_FLAGS)]
                 if flags & FLAG_ALLOWANCE:
-                    t = _take_allowance(station_allowance, st, t, hop_allowance_us[h])
+                    t = _take_allowance(
+                        allowance_f, hop_il[hi + np.uint64(HI_ALLOWANCE)], t, hop_allowance_us[h]
+                    )
                 off = np.uint64(hop_il[hi + np.uint64(HI_SERVER)])
                 nserv = np.uint64(hop_il[hi + np.uint64(HI_SERVERS)])
                 nxt = np.uint64(station_next[st])

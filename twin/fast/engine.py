@@ -105,7 +105,8 @@ def hop_tables(
     hop_i[queued, k.HI_FLAGS] |= np.where(stalls[station[queued]], k.FLAG_STALLS, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_code"] != Zero.code, k.FLAG_LINGERS, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_per_batch"] != 0, k.FLAG_LINGERS_PER_BATCH, 0)
-    hop_i[:, k.HI_FLAGS] |= np.where(hops["allowance_us"] > 0, k.FLAG_ALLOWANCE, 0)
+    hop_i[:, k.HI_FLAGS] |= np.where(hops["allowance"] >= 0, k.FLAG_ALLOWANCE, 0)
+    hop_i[:, k.HI_ALLOWANCE] = hops["allowance"]
     servers = np.asarray(path.station_servers, dtype=np.int64)
     first = np.concatenate([[0], np.cumsum(servers)[:-1]])
     hop_i[queued, k.HI_SERVER] = first[station[queued]]
@@ -188,8 +189,8 @@ class _Run:
         self.tables = np.ascontiguousarray(path.tables, dtype=np.float64)
         self.table_lengths = np.ascontiguousarray(path.table_lengths, dtype=np.int64)
         self.hop_allowance_us = np.ascontiguousarray(path.hops["allowance_us"], dtype=np.float64)
-        self.station_allowance = np.zeros((path.n_stations, 3))  # full buckets: nothing owed
-        self.station_allowance[:, k.AL_DEPTH] = path.station_wake["allowance_depth_us"]
+        self.allowance_f = np.zeros((max(len(path.allowance_depth_us), 1), 3))  # full: none owed
+        self.allowance_f[: len(path.allowance_depth_us), k.AL_DEPTH] = path.allowance_depth_us
 
     def grow(self) -> None:
         """Double the message slots of an open loop (all slots are in flight)."""
@@ -248,7 +249,7 @@ class _Run:
                 self.reader_f,
                 self.span_counts,
                 self.hop_allowance_us,
-                self.station_allowance,
+                self.allowance_f,
             )
         )
 
