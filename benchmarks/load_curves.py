@@ -1,7 +1,8 @@
 """The EC2 scenarios' predicted latency-throughput curves, from 10k msg/s to saturation.
 
-``.venv/bin/python -m benchmarks.load_curves`` runs each tier's shipped scenario and the Aeron
-echo (fast engine, one seed) at 10k msg/s and at fixed shares of its saturation rate (the rate
+``.venv/bin/python -m benchmarks.load_curves`` runs each tier's shipped scenario, the Aeron echo
+and netperf's echo between two c5n.xlarge made an open loop (a small instance, whose network
+allowance is what fills; fast engine, one seed) at 10k msg/s and at fixed shares of its saturation rate (the rate
 at which its busiest station's offered utilization reaches 1,
 :func:`twin.sweep.capacity.saturation_rate`), each run long enough for
 :data:`MESSAGES_PER_POINT` round trips, and writes ``benchmarks/results/load_curves.json``:
@@ -28,12 +29,15 @@ from twin.sweep.capacity import crossing, saturation_rate
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results" / "load_curves.json"
-SCENARIOS = (
-    "tier1_peering_cpg",
-    "tier2_peering",
-    "tier3_privatelink",
-    "tier4_cloudfront",
-    "aeron_echo_cpg",
+# Each curve: a shipped scenario, the fields changed for it and its label in the tables.
+OPEN_LOOP = {"workload.loop": "open"}
+SCENARIOS: tuple[tuple[str, dict[str, Any], str], ...] = (
+    ("tier1_peering_cpg", {}, "tier1_peering_cpg"),
+    ("tier2_peering", {}, "tier2_peering"),
+    ("tier3_privatelink", {}, "tier3_privatelink"),
+    ("tier4_cloudfront", {}, "tier4_cloudfront"),
+    ("aeron_echo_cpg", {}, "aeron_echo_cpg"),
+    ("netperf_rr_c5n_cpg", OPEN_LOOP, "netperf_rr_c5n_cpg, open loop"),
 )
 LOWEST_RATE = 10_000.0
 SHARES = (0.1, 0.25, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98)  # of the saturation rate
@@ -66,9 +70,9 @@ def _point(result: RunResult, base: RunResult | None, saturation: float) -> dict
     return point
 
 
-def curve(name: str) -> dict[str, Any]:
-    """One scenario's curve (see the module docstring)."""
-    scenario = load_scenario(REPO / "scenarios" / f"{name}.toml")
+def curve(name: str, changes: dict[str, Any], label: str) -> dict[str, Any]:
+    """One scenario's curve, with ``changes`` to its fields (see the module docstring)."""
+    scenario = load_scenario(REPO / "scenarios" / f"{name}.toml").with_fields(changes)
     saturation = saturation_rate(scenario)
     if saturation is None:
         raise SystemExit(f"{name}: no station, no saturation rate")
@@ -82,7 +86,7 @@ def curve(name: str) -> dict[str, Any]:
         base = base or result
         p = points[-1]
         print(
-            f"{name:18s} {rate:>11,.0f} msg/s ({p['share_of_saturation']:.2f})  p50 "
+            f"{label:18s} {rate:>11,.0f} msg/s ({p['share_of_saturation']:.2f})  p50 "
             f"{p['rtt_us']['p50']:9.1f}  p99 {p['rtt_us']['p99']:9.1f}  {p['busiest_station']} "
             f"{p['busiest_utilization']:.2f}  bends: {p.get('bends', {}).get('hop', '-')}",
             flush=True,
@@ -91,6 +95,8 @@ def curve(name: str) -> dict[str, Any]:
     knee_p99 = p99[0] * (1 + KNEE_GROWTH)
     return {
         "scenario": name,
+        "changes": changes,
+        "label": label,
         "saturation_msgs_per_s": saturation,
         "knee_msgs_per_s": crossing(rates, p99, knee_p99, "mid") if max(p99) >= knee_p99 else None,
         "points": points,
@@ -98,7 +104,7 @@ def curve(name: str) -> dict[str, Any]:
 
 
 def main() -> int:
-    curves = [curve(name) for name in SCENARIOS]
+    curves = [curve(*entry) for entry in SCENARIOS]
     RESULTS.write_text(json.dumps({"curves": curves}, indent=1) + "\n")
     print(f"wrote {RESULTS.relative_to(REPO)}")
     return 0

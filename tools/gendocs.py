@@ -621,7 +621,7 @@ def curves_summary() -> str:
         sat = c["saturation_msgs_per_s"]
         rows.append(
             (
-                c["scenario"],
+                c["label"],
                 f"{sat:,.0f}",
                 str(first["busiest_station"]),
                 f"{first['rtt_us']['p50']:,.1f} / {first['rtt_us']['p99']:,.1f}",
@@ -641,7 +641,7 @@ def curves_points() -> str:
             bends = p.get("bends")
             rows.append(
                 (
-                    c["scenario"],
+                    c["label"],
                     f"{p['rate_msgs_per_s']:,.0f}",
                     f"{p['share_of_saturation']:.2f}",
                     f"{p['rtt_us']['p50']:,.1f}",

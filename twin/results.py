@@ -335,7 +335,11 @@ def summarise(
     rtt = percentiles_us(to_hdr(out.counts), out.rtt_max_us)
     rtt["max"] = out.rtt_max_us
     rtt["mean"] = out.rtt_sum_us / out.messages
-    station_util = out.station_busy_us / (out.duration_us * path.station_servers)
+    throughput = out.messages / (out.duration_us / 1e6)
+    # A station's utilization: its servers' busy share, or the share of an allowance its hops
+    # take at the achieved rate when that is larger (how close it is to its limit).
+    busy = out.station_busy_us / (out.duration_us * path.station_servers)
+    station_util = np.maximum(busy, path.allowance_share(throughput))
     kinds = MESSAGE_KINDS.get(load.messages_per_cycle, ())
     by_kind = {}
     if kinds and out.counts_by_kind is not None:
@@ -368,7 +372,7 @@ def summarise(
         seed=load.seed,
         messages=out.messages,
         rtt_us=rtt,
-        throughput_msgs_per_s=out.messages / (out.duration_us / 1e6),
+        throughput_msgs_per_s=throughput,
         hops=hops,
         stations=tuple(
             StationStat(n, int(c), float(u))
