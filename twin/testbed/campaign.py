@@ -171,6 +171,7 @@ def campaign_row(summary: LoadSummary) -> dict[str, Any]:
         "busy_pct": host.get("busy_pct"),
         "loadavg_1m": host.get("loadavg_1m"),
         "runnable_mean": host.get("runnable_mean"),
+        "same_cpu_share": host.get("same_cpu_share"),
     }
 
 

@@ -31,7 +31,10 @@ tools report). Times come from ``time.perf_counter_ns`` (CLOCK_MONOTONIC).
 Only cycles scheduled inside ``[warmup, warmup + duration)`` are recorded; the run then waits
 (up to ``drain_s``) for every answer and counts what never came back as lost. The run's
 conditions are recorded with it (:mod:`twin.testbed.hoststat`): both processes' CPU time and
-run-queue wait per message, the host's busy and steal shares, load average and runnable threads.
+run-queue wait per message, the host's busy and steal shares, load average and runnable threads,
+and where the host placed the two processes (``same_cpu_share``: the share of replies the
+gateway handled on the CPU the client then read them on; a host that runs both threads on one
+vCPU hands each message over without waking a halted one, docs/design-notes.md).
 Work per event by batch size (``work_by_batch``: the client's thread CPU per wake-up, the
 gateway's ``gateway_ns`` per read) is also given for the warm batches alone
 (``work_by_batch_warm``: the process idle for less than 50 us before it, the gap
@@ -70,9 +73,9 @@ from twin.testbed.recorder import (
 from twin.testbed.timer import WakeTimer, precise_timer_slack
 
 # Fields of a reply the loop reads: msg_type, batch (the gateway read's frame count, in the
-# reserved u16), client_ts_ns, order_id, gateway_ns, symbol, account, code (offsets 3, 6, 16,
-# 24, 64, 72, 76, 83; see :mod:`twin.testbed.protocol`).
-REPLY = struct.Struct("<3xB2xH8xqq32xqii3xB36x")
+# reserved u16), client_ts_ns, order_id, gateway_ns, symbol, account, code, gateway_cpu (offsets
+# 3, 6, 16, 24, 64, 72, 76, 83, 96; see :mod:`twin.testbed.protocol`).
+REPLY = struct.Struct("<3xB2xH8xqq32xqii3xB12xB23x")
 ORDER_AT_8 = struct.Struct("<Qqqq")  # seq, client_ts_ns, order_id, price_ticks
 ORDER_AT_76 = struct.Struct("<iB")  # account, side
 CANCEL_AT_8 = struct.Struct("<Qqq")  # seq, client_ts_ns, order_id
@@ -214,6 +217,9 @@ class _Timings:
     wake_gap: list[int] = field(default_factory=list)  # its idle gap (as ``recv_gap``)
     wakeups: int = 0
     runnable: list[int] = field(default_factory=list)
+    # Replies read, and those the gateway had handled on the CPU the client read them on.
+    placed: int = 0
+    same_cpu: int = 0
 
 
 @dataclass
@@ -271,9 +277,17 @@ class LoadRun:
 
     # -- the loop ---------------------------------------------------------------------------
     def _replies(
-        self, conn: _Conn, data: bytes, now: int, rec: IntervalRecorder, t_warm: int, t_end: int
+        self,
+        conn: _Conn,
+        data: bytes,
+        now: int,
+        rec: IntervalRecorder,
+        window: tuple[int, int],
+        cpu: int,
     ) -> int:
-        """Handle the whole frames of one read (the cancels are queued); return their count."""
+        """Handle the whole frames of one read (the cancels are queued); return their count.
+        ``window``: the recorded cycles' scheduled times; ``cpu``: where the client runs."""
+        t_warm, t_end = window
         if conn.pending:
             data = conn.pending + data
         whole = len(data) - len(data) % P.FRAME_BYTES
@@ -281,11 +295,14 @@ class LoadRun:
         counts, recorded, tm = self.counts, self.recorded, self.timings
         out = conn.out
         n = 0
-        for mtype, batch, ts, oid, gw, symbol, account, code in REPLY.iter_unpack(
+        for mtype, batch, ts, oid, gw, symbol, account, code, gw_cpu in REPLY.iter_unpack(
             memoryview(data)[:whole]
         ):
             n += 1
             in_window = t_warm <= conn.sched_ns[oid] < t_end
+            if in_window:
+                tm.placed += 1
+                tm.same_cpu += gw_cpu == cpu
             if mtype == P.MSG_ACK:
                 counts["acks"] += 1
                 if in_window:
@@ -374,6 +391,7 @@ class LoadRun:
                 ready = sel.select(MAX_WAIT_S)
                 woke = time.perf_counter_ns()
                 cpu_woke = time.thread_time_ns()
+                on_cpu = hoststat.current_cpu()
                 tm.wakeups += 1
                 rec.maybe_rotate(woke)
                 replies = 0
@@ -394,7 +412,7 @@ class LoadRun:
                             "the gateway closed a connection; "
                             "the run is unfinished: no summary is written"
                         )
-                    replies += self._replies(conn, data, woke, rec, t_warm, t_end)
+                    replies += self._replies(conn, data, woke, rec, (t_warm, t_end), on_cpu)
                 if replies:
                     for conn in conns:
                         if conn.out:
@@ -560,5 +578,6 @@ class LoadRun:
                 "loadavg_1m_start": win.host[0].loadavg_1m if win.host else None,
                 "loadavg_1m": win.host[-1].loadavg_1m if win.host else None,
                 "runnable_mean": float(np.mean(tm.runnable)) if tm.runnable else 0.0,
+                "same_cpu_share": tm.same_cpu / tm.placed if tm.placed else None,
             },
         )

@@ -53,6 +53,7 @@ from engine_ext.types import EVENT_DTYPE
 from twin.errors import ConfigError
 from twin.extras import Extra, require
 from twin.testbed import _kernel
+from twin.testbed.hoststat import current_cpu
 from twin.testbed.protocol import FRAME_BYTES, ORDER_IDS_PER_CONNECTION, WIRE_DTYPE, decode
 
 MAX_CONNECTIONS = 1024
@@ -215,6 +216,7 @@ class _Connection(asyncio.Protocol):
         elapsed = time.perf_counter_ns() - start
         self.out["gateway_ns"][:k] = elapsed // max(k, 1)
         self.out["reserved"][:k] = min(n, 0xFFFF)  # the batch this reply's request came in
+        self.out["gateway_cpu"][:k] = max(0, current_cpu()) & 0xFF
         self.transport.write(self.out[:k].tobytes())
         stats = self.gw.stats
         stats.reads += 1

@@ -10,11 +10,13 @@ records them next to its percentiles:
 * :func:`process_times` - a process's on-CPU and run-queue-wait nanoseconds summed over its
   threads (``/proc/PID/task/*/schedstat``). On-CPU time over messages answered is the process's
   *service demand* per message (operational analysis); the run-queue wait is time the process
-  was ready but no core was free: CPU contention measured directly, not inferred.
+  was ready but no core was free: CPU contention measured directly, not inferred;
+* :func:`current_cpu` - the CPU the calling thread runs on (where the host placed it).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 from dataclasses import dataclass
 
@@ -27,6 +29,14 @@ class HostCounters:
     idle: float
     steal: float
     loadavg_1m: float
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def current_cpu() -> int:
+    """The CPU the calling thread runs on now (glibc ``sched_getcpu``; -1 if unknown)."""
+    return int(_LIBC.sched_getcpu())
 
 
 def host_counters() -> HostCounters:

@@ -31,7 +31,9 @@ Every message, in both directions, is one :data:`WIRE_DTYPE` record of exactly
      83     1   u8    code           ack: engine_ext OUT_* outcome; reject: reason (below)
      84     4   --    (padding)
      88     8   u64   ref_seq        replies: ``seq`` of the request answered
-     96    24   --    reserved       zero
+     96     1   u8    gateway_cpu    replies: the CPU the gateway's read ran on (its placement
+                                     against the client's: ``same_cpu_share``); requests: 0
+     97    23   --    reserved       zero
 
 Reject reasons are engine_ext's ``REJ_*`` risk and validation codes (1..18) plus the gateway's
 own protocol codes ``REJ_BAD_MAGIC`` .. ``REJ_SEQUENCE_GAP`` (100..). A frame with a bad magic,
@@ -88,6 +90,7 @@ WIRE_DTYPE = np.dtype(
             "stp",
             "code",
             "ref_seq",
+            "gateway_cpu",
         ],
         "formats": [
             "<u2",
@@ -110,8 +113,9 @@ WIRE_DTYPE = np.dtype(
             "u1",
             "u1",
             "<u8",
+            "u1",
         ],
-        "offsets": [0, 2, 3, 4, 6, 8, 16, 24, 32, 40, 48, 56, 64, 72, 76, 80, 81, 82, 83, 88],
+        "offsets": [0, 2, 3, 4, 6, 8, 16, 24, 32, 40, 48, 56, 64, 72, 76, 80, 81, 82, 83, 88, 96],
         "itemsize": FRAME_BYTES,
     }
 )

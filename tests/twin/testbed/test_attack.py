@@ -9,6 +9,7 @@ gets from the same gateway unattacked, with none of its orders rejected.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -93,6 +94,8 @@ def test_one_source_filling_the_book_rejects_only_its_own_orders() -> None:
                 good.sendall(_orders(1, np.full(100, 99_000)))
                 answers = _replies(good, 100)
                 assert (answers["msg_type"] == P.MSG_ACK).all()
+                # Each reply names the CPU its read ran on, one of the host's.
+                assert set(answers["gateway_cpu"].tolist()) <= set(os.sched_getaffinity(0))
             # A closed connection's orders are cancelled: the source may rest again.
             filled[0][0].close()
             time.sleep(0.3)

@@ -113,6 +113,7 @@ def test_in_process_timings_reported(run):
     assert sum(gaps["gateway"]["count"]) == s.gateway_service_us["count"]
     assert sum(gaps["client"]["count"]) == s.client_send_us["count"] + s.client_recv_us["count"]
     assert s.host["runnable_mean"] >= 0
+    assert 0.0 <= s.host["same_cpu_share"] <= 1.0  # both processes' placement, per reply
     batches = s.work_by_batch
     assert sum(batches["gateway"]["count"]) == s.gateway_service_us["count"]
     # Every busy wake-up in the window is classed by its events (replies + orders).
