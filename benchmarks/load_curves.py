@@ -2,17 +2,16 @@
 
 ``.venv/bin/python -m benchmarks.load_curves`` runs each tier's shipped scenario, the Aeron echo
 and netperf's echo between two c5n.xlarge made an open loop (a small instance, whose network
-allowance is what fills; fast engine, one seed) at 10k msg/s and at fixed shares of its saturation rate (the rate
-at which its busiest station's offered utilization reaches 1,
+allowance is what fills; fast engine, one seed) at 10k msg/s and at fixed shares of its
+saturation rate (the rate at which its busiest station's offered utilization reaches 1,
 :func:`twin.sweep.capacity.saturation_rate`), each run long enough for
-:data:`MESSAGES_PER_POINT` round trips, and writes ``benchmarks/results/load_curves.json``:
-per point p50, p90, p99, the busiest station and its utilization, and **what bends the
-curve**: the hop whose mean time grew most since the 10k msg/s point (a queue filling, or a
-sleeping thread no longer paying its wake-up when the growth is negative; none when no hop
-grew by :data:`BEND_US`), and the **knee**, the rate at which the p99 has grown by
-:data:`KNEE_GROWTH` over its 10k msg/s value. ``make docs``
-renders it in ``docs/curves.md``; ``twin capacity`` reads the same curve (its p99 at the
-ceiling, interpolated between simulated rates).
+:data:`MESSAGES_PER_POINT` round trips, and writes ``benchmarks/results/load_curves.json``: per
+point p50, p90, p99, the busiest station and its utilization, and **what bends the curve**: the
+hop whose mean time grew most since the 10k msg/s point (a queue filling, or a sleeping thread
+no longer paying its wake-up when the growth is negative; none when no hop grew by
+:data:`BEND_US`), and the **knee**, the rate at which the p99 has grown by :data:`KNEE_GROWTH`
+over its 10k msg/s value. ``make docs`` renders it in ``docs/curves.md``; ``twin capacity``
+reads the same curve (its p99 at the ceiling, interpolated between simulated rates).
 """
 
 from __future__ import annotations
