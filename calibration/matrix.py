@@ -71,6 +71,14 @@ WAKE_PROBE_SOURCE = (
     "measurement: twin testbed wakeprobe on the lab's host (docs/design-notes.md, load-response "
     "lab): one-way latency p50 26.6 us to a thread that slept 10 us, 28.7 us after 1 ms"
 )
+# Linux's load balancer leaves two threads on one CPU while its utilization times the
+# scheduling domain's imbalance_pct stays under 100 (twin.components.loopback.colocated).
+LINUX_IMBALANCE_PCT = Parameter(
+    117.0,
+    "Linux: imbalance_pct of a scheduling domain of CPUs sharing their cache (sd_init, "
+    "kernel/sched/topology.c), read by group_has_capacity (kernel/sched/fair.c); this VM's two "
+    "vCPUs share one (core_siblings 0-1, no SMT)",
+)
 NATIVE_COLD_SOURCE = (
     "assumption: a native tool's handlers have no interpreter cold start or bookkeeping after a "
     "wake-up (the testbed's Python processes measured theirs); a wake-up's CPU is its handlers' "
@@ -252,7 +260,9 @@ def measured_prior(
     model's work, wake-up CPU, cold start, linger, spread and core parameters (operational
     laws, the same as ``twin testbed predict``; the marginal work from the warm batches of the
     system's burst probe when it has one), so the fit moves only what latency alone tells.
-    Runs of other tools state none of it: being native code, their handlers take no
+    Every system's host is the lab's: Linux's load balancer (:data:`LINUX_IMBALANCE_PCT`: the
+    two processes share a vCPU while it has spare capacity). Runs of other tools state none of
+    it: being native code, their handlers take no
     interpreter cold start and no bookkeeping after a wake-up (``linger``), a wake-up's CPU
     being their per-wake-up work, which the fit scales with the rest of their work. Every
     system takes what the wake-up probes measured of the lab's host (``host``:
@@ -262,6 +272,7 @@ def measured_prior(
     known: dict[str, Parameter] = dict(
         host or {"local_wake_cold_us": Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE)}
     )
+    known["local_balance_imbalance_pct"] = LINUX_IMBALANCE_PCT
     # Set, not measured: a native tool's wake-up CPU is its per-wake-up work, scaled with it.
     derived: dict[str, Parameter] = {}
     if _stated(point):

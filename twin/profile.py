@@ -41,6 +41,7 @@ _DOMAINS: tuple[tuple[str, Callable[[float], bool], str], ...] = (
     ("_datacenters", lambda v: v >= 1, "a count must be >= 1"),
     ("_span", lambda v: v >= 1, "a count must be >= 1"),
     ("_packets", lambda v: v >= 1, "a packet count must be >= 1"),
+    ("_pct", lambda v: v >= 0, "a percentage must be >= 0"),
     ("_factor", lambda v: v >= 1, "a factor >= 1 (how many times longer)"),
     ("_stall_shape", lambda v: v in (0, 1), "a stall shape: 0 (exponential) or 1 (uniform)"),
 )

@@ -382,13 +382,14 @@ class _PathBuilder:
         tier = self.s.connectivity.tier
         rate = self.s.workload.rate_msgs_per_s
         sender = self.s.hosts["client"].sender
-        return (
+        hops = (
             loopback.client_send_hops(self.profile, rate, sender)
             + loopback.path_hops("client→gateway", tier, self.profile)
             + loopback.gateway_hops(self.profile, rate, sender)
             + loopback.path_hops("gateway→client", tier, self.profile)
             + loopback.client_receive_hops(self.profile, rate, sender)
         )
+        return loopback.shared_vcpu_hops(hops, self.profile, rate, sender)
 
     def public_api_round_trip(self) -> list[Hop]:
         """A REST request to a venue's public endpoint (see :mod:`twin.components.venue`): the

@@ -38,6 +38,13 @@ process's CPU work is slowed under fair sharing (Linux CFS) to ``min(1, n / (1 +
 ``k`` the background (``local_background_threads``), the other process's CPU utilization at the
 scenario's rate and a spinning sender (:func:`core_speed`; why not a "host cores" station:
 docs/design-notes.md).
+
+**One vCPU or two.** While the two processes' combined utilization leaves a vCPU spare
+capacity, Linux runs both threads on one vCPU (:func:`colocated`), and each hand-off waits for
+the other thread's work instead of waking a halted vCPU; once it does not, they run apart, each
+a sleeping station of its own (:func:`shared_vcpu_hops`; measured in the load lab: run-queue
+wait 11-18 us a message up to 8k msg/s, about 0 from 16k, where the cancel's round trip
+doubles).
 """
 
 from __future__ import annotations
@@ -48,12 +55,15 @@ from dataclasses import replace
 import numpy as np
 
 from twin.components.stages import sources, stage
-from twin.dists import ZERO, Dist, Empirical, Exponential, ShiftedLognormal
+from twin.dists import ZERO, Const, Dist, Empirical, Exponential, ShiftedLognormal
+from twin.errors import ModelError
 from twin.kinds import Sender, Tier
 from twin.path import Hop, Station
 from twin.profile import Profile
 
 CLIENT, GATEWAY = "client process", "gateway process"
+SHARED_VCPU = "host vCPU (both processes)"  # both threads on one vCPU (colocated)
+CLIENT_WRITE = "client work (write; handle reply)"
 SENDER, RECEIVER = "client sender", "client receiver"  # a client whose sender spins
 MIN_SPEED = 1e-3  # floor of core_speed (a guard: fair sharing never starves a thread)
 
@@ -205,7 +215,7 @@ def client_send_hops(
         ]
     return [
         Hop(
-            "client work (write; handle reply)",
+            CLIENT_WRITE,
             "host",
             service=_process_work(profile, name, rate_msgs_per_s, sender),
             station=_station(profile, name, CLIENT, rate_msgs_per_s, sender),
@@ -348,3 +358,74 @@ def gateway_hops(
             source=_provenance(profile, name),
         )
     ]
+
+
+def colocated(profile: Profile, rate_msgs_per_s: float, sender: Sender) -> bool:
+    """Whether the host runs both processes' threads on one vCPU at this rate.
+
+    Linux wakes a thread on the CPU of the thread that woke it while that CPU has spare
+    capacity, and its load balancer moves one away once the CPU's utilization ``u`` leaves none:
+    ``u x imbalance_pct >= 100`` (``group_has_capacity``, kernel/sched/fair.c), so the pair
+    shares a vCPU while their combined utilization (:func:`process_utilization`) stays under
+    ``100 / local_balance_imbalance_pct``. Never with a spinning sender (it holds a core of its
+    own) or with ``local_balance_imbalance_pct`` 0 (a profile fitted without this mechanism).
+    """
+    pct = profile.value("local_balance_imbalance_pct")
+    if sender == Sender.SPINNING or pct <= 0:
+        return False
+    return sum(process_utilization(profile, rate_msgs_per_s, sender).values()) * pct < 100.0
+
+
+def shared_vcpu_hops(
+    hops: list[Hop], profile: Profile, rate_msgs_per_s: float, sender: Sender
+) -> list[Hop]:
+    """The round trip with both processes on one vCPU when :func:`colocated`, else ``hops``.
+
+    The processes' hops then share one station, :data:`SHARED_VCPU`, which sleeps when the vCPU
+    has nothing to run: a message that finds it idle pays the host's wake-up (``local_wake``,
+    the cold start of the client, whose timer starts each cycle, and of the host, and the
+    stall); one that finds it busy waits for the other process's work, as the measured
+    run-queue wait says (11-18 us a message while co-located). A thread still wakes for each
+    event without the vCPU waking: each hop carries its process's per-wake-up work on the path
+    (``{name}_wake_us``) and leaves its bookkeeping on the vCPU (``{name}_linger_us``,
+    :attr:`twin.path.Hop.linger`), the client's 1.5 wake-ups a message (timer, ack, cancel ack a
+    cycle) split as half for its write and one for the reply; the gateway's cold start at its
+    mean over the cycles' exponential gaps.
+    """
+    if not colocated(profile, rate_msgs_per_s, sender):
+        return hops
+    client = "local_client_work"
+    latency = stage(profile, "local_wake")
+    vcpu = Station(
+        SHARED_VCPU,
+        1,
+        wake=latency,
+        cold_us=profile.value(f"{client}_cold_us") + profile.value("local_wake_cold_us"),
+        cold_tau_us=profile.value(f"{client}_idle_us"),
+        stall=wake_stall(profile),
+    )
+    cycles_per_us = rate_msgs_per_s * 1e-6 / 2
+    out = []
+    for hop in hops:
+        if hop.station is None or hop.station.name not in (CLIENT, GATEWAY):
+            out.append(hop)
+            continue
+        name = client if hop.station.name == CLIENT else "local_gateway_work"
+        speed = _speed_ratio(profile, name, rate_msgs_per_s, sender)
+        wakes = 0.5 if hop.name == CLIENT_WRITE else 1.0
+        handler = wakes * speed * profile.value(f"{name}_wake_us")
+        if name != client:
+            gap_share = cycles_per_us * profile.value(f"{name}_idle_us")
+            handler += speed * profile.value(f"{name}_cold_us") * gap_share / (1 + gap_share)
+        service = hop.service
+        if isinstance(service, ShiftedLognormal):
+            service = replace(service, shift_us=service.shift_us + handler)
+        elif service.is_zero:
+            service = Const(handler) if handler > 0 else ZERO
+        else:
+            raise ModelError(f"hop {hop.name!r}: unexpected work {service!r} on a shared vCPU")
+        linger = wakes * speed * profile.value(f"{name}_linger_us")
+        out.append(
+            replace(hop, station=vcpu, service=service, linger=Const(linger) if linger else ZERO)
+        )
+    return out

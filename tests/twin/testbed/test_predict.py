@@ -12,6 +12,7 @@ import pytest
 
 from calibration.testbed import fit as predict
 from twin.components import loopback
+from twin.kinds import Sender
 from twin.profile import Parameter, Profile, load_profile
 from twin.scenario import load_scenario
 
@@ -228,3 +229,46 @@ def test_the_prediction_table_has_orders_and_cancels_apart():
         assert entry["predicted_order_p50_us"] > entry["predicted_cancel_p50_us"]
     text = predict.format_kind_table(table).splitlines()
     assert len(text) == 1 + len(rows) and "order p50" in text[0]
+
+
+def _combined_utilization(profile: Profile, rate: float) -> float:
+    return sum(loopback.process_utilization(profile, rate).values())
+
+
+def test_the_processes_share_a_vcpu_while_it_has_spare_capacity():
+    """Linux's rule: together while their utilization times imbalance_pct stays under 100; the
+    rate where that happens is found by bisection and the regime flips there, not elsewhere."""
+    p = _profile(local_balance_imbalance_pct=117.0)
+    lo, hi = 1.0, 1e6
+    while hi - lo > 1.0:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _combined_utilization(p, mid) * 117 < 100 else (lo, mid)
+    assert loopback.colocated(p, lo, Sender.EVENT_LOOP)
+    assert not loopback.colocated(p, hi, Sender.EVENT_LOOP)
+    assert _combined_utilization(p, hi) == pytest.approx(100 / 117, rel=1e-3)
+    assert not loopback.colocated(p, lo, Sender.SPINNING)  # a spinning sender holds a core
+    assert not loopback.colocated(_profile(local_balance_imbalance_pct=0.0), lo, Sender.EVENT_LOOP)
+
+
+def test_colocated_processes_queue_on_one_sleeping_vcpu():
+    """Below the threshold the three process hops visit one station, carrying their threads'
+    per-wake-up work on the path and leaving their bookkeeping on the vCPU; above it the path
+    is the two sleeping threads of the shipped profile."""
+    from twin.simulation import prepare
+
+    p = _profile(local_balance_imbalance_pct=117.0)
+    rate = p.value("local_calibration_rate_msgs_per_s")
+    path = prepare(load_scenario(SCENARIO).with_fields({"workload.rate_msgs_per_s": rate}), p).path
+    assert list(path.station_names) == [loopback.SHARED_VCPU]
+    assert path.station_sleeps()[0]
+    on_vcpu = [i for i, st in enumerate(path.hops["station"]) if st == 0]
+    assert on_vcpu == [0, 2, path.n_hops - 1]  # client write, gateway, client's reply
+    means, _ = path.hop_moments_us()
+    reply = p.value("local_client_work_wake_us")  # the reply hop: one client wake-up's work
+    assert means[-1] == pytest.approx(
+        reply * loopback._speed_ratio(p, "local_client_work", rate, Sender.EVENT_LOOP)
+    )
+    lingers = [path.distribution(path.hops[i], "linger").mean for i in on_vcpu]
+    assert lingers[1] > 0 and lingers[2] == pytest.approx(2 * lingers[0])
+    busy = prepare(load_scenario(SCENARIO).with_fields({"workload.rate_msgs_per_s": 1e5}), p)
+    assert sorted(busy.path.station_names) == ["client process", "gateway process"]
