@@ -470,10 +470,15 @@ LOAD_MODELS = (  # (results file, the model that produced it), each on the same 
         "tools (commit 64fc472)",
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_probes.json",
         "plus each system's burst probe (the testbed's marginal work, sockperf's latency in "
         "bursts of 16 as a calibration target), the wake-up probe beside the corpus, and "
-        "sockperf's spinning sender with its receiver thread",
+        "sockperf's spinning sender with its receiver thread (commit 0a795e5)",
+    ),
+    (
+        LOAD_MATRIX,
+        "plus the testbed's two processes on one vCPU while it has spare capacity (Linux's "
+        "load balancer, imbalance_pct 117), each on its own above",
     ),
 )
 
