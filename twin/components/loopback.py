@@ -389,8 +389,8 @@ def shared_vcpu_hops(
     event without the vCPU waking: each hop carries its process's per-wake-up work on the path
     (``{name}_wake_us``) and leaves its bookkeeping on the vCPU (``{name}_linger_us``,
     :attr:`twin.path.Hop.linger`), the client's 1.5 wake-ups a message (timer, ack, cancel ack a
-    cycle) split as half for its write and one for the reply; the gateway's cold start at its
-    mean over the cycles' exponential gaps.
+    cycle) split as half for its write and one for the reply; the gateway's cold start, paid by
+    the orders, at its mean over the cycles' exponential gaps.
     """
     if not colocated(profile, rate_msgs_per_s, sender):
         return hops
@@ -415,8 +415,11 @@ def shared_vcpu_hops(
         wakes = 0.5 if hop.name == CLIENT_WRITE else 1.0
         handler = wakes * speed * profile.value(f"{name}_wake_us")
         if name != client:
-            gap_share = cycles_per_us * profile.value(f"{name}_idle_us")
-            handler += speed * profile.value(f"{name}_cold_us") * gap_share / (1 + gap_share)
+            # Paid by the orders (after the cycles' exponential gap G of rate r the cold start
+            # has grown to E[1 - exp(-G / tau)] = 1 / (1 + r tau) of itself), not by the cancels
+            # (the gateway ran moments before).
+            cold_share = 1.0 / (1.0 + cycles_per_us * profile.value(f"{name}_idle_us"))
+            handler += 0.5 * speed * profile.value(f"{name}_cold_us") * cold_share
         service = hop.service
         if isinstance(service, ShiftedLognormal):
             service = replace(service, shift_us=service.shift_us + handler)
