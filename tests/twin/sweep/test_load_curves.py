@@ -17,7 +17,7 @@ def test_a_curve_runs_from_10k_to_near_saturation_and_names_what_fills(monkeypat
     monkeypatch.setattr(load_curves, "MESSAGES_PER_POINT", 40_000)
     monkeypatch.setattr(load_curves, "MIN_DURATION_S", 0.1)
     monkeypatch.setattr(load_curves, "SHARES", (0.5, 0.98))
-    c = load_curves.curve("aeron_echo_cpg")
+    c = load_curves.curve("aeron_echo_cpg", {}, "aeron_echo_cpg")
     rates = [p["rate_msgs_per_s"] for p in c["points"]]
     assert rates[0] == load_curves.LOWEST_RATE and rates == sorted(rates)
     last = c["points"][-1]
@@ -34,10 +34,25 @@ def test_the_committed_curves_start_where_the_shipped_scenarios_run() -> None:
     """The committed 10k msg/s points are what the shipped model gives there (a stale results
     file after a model change fails here, not only in the docs)."""
     committed = json.loads((REPO / "benchmarks/results/load_curves.json").read_text())
-    by_name = {c["scenario"]: c for c in committed["curves"]}
-    assert set(by_name) == set(load_curves.SCENARIOS)
+    by_name = {c["label"]: c for c in committed["curves"]}
+    assert set(by_name) == {label for _, _, label in load_curves.SCENARIOS}
     for name in ("tier1_peering_cpg", "aeron_echo_cpg"):
         sat = load_curves.saturation_rate(
             load_curves.load_scenario(REPO / "scenarios" / f"{name}.toml")
         )
         assert by_name[name]["saturation_msgs_per_s"] == pytest.approx(sat)
+
+
+def test_a_small_instance_fills_its_network_allowance(monkeypatch) -> None:
+    """netperf's echo between two c5n.xlarge, made an open loop: the NICs' shared allowance is
+    what fills (250k round trips/s: one packet sent and one received per instance each), and
+    its queue shows only near the end (a bucket 64 packets deep)."""
+    monkeypatch.setattr(load_curves, "MESSAGES_PER_POINT", 40_000)
+    monkeypatch.setattr(load_curves, "MIN_DURATION_S", 0.1)
+    monkeypatch.setattr(load_curves, "SHARES", (0.5, 0.98))
+    c = load_curves.curve("netperf_rr_c5n_cpg", load_curves.OPEN_LOOP, "netperf, open loop")
+    assert c["saturation_msgs_per_s"] == pytest.approx(250_000)
+    first, half, last = c["points"]
+    assert "NIC" in last["busiest_station"]
+    assert last["busiest_utilization"] == pytest.approx(0.98, abs=0.02)
+    assert half["rtt_us"]["p99"] < 1.1 * first["rtt_us"]["p99"] < last["rtt_us"]["p99"]
