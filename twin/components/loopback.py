@@ -6,10 +6,9 @@ that sleeps in ``epoll_wait`` when it has nothing to do, so it is a one-server s
 wake-up, a message that finds it busy waits and is then served warm. What a message meets:
 
 * the **client process** (station ``client process``) at the front: its per-message work
-  (``local_client_work``: encode and write the order, or handle the ack and write the cancel;
-  all the client's work for one message, 1.5 events). An order is due at its scheduled time
-  and the round trip is measured from then, so an order that finds the client asleep pays the
-  timer's wake-up; a cancel leaves from the ack's handler, the client awake;
+  (``local_client_work``, 1.5 events: write the order, or handle the ack and write the cancel).
+  An order's round trip counts from its scheduled time, so one that finds the client asleep
+  pays the timer's wake-up; a cancel leaves from the ack's handler, the client awake;
 * the **kernel path** to the gateway (loopback or veth): transit and softirq, a shifted
   lognormal ``local_path`` (veth adds ``local_veth_us``);
 * the **gateway process** (station ``gateway process``, one event loop): decode, risk and
@@ -23,15 +22,13 @@ A client whose sender spins (``hosts.client.sender``, :class:`twin.kinds.Sender`
 from station ``client sender``, which never sleeps and holds a core, and reads each reply (one
 event) on station ``client receiver``, which sleeps like the processes above.
 
-A **wake-up** costs the thread's scheduling latency (``local_wake``: a lognormal, its spread the
-open-loop timer's measured lateness), the handlers' per-wake-up part (``{name}_wake_us``: the ``a``
-of ``work per event = b + a / n`` over warm batches) and a **cold start** ``cold * (1 - exp(-idle
-/ {name}_idle_us))`` (the handlers' ``{name}_cold_us``, fitted on the work by idle gap, plus the
-host's ``local_wake_cold_us``); with probability ``1 - exp(-idle / {name}_idle_us)`` too, a rare
-long **stall** (:func:`wake_stall`). The service is the **marginal** work per event (the ``b``):
-the wake-up is paid once per busy period, by fewer messages as the rate rises. A wake-up's CPU
-beyond the path (``{name}_linger_us``: system calls, bookkeeping) keeps the thread busy after the
-message has left, so the stations' utilization is the measured CPU's.
+A **wake-up** costs the scheduling latency (``local_wake``), the handlers' per-wake-up work
+(``{name}_wake_us``: the ``a`` of ``work per event = b + a / n``) and a **cold start** ``cold *
+(1 - exp(-idle / {name}_idle_us))`` (``{name}_cold_us`` plus the host's ``local_wake_cold_us``);
+with probability ``1 - exp(-idle / {name}_idle_us)`` too, a rare long **stall**
+(:func:`wake_stall`). The service is the **marginal** work per event (the ``b``), so the
+wake-up fades as the rate rises. A wake-up's CPU beyond the path (``{name}_linger_us``) keeps
+the thread busy after the message has left: the stations' utilization is the measured CPU's.
 
 **Shared cores.** Both processes and the background share ``local_host_cores`` cores: each
 process's CPU work is slowed under fair sharing (Linux CFS) to ``min(1, n / (1 + k))`` of a core,
@@ -40,11 +37,8 @@ scenario's rate and a spinning sender (:func:`core_speed`; why not a "host cores
 docs/design-notes.md).
 
 **One vCPU or two.** While the two processes' combined utilization leaves a vCPU spare
-capacity, Linux runs both threads on one vCPU (:func:`colocated`), and each hand-off waits for
-the other thread's work instead of waking a halted vCPU; once it does not, they run apart, each
-a sleeping station of its own (:func:`shared_vcpu_hops`; measured in the load lab: run-queue
-wait 11-18 us a message up to 8k msg/s, about 0 from 16k, where the cancel's round trip
-doubles).
+capacity, both threads run on one vCPU (:func:`colocated`) and a hand-off waits for the other
+thread's work; beyond, each is a sleeping station of its own (:func:`shared_vcpu_hops`).
 """
 
 from __future__ import annotations

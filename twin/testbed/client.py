@@ -17,9 +17,8 @@ why: ``docs/design-notes.md``). Open loop only.
 **One thread, one wait.** The loop waits on every socket *and* on a timer armed at the next
 scheduled send (:class:`twin.testbed.timer.WakeTimer`, nanosecond expiry) in one ``epoll``;
 each wake-up reads every ready socket, handles the replies (queueing the cancels), sends the
-orders now due, and writes each connection's queued frames with one ``send``. Frames are packed
-with :mod:`struct` into reusable buffers; histograms are filled per interval
-(:mod:`twin.testbed.recorder`). One thread does no interpreter-lock hand-offs.
+orders now due, and writes each connection's queued frames with one ``send`` (frames packed
+with :mod:`struct`, histograms filled per interval: :mod:`twin.testbed.recorder`).
 
 **Open loop** (default): a cycle is sent when due whatever the replies do, and the order's round
 trip is measured from its *scheduled* time, so a client or gateway stall shows up in the tail
@@ -32,9 +31,7 @@ Only cycles scheduled inside ``[warmup, warmup + duration)`` are recorded; the r
 (up to ``drain_s``) for every answer and counts what never came back as lost. The run's
 conditions are recorded with it (:mod:`twin.testbed.hoststat`): both processes' CPU time and
 run-queue wait per message, the host's busy and steal shares, load average and runnable threads,
-and where the host placed the two processes (``same_cpu_share``: the share of replies the
-gateway handled on the CPU the client then read them on; a host that runs both threads on one
-vCPU hands each message over without waking a halted one, docs/design-notes.md).
+and ``same_cpu_share``, the share of replies handled on the CPU the client read them on.
 Work per event by batch size (``work_by_batch``: the client's thread CPU per wake-up, the
 gateway's ``gateway_ns`` per read) is also given for the warm batches alone
 (``work_by_batch_warm``: the process idle for less than 50 us before it, the gap

@@ -31,15 +31,13 @@ Every message, in both directions, is one :data:`WIRE_DTYPE` record of exactly
      83     1   u8    code           ack: engine_ext OUT_* outcome; reject: reason (below)
      84     4   --    (padding)
      88     8   u64   ref_seq        replies: ``seq`` of the request answered
-     96     1   u8    gateway_cpu    replies: the CPU the gateway's read ran on (its placement
-                                     against the client's: ``same_cpu_share``); requests: 0
+     96     1   u8    gateway_cpu    replies: the CPU the gateway's read ran on; requests: 0
      97    23   --    reserved       zero
 
-Reject reasons are engine_ext's ``REJ_*`` risk and validation codes (1..18) plus the gateway's
-own protocol codes ``REJ_BAD_MAGIC`` .. ``REJ_SEQUENCE_GAP`` (100..). A frame with a bad magic,
-version or length means the byte stream can no longer be framed: the gateway answers with one
-reject and closes **that** connection. An unknown message type or a sequence gap is answered
-with a reject and the connection goes on (the gap resynchronises on the received ``seq``).
+Reject reasons are engine_ext's ``REJ_*`` codes (1..18) and the gateway's ``REJ_BAD_MAGIC`` ..
+``REJ_SEQUENCE_GAP`` (100..). A bad magic, version or length means the stream can no longer be
+framed: one reject, and **that** connection is closed. An unknown message type or a sequence
+gap gets a reject and the connection goes on (resynchronised on the received ``seq``).
 """
 
 from __future__ import annotations
