@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from calibration.targets import FreeGroup, TargetSet, load_targets
+from twin.argtypes import positive_int
 from twin.jsontext import dumps
 from twin.profile import load_profile
 
@@ -56,6 +57,13 @@ def add_parser(subparsers: Any) -> None:
     )
     p.add_argument(
         "--json-out", metavar="PATH", help="with --matrix: also write the JSON object to PATH"
+    )
+    p.add_argument(
+        "--seeds",
+        type=positive_int,
+        metavar="K",
+        help="with --matrix: re-run it with seeds 1..K (the fit's and the runs' random numbers) "
+        "and report the summary's range (seed_spread): the noise a change must beat",
     )
     p.add_argument(
         "measurements",
@@ -145,16 +153,20 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_matrix(args: argparse.Namespace) -> int:
-    """``twin validate --matrix CORPUS [--json] [--json-out PATH]``."""
-    from calibration.matrix import accuracy_matrix, format_matrix
+    """``twin validate --matrix CORPUS [--seeds K] [--json] [--json-out PATH]``."""
+    from calibration.matrix import accuracy_matrix, format_matrix, seed_spread
     from twin.atomic import write_json
 
     if args.profile is not None or args.measurements:
         print("twin validate: --matrix takes no PROFILE or MEASUREMENTS", file=sys.stderr)
         return 2
-    matrix = accuracy_matrix(
-        args.matrix, lambda name: print(f"calibrated and predicted {name}", file=sys.stderr)
-    )
+
+    def progress(name: str) -> None:
+        print(f"calibrated and predicted {name}", file=sys.stderr)
+
+    matrix = accuracy_matrix(args.matrix, progress)
+    if args.seeds:
+        matrix["seed_spread"] = seed_spread(args.matrix, range(1, args.seeds + 1), progress)
     if args.json_out:
         from pathlib import Path
 
@@ -176,6 +188,9 @@ def run_validate(args: argparse.Namespace) -> int:
 
     if args.matrix is not None:
         return run_matrix(args)
+    if args.seeds:
+        print("twin validate: --seeds goes with --matrix CORPUS", file=sys.stderr)
+        return 2
     if args.profile is None:
         print("twin validate: give a PROFILE, or --matrix CORPUS", file=sys.stderr)
         return 2

@@ -22,6 +22,9 @@ scenario fields that reproduce them, run folders). For each system :func:`system
    which the busiest station's offered utilization reaches 1 (bisection, the shared cores
    making utilization non-linear in the rate).
 
+:func:`seed_spread` re-runs it with other seeds (the fit's common random numbers and
+quasi-random starts, every predicted run's): the range of the summary a change must beat.
+
 The **goal** for a point below :data:`GOAL_LOAD_SHARE` of the measured saturation: p50 within
 :data:`GOAL_P50_PCT` and p99 within :data:`GOAL_P99_PCT`. The summary counts predicted points
 (calibration points left out), the median absolute p50 and p99 errors and the share of points
@@ -87,6 +90,7 @@ NATIVE_COLD_SOURCE = (
 # Quasi-random starting points of the fit (TwinCalibrator ``starts``): one low-load point's
 # percentiles move in steps with the factors, and a local fit from the prior alone stalls.
 CALIBRATION_STARTS = 128
+DEFAULT_FIT_SEED = 1  # TwinCalibrator's own default: the matrix's committed runs
 
 
 @dataclass(frozen=True)
@@ -321,9 +325,10 @@ def calibration_targets(
     return base.with_targets(tuple(targets))
 
 
-def _scenario(system: CorpusSystem, point: CorpusPoint) -> Scenario:
+def _scenario(system: CorpusSystem, point: CorpusPoint, seed: int | None = None) -> Scenario:
+    seeded = {} if seed is None else {"workload.seed": seed}
     return load_scenario(system.scenario).with_fields(
-        {**point.overrides, "workload.duration_s": PREDICT_DURATION_S}
+        {**point.overrides, "workload.duration_s": PREDICT_DURATION_S, **seeded}
     )
 
 
@@ -354,12 +359,19 @@ def _error_pct(measured: float | None, predicted: float | None) -> float | None:
     return 100.0 * (predicted - measured) / measured
 
 
-def system_matrix(system: CorpusSystem, manifest: Path) -> dict[str, Any]:
+def system_matrix(system: CorpusSystem, manifest: Path, seed: int | None = None) -> dict[str, Any]:
     """One system's entry of the matrix (see the module docstring); the host's cold start is
-    the corpus's (:func:`host_parameters` of the manifest's folder)."""
+    the corpus's (:func:`host_parameters` of the manifest's folder). ``seed``: the fit's common
+    random numbers and quasi-random starts and every predicted run's seed (None: the fit's
+    default and the scenarios' own)."""
     host = host_parameters(manifest.parent)
     prior, known = measured_prior(system, load_profile(resolve_profile_path("local")), host)
-    calibrator = TwinCalibrator(prior=prior, max_nfev=CALIBRATION_NFEV, starts=CALIBRATION_STARTS)
+    calibrator = TwinCalibrator(
+        prior=prior,
+        max_nfev=CALIBRATION_NFEV,
+        starts=CALIBRATION_STARTS,
+        base_seed=DEFAULT_FIT_SEED if seed is None else seed,
+    )
     fit = calibrator.fit(calibration_targets(system, manifest, known))
     profile = fit.profile_
     points: list[dict[str, Any]] = []
@@ -372,7 +384,7 @@ def system_matrix(system: CorpusSystem, manifest: Path) -> dict[str, Any]:
             if point.overrides.get("workload.loop") == "open":
                 asked = float(point.overrides["workload.rate_msgs_per_s"])
                 reached = reached or measured["throughput"] < KEPT_UP_SHARE * asked
-        predicted = predicted_point(_scenario(system, point), profile)
+        predicted = predicted_point(_scenario(system, point, seed), profile)
         points.append(
             {
                 "id": point.id,
@@ -386,7 +398,7 @@ def system_matrix(system: CorpusSystem, manifest: Path) -> dict[str, Any]:
     calibration_point = system.point(system.calibrated_on)
     saturation = {
         "measured": max(throughputs) if throughputs else None,
-        "predicted": predicted_saturation(_scenario(system, calibration_point), profile),
+        "predicted": predicted_saturation(_scenario(system, calibration_point, seed), profile),
         "reached": reached,
     }
     return {
@@ -438,21 +450,38 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def accuracy_matrix(
-    root: str | Path, progress: Callable[[str], None] | None = None
+    root: str | Path, progress: Callable[[str], None] | None = None, seed: int | None = None
 ) -> dict[str, Any]:
-    """The whole matrix: ``{"systems": [...], "summary": {...}}``."""
+    """The whole matrix: ``{"systems": [...], "summary": {...}}`` (``seed``: see
+    :func:`system_matrix`)."""
     root = Path(root)
     corpus = load_corpus(root)
     host_parameters(root)  # a bad wake-up probe is one line before any fit
     systems = []
     for system in corpus:
         try:
-            systems.append(system_matrix(system, root / MANIFEST))
+            systems.append(system_matrix(system, root / MANIFEST, seed))
         except TwinError as exc:
             raise type(exc)(f"{root / MANIFEST}: {system.name}: {exc}") from None
         if progress is not None:
             progress(system.name)
     return {"systems": systems, "summary": summary(systems)}
+
+
+# The summary's figures whose spread over seeds a matrix reports.
+SPREAD_KEYS = ("p50_median_abs_err_pct", "p99_median_abs_err_pct", "share_within_goal")
+
+
+def seed_spread(
+    root: str | Path, seeds: Sequence[int], progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """The summary of the matrix re-run with each of ``seeds`` (:func:`system_matrix`): how much
+    of a change between two models the fit's and the runs' random numbers alone would give.
+    ``{"seeds": [...], key: [one value per seed], ...}`` for each of :data:`SPREAD_KEYS`."""
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise TwinError(f"seeds {list(seeds)}: need distinct seeds")
+    summaries = [accuracy_matrix(root, progress, seed)["summary"] for seed in seeds]
+    return {"seeds": list(seeds), **{k: [s[k] for s in summaries] for k in SPREAD_KEYS}}
 
 
 def format_matrix(matrix: Mapping[str, Any]) -> str:
@@ -480,6 +509,14 @@ def format_matrix(matrix: Mapping[str, Any]) -> str:
                 )
                 + f" {_num(m['throughput']):>11s} {_num(pr['throughput']):>11s}"
             )
+    spread = matrix.get("seed_spread")
+    if spread is not None:
+        lines.append(
+            f"over seeds {', '.join(str(s) for s in spread['seeds'])}: within goal "
+            f"{_range(spread['share_within_goal'], _share)}, median |error| p50 "
+            f"{_range(spread['p50_median_abs_err_pct'], _abs_pct)}, p99 "
+            f"{_range(spread['p99_median_abs_err_pct'], _abs_pct)}"
+        )
     sm = matrix["summary"]
     lines.append(
         f"summary: {sm['points']} predicted points; median |error| p50 "
@@ -505,3 +542,12 @@ def _pct(value: float | None, sign: bool = True) -> str:
 
 def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
+
+
+def _abs_pct(value: float | None) -> str:
+    return _pct(value, sign=False)
+
+
+def _range(values: Sequence[float | None], show: Callable[[float | None], str]) -> str:
+    known = [v for v in values if v is not None]
+    return "-" if not known else f"{show(min(known))} .. {show(max(known))}"

@@ -487,17 +487,36 @@ def load_before_after() -> str:
     """The matrix's summary for each model issue 17 measured, oldest first."""
     rows = []
     for path, model in LOAD_MODELS:
-        sm = _load(path)["summary"]
+        data = _load(path)
+        sm = data["summary"]
         rows.append(
             (
                 model,
                 f"{sm['p50_median_abs_err_pct']:.0f}%",
                 f"{sm['p99_median_abs_err_pct']:.0f}%",
                 f"{sm['share_within_goal']:.0%} of {sm['points_under_load_limit']}",
+                _seed_range(data.get("seed_spread")),
             )
         )
-    header = ("model", "median abs err p50", "median abs err p99", "within goal")
-    return _table(header, "lrrr", rows)
+    header = ("model", "median abs err p50", "median abs err p99", "within goal",
+              "over seeds: within goal / p50 / p99")  # fmt: skip
+    return _table(header, "lrrrr", rows)
+
+
+def _seed_range(spread: dict[str, Any] | None) -> str:
+    """A matrix's summary over seeds (``twin validate --matrix --seeds K``): min-max of each."""
+    if spread is None:
+        return "-"
+
+    def span(key: str, scale: float) -> str:
+        values = [v * scale for v in spread[key] if v is not None]
+        return f"{min(values):.0f}-{max(values):.0f}%"
+
+    seeds = spread["seeds"]
+    return (
+        f"{span('share_within_goal', 100)} / {span('p50_median_abs_err_pct', 1)} / "
+        f"{span('p99_median_abs_err_pct', 1)} ({len(seeds)} seeds)"
+    )
 
 
 def load_points() -> str:
