@@ -90,7 +90,6 @@ NATIVE_COLD_SOURCE = (
 # Quasi-random starting points of the fit (TwinCalibrator ``starts``): one low-load point's
 # percentiles move in steps with the factors, and a local fit from the prior alone stalls.
 CALIBRATION_STARTS = 128
-DEFAULT_FIT_SEED = 1  # TwinCalibrator's own default: the matrix's committed runs
 
 
 @dataclass(frozen=True)
@@ -325,10 +324,9 @@ def calibration_targets(
     return base.with_targets(tuple(targets))
 
 
-def _scenario(system: CorpusSystem, point: CorpusPoint, seed: int | None = None) -> Scenario:
-    seeded = {} if seed is None else {"workload.seed": seed}
+def _scenario(system: CorpusSystem, point: CorpusPoint, seed: int) -> Scenario:
     return load_scenario(system.scenario).with_fields(
-        {**point.overrides, "workload.duration_s": PREDICT_DURATION_S, **seeded}
+        {**point.overrides, "workload.duration_s": PREDICT_DURATION_S, "workload.seed": seed}
     )
 
 
@@ -359,18 +357,17 @@ def _error_pct(measured: float | None, predicted: float | None) -> float | None:
     return 100.0 * (predicted - measured) / measured
 
 
-def system_matrix(system: CorpusSystem, manifest: Path, seed: int | None = None) -> dict[str, Any]:
+def system_matrix(system: CorpusSystem, manifest: Path, seed: int = 1) -> dict[str, Any]:
     """One system's entry of the matrix (see the module docstring); the host's cold start is
     the corpus's (:func:`host_parameters` of the manifest's folder). ``seed``: the fit's common
-    random numbers and quasi-random starts and every predicted run's seed (None: the fit's
-    default and the scenarios' own)."""
+    random numbers and quasi-random starts and every predicted run's seed."""
     host = host_parameters(manifest.parent)
     prior, known = measured_prior(system, load_profile(resolve_profile_path("local")), host)
     calibrator = TwinCalibrator(
         prior=prior,
         max_nfev=CALIBRATION_NFEV,
         starts=CALIBRATION_STARTS,
-        base_seed=DEFAULT_FIT_SEED if seed is None else seed,
+        base_seed=seed,
     )
     fit = calibrator.fit(calibration_targets(system, manifest, known))
     profile = fit.profile_
@@ -450,7 +447,7 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def accuracy_matrix(
-    root: str | Path, progress: Callable[[str], None] | None = None, seed: int | None = None
+    root: str | Path, progress: Callable[[str], None] | None = None, seed: int = 1
 ) -> dict[str, Any]:
     """The whole matrix: ``{"systems": [...], "summary": {...}}`` (``seed``: see
     :func:`system_matrix`)."""

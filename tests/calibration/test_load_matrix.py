@@ -266,7 +266,7 @@ def test_the_matrix_reports_its_spread_over_seeds(capsys) -> None:
     assert spread["seeds"] == [1, 2]
     for key in ("p50_median_abs_err_pct", "p99_median_abs_err_pct", "share_within_goal"):
         assert len(spread[key]) == 2
-    # Seed 1 is the fit's default seed; the default run keeps the scenarios' own (1 as well).
+    # Seed 1 is the default run's seed: its summary is the matrix's.
     assert spread["p50_median_abs_err_pct"][0] == pytest.approx(
         matrix["summary"]["p50_median_abs_err_pct"]
     )
