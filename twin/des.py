@@ -87,8 +87,13 @@ class _Model:
         self.owed_at = [0.0] * len(self.allowance_depth_us)
         self.batch = [self._sampler(w, "batch", path) for w in wake]
         self.stall = [self._sampler(w, "stall", path) for w in wake]
-        # When each batching station took its current batch (a later arrival starts the next).
-        self.batch_taken = [-np.inf] * path.n_stations
+        # When each batching station took its current batch (a later arrival starts the next),
+        # per connection at a station that reads each connection apart.
+        self.batch_per_connection = [bool(x) for x in wake["batch_per_connection"]]
+        self.batch_taken = [
+            [-np.inf] * (load.accounts if per else 1) for per in self.batch_per_connection
+        ]
+        self.cycles_started = 0  # an open loop deals its cycles to the connections in turn
         self.sleeps = [bool(x) for x in path.station_sleeps()]
         # When each (one-server) station last finished a service: how long it has sat idle.
         self.last_free = [0.0] * path.n_stations
@@ -134,8 +139,9 @@ class _Model:
         self.resources[station].release(req)
         self.last_free[station] = self.env.now
 
-    def message(self, kind: int) -> Generator[Any, Any, None]:
-        """One client message's round trip through every hop (``kind``: its place in the cycle)."""
+    def message(self, kind: int, conn: int) -> Generator[Any, Any, None]:
+        """One client message's round trip through every hop (``kind``: its place in the cycle,
+        ``conn``: the connection it travels on)."""
         env = self.env
         sent = env.now
         record = self.in_window(sent)
@@ -159,7 +165,7 @@ class _Model:
             if wait > 0:
                 yield env.timeout(wait)
             if st >= 0:
-                led = yield from self.serve(i, st, led)
+                led = yield from self.serve(i, st, led, conn)
             if hop_times is not None:
                 hop_times[i] = env.now - entered
                 self.close_spans(i, env.now, span_start)
@@ -168,9 +174,10 @@ class _Model:
             self.samples[kind].append(env.now - sent)
             self.hop_sum += hop_times
 
-    def serve(self, i: int, st: int, led: bool) -> Generator[Any, Any, bool]:
+    def serve(self, i: int, st: int, led: bool, conn: int) -> Generator[Any, Any, bool]:
         """Queue FIFO for a server of station ``st`` and hold it for hop ``i``'s service; return
-        whether the message now leads a batch (``led``: whether it did before)."""
+        whether the message now leads a batch (``led``: whether it did before; ``conn``: the
+        message's connection)."""
         env = self.env
         if self.allowance[i] >= 0:
             wait = self.take_allowance(self.allowance[i], self.allowance_us[i])
@@ -187,10 +194,12 @@ class _Model:
         s = serve() if serve is not None else 0.0
         batch = self.batch[st]
         if batch is not None:
-            led = arrived > self.batch_taken[st]
+            taken = self.batch_taken[st]
+            c = conn if self.batch_per_connection[st] else 0
+            led = arrived > taken[c]
             if led:
                 s += batch()
-                self.batch_taken[st] = env.now
+                taken[c] = env.now
         linger = 0.0
         if idle_us > 0:
             s += self.wake_up_us(st, idle_us)
@@ -288,10 +297,10 @@ class _Model:
                 hop_times[h] = left - stages[j - 1][1]
                 self.close_spans(h, left, span_start)
 
-    def cycle(self) -> Generator[Any, Any, None]:
-        """One loop iteration: order then cancel (or one echo)."""
+    def cycle(self, conn: int) -> Generator[Any, Any, None]:
+        """One loop iteration on connection ``conn``: order then cancel (or one echo)."""
         for kind in range(self.load.messages_per_cycle):
-            yield self.env.process(self.message(kind))
+            yield self.env.process(self.message(kind, conn))
 
     def open_loop(self) -> Generator[Any, Any, None]:
         """Start groups of ``burst`` cycles (or a geometric number, mean ``burst``) on a Poisson
@@ -307,10 +316,12 @@ class _Model:
             if self.env.now >= self.load.end_us:
                 return
             for _ in range(int(self.rng.geometric(1.0 / burst)) if geometric else burst):
-                self.env.process(self.cycle())
+                self.env.process(self.cycle(self.cycles_started % self.load.accounts))
+                self.cycles_started += 1
 
-    def closed_account(self, phase_us: float) -> Generator[Any, Any, None]:
-        """One account's paced loop: a cycle, then wait for its next slot (if still ahead)."""
+    def closed_account(self, account: int, phase_us: float) -> Generator[Any, Any, None]:
+        """One account's paced loop on its own connection: a cycle, then wait for its next slot
+        (if still ahead)."""
         period = self.load.accounts / self.load.cycle_rate_per_us
         next_start = phase_us
         # A late account sends at once (and catches up slot by slot); it stops once the next
@@ -318,7 +329,7 @@ class _Model:
         while max(next_start, self.env.now) < self.load.end_us:
             if next_start > self.env.now:
                 yield self.env.timeout(next_start - self.env.now)
-            yield self.env.process(self.cycle())
+            yield self.env.process(self.cycle(account))
             next_start += period
 
     def _run_reporting(self, progress: Progress) -> None:
@@ -341,8 +352,8 @@ class _Model:
             self.env.process(self.open_loop())
         else:
             period = self.load.accounts / self.load.cycle_rate_per_us
-            for _ in range(self.load.accounts):
-                self.env.process(self.closed_account(float(self.rng.uniform(0, period))))
+            for account in range(self.load.accounts):
+                self.env.process(self.closed_account(account, float(self.rng.uniform(0, period))))
         if progress is None:
             self.env.run()
         else:

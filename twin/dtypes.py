@@ -68,7 +68,7 @@ HOP_DTYPE = np.dtype(
 # as above) with probability ``1 - exp(-gap / cold_tau_us)``; after it, on its server,
 # ``linger_us + linger_cold_us * (1 - exp(-gap / cold_tau_us))`` of work off the message's path
 # (before the thread sleeps again). All zero: no wake-up. ``batch_*``: the cost drawn once per
-# batch a batching station takes (zero: no batches).
+# batch a batching station takes (zero: no batches), per connection with ``batch_per_connection``.
 WAKE_DTYPE = np.dtype(
     [
         ("wake_code", np.int64),
@@ -88,6 +88,7 @@ WAKE_DTYPE = np.dtype(
         ("stall_p0", np.float64),
         ("stall_p1", np.float64),
         ("stall_p2", np.float64),
+        ("batch_per_connection", np.int64),  # 1: one batch per connection (twin.path.Station)
     ],
     align=True,
 )

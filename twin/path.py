@@ -87,7 +87,12 @@ class Station:
     after it arrives: it starts a new batch if it arrived after the current one was taken. So
     the per-batch cost is shared as batches grow with the load (work per message
     ``service + E[batch] / n``), and a station whose messages need no service of their own
-    never saturates.
+    never saturates. ``batch_per_connection``: the server takes each connection's messages as a
+    batch of their own (a thread that reads each ready socket apart: one read, one call and one
+    write per connection with data), so a message starts a new batch unless an earlier message
+    of its **connection** still waits. A cycle's messages share a connection: an open loop deals
+    its cycles to the workload's ``accounts`` connections in turn (as the testbed's client
+    does), a closed loop's account is its connection.
 
     ``reader``: the station is one thread that works **read by read** (a trading engine's
     inbound pipeline, :mod:`twin.pipeline`): when it is free and data has arrived it polls at
@@ -114,8 +119,13 @@ class Station:
     batch: Dist = ZERO
     reader: bool = False
     stall: Dist = ZERO
+    batch_per_connection: bool = False
 
     def __post_init__(self) -> None:
+        if self.batch_per_connection and self.batch.is_zero:
+            raise ModelError(
+                f"Station {self.name!r}: batch_per_connection without a cost per batch (batch)"
+            )
         if self.reader and (self.servers != 1 or not self.batch.is_zero):
             raise ModelError(
                 f"Station {self.name!r}: a reader is one thread whose reads are its batches "
@@ -481,6 +491,7 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
             encode(st.batch)
         )
         wake[k]["reader"] = int(st.reader)
+        wake[k]["batch_per_connection"] = int(st.batch_per_connection)
         (wake[k]["stall_code"], wake[k]["stall_p0"], wake[k]["stall_p1"], wake[k]["stall_p2"]) = (
             encode(st.stall)
         )

@@ -74,9 +74,9 @@ class _CountingModel(des._Model):
         self.in_flight = 0
         self.observed: list[int] = []
 
-    def message(self, kind: int) -> Generator[Any, Any, None]:
+    def message(self, kind: int, conn: int) -> Generator[Any, Any, None]:
         self.in_flight += 1
-        yield from super().message(kind)
+        yield from super().message(kind, conn)
         self.in_flight -= 1
 
     def observer(self, rng: np.random.Generator) -> Generator[Any, Any, None]:

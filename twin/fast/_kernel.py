@@ -74,11 +74,13 @@ FLAG_STALLS = 16  # its station may stall on waking, the more likely the longer 
 FLAG_LINGERS = 32  # the hop leaves work on its server after the message moves on
 FLAG_LINGERS_PER_BATCH = 64  # ... only if the message leads its batch (slot_i[:, SI_LED])
 FLAG_ALLOWANCE = 128  # the hop takes credit from a token bucket (HI_ALLOWANCE, hop_allowance_us)
+FLAG_BATCH_PER_CONNECTION = 256  # its station's batches are per connection (slot_i[:, SI_CONN])
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none), then
 # the stall's (drawn only at stations flagged FLAG_STALLS, see twin.path.Station.stall), then
 # the cost of each batch the server takes (drawn at stations flagged FLAG_BATCHES;
-# batch_taken_us holds when it took its current one); station_cold the cold start's size (us),
+# batch_taken_us[station, connection] holds when it took its current one, connection 0 unless
+# it batches per connection); station_cold the cold start's size (us),
 # the inverse of its idle time constant (1/us), how long the woken server lingers busy after
 # the message leaves (us) and the size of that linger's cold part (us).
 WI_Q, WI_ROW, WI_STALL_Q, WI_STALL_ROW, WI_BATCH_Q, WI_BATCH_ROW = 0, 1, 2, 3, 4, 5
@@ -90,9 +92,10 @@ AL_DEPTH, AL_OWED, AL_OWED_AT = 0, 1, 2
 
 # Columns of the per-slot arrays: slot_f holds, from SF_SPAN on, when each span opened.
 SF_ENTER, SF_SEND, SF_NEXT_START, SF_EXIT, SF_SPAN = 0, 1, 2, 3, 4  # float64 slot_f
-# int64 slot_i; SI_LED: whether the message took a new batch at the last batching station.
-SI_HOP, SI_MSG, SI_RECORD, SI_AUX, SI_NEXT, SI_LED = 0, 1, 2, 3, 4, 5
-SLOT_F_COLS, SLOT_I_COLS = SF_SPAN + MAX_SPANS, 6
+# int64 slot_i; SI_LED: whether the message took a new batch at the last batching station;
+# SI_CONN: the connection its cycle travels on.
+SI_HOP, SI_MSG, SI_RECORD, SI_AUX, SI_NEXT, SI_LED, SI_CONN = 0, 1, 2, 3, 4, 5, 6
+SLOT_F_COLS, SLOT_I_COLS = SF_SPAN + MAX_SPANS, 7
 HOP_START = -1  # slot_i[:, SI_HOP] value for "a cycle starts at the slot's event time"
 # slot_i[:, SI_HOP] values of a reader's events: the slot (first of a read) triggers the read
 # of station SI_AUX; the slot resumes its walk at hop SI_AUX (it has left the reader).
@@ -112,8 +115,8 @@ SLOT_MASK = MAX_SLOTS - 1
 # Entries of the scalar state arrays.
 F_NEXT_CYCLE, F_RTT_SUM, F_RTT_MAX = 0, 1, 2
 FSTATE_LEN = 3
-I_HEAP_N, I_FREE_N, I_SEQ, I_MESSAGES, I_STARTED, I_GROUP_LEFT = 0, 1, 2, 3, 4, 5
-ISTATE_LEN = 6
+I_HEAP_N, I_FREE_N, I_SEQ, I_MESSAGES, I_STARTED, I_GROUP_LEFT, I_CYCLES = 0, 1, 2, 3, 4, 5, 6
+ISTATE_LEN = 7
 
 _INF = np.inf
 
@@ -390,6 +393,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     span_counts: np.ndarray,
     hop_allowance_us: np.ndarray,
     allowance_f: np.ndarray,
+    connections: int,
 ) -> int:
     """Advance the simulation until done, paused at ``horizon_us``, or out of slots."""
     n_hops = hop_i.shape[0]
@@ -414,6 +418,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
                 phase = u * period_us
                 slot_f[a, SF_NEXT_START] = phase
+                slot_i[a, SI_CONN] = a
                 if phase < end_us:
                     slot_i[a, SI_HOP] = HOP_START
                     heap_n = _push(heap_t, heap_k, heap_n, phase, (seq << SLOT_BITS) | a)
@@ -447,6 +452,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             record = False
             enter = t
             send = t
+            # Cycles are dealt to the connections in turn.
+            slot_i[slot, SI_CONN] = istate[I_CYCLES] % connections
+            istate[I_CYCLES] += 1
             group_left -= 1
             if group_left == 0:  # the group is out: the next one's arrival
                 gap = mean_gap_us * burst
@@ -568,14 +576,15 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 linger = 0.0
                 if flags & FLAG_BATCHES:
                     slot_i[slot, SI_LED] = 0
-                    if t > batch_taken_us[st]:
+                    conn = slot_i[slot, SI_CONN] if flags & FLAG_BATCH_PER_CONNECTION else 0
+                    if t > batch_taken_us[st, conn]:
                         # Arrived after the current batch was taken: it starts the next one.
                         x, s0, s1, s2, s3 = _draw(
                             station_wake_i[st, WI_BATCH_Q], station_wake_i[st, WI_BATCH_ROW],
                             quantiles, tables, table_lengths, s0, s1, s2, s3,
                         )  # fmt: skip
                         s += x
-                        batch_taken_us[st] = start
+                        batch_taken_us[st, conn] = start
                         slot_i[slot, SI_LED] = 1
                 idle_since = free_t
                 if flags & FLAG_SLEEPS and nserv > np.uint64(1):

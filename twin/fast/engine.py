@@ -102,6 +102,10 @@ def hop_tables(
     hop_i[queued, k.HI_FLAGS] |= np.where(sleeps[station[queued]], k.FLAG_SLEEPS, 0)
     batches = wake["batch_code"] != Zero.code
     hop_i[queued, k.HI_FLAGS] |= np.where(batches[station[queued]], k.FLAG_BATCHES, 0)
+    per_connection = wake["batch_per_connection"] != 0
+    hop_i[queued, k.HI_FLAGS] |= np.where(
+        per_connection[station[queued]], k.FLAG_BATCH_PER_CONNECTION, 0
+    )
     hop_i[queued, k.HI_FLAGS] |= np.where(stalls[station[queued]], k.FLAG_STALLS, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_code"] != Zero.code, k.FLAG_LINGERS, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_per_batch"] != 0, k.FLAG_LINGERS_PER_BATCH, 0)
@@ -177,7 +181,12 @@ class _Run:
         self.slot_f = np.zeros((slots, k.SLOT_F_COLS))
         self.slot_i = np.zeros((slots, k.SLOT_I_COLS), dtype=np.int64)
         self.server_free_us = np.zeros(int(path.station_servers.sum()))
-        self.batch_taken_us = np.full(path.n_stations, -np.inf)
+        # When each batching station took its current batch, per connection where it reads
+        # each connection apart (twin.path.Station.batch_per_connection).
+        per_connection = path.station_wake["batch_per_connection"].any()
+        self.batch_taken_us = np.full(
+            (path.n_stations, load.accounts if per_connection else 1), -np.inf
+        )
         # One histogram per message of a cycle (the order loop's order and cancel).
         self.counts = np.tile(empty_counts(), (load.messages_per_cycle, 1))
         self.hop_sum_us = np.zeros(path.n_hops)
@@ -250,6 +259,7 @@ class _Run:
                 self.span_counts,
                 self.hop_allowance_us,
                 self.allowance_f,
+                int(load.accounts),
             )
         )
 
