@@ -476,9 +476,14 @@ LOAD_MODELS = (  # (results file, the model that produced it), each on the same 
         "sockperf's spinning sender with its receiver thread (commit 0a795e5)",
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_colocated.json",
         "plus the testbed's two processes on one vCPU while it has spare capacity (Linux's "
-        "load balancer, imbalance_pct 117), each on its own above",
+        "load balancer, imbalance_pct 117), each on its own above (commit dbd0066)",
+    ),
+    (
+        LOAD_MATRIX,
+        "plus the gateway's reads per connection, the stall as the client timer's lateness "
+        "only (a late arrival that holds no CPU), the kernel path as work of the shared vCPU",
     ),
 )
 

@@ -78,6 +78,7 @@ class _Model:
         self.linger_cold_us = [float(x) for x in wake["linger_cold_us"]]
         self.linger = [self._sampler(h, "linger", path) for h in hops]
         self.linger_per_batch = [bool(x) for x in hops["linger_per_batch"]]
+        self.may_stall = [bool(x) for x in hops["may_stall"]]
         self.allowance = [int(x) for x in hops["allowance"]]
         self.allowance_us = [float(x) for x in hops["allowance_us"]]
         # Each token bucket's depth, the credit owed to it and since when (full buckets at the
@@ -115,11 +116,6 @@ class _Model:
         extra = draw() if draw is not None else 0.0
         if cold > 0:
             extra += cold * -np.expm1(-idle_us / self.cold_tau_us[station])
-        stall = self.stall[station]
-        if stall is not None:
-            # A stall, the likelier the longer the thread slept.
-            if self.rng.random() < -np.expm1(-idle_us / self.cold_tau_us[station]):
-                extra += stall()
         return extra
 
     def take_allowance(self, bucket: int, cost_us: float) -> float:
@@ -179,11 +175,20 @@ class _Model:
         whether the message now leads a batch (``led``: whether it did before; ``conn``: the
         message's connection)."""
         env = self.env
+        resource = self.resources[st]
+        stall = self.stall[st]
+        if stall is not None and self.may_stall[i] and resource.count == 0 and not resource.queue:
+            # Waking the sleeping station, it may stall (the likelier the longer it slept): the
+            # message arrives that much later, the servers free for others meanwhile.
+            idle_us = env.now - self.last_free[st]
+            if idle_us > 0 and self.rng.random() < -np.expm1(-idle_us / self.cold_tau_us[st]):
+                late = stall()
+                if late > 0:
+                    yield env.timeout(late)
         if self.allowance[i] >= 0:
             wait = self.take_allowance(self.allowance[i], self.allowance_us[i])
             if wait > 0:
                 yield env.timeout(wait)
-        resource = self.resources[st]
         idle_us = 0.0
         if self.sleeps[st] and resource.count == 0 and not resource.queue:
             idle_us = env.now - self.last_free[st]

@@ -57,6 +57,8 @@ HOP_DTYPE = np.dtype(
         # microseconds of the sustained rate.
         ("allowance", np.int64),
         ("allowance_us", np.float64),
+        # 1: a wake-up of the station at this hop may stall (twin.path.Hop.may_stall).
+        ("may_stall", np.int64),
     ],
     align=True,
 )

@@ -66,11 +66,13 @@ class Station:
     wake-up is paid once per busy period, so it fades as the load rises and is never paid at
     saturation, and the station's capacity is that of its ordinary service.
 
-    ``stall``: a sleeping thread may also find its core taken when it wakes (its vCPU halted
-    or given to another thread or guest while it slept): with probability
-    ``1 - exp(-gap / cold_tau_us)`` the wake-up adds a draw of ``stall`` (which may itself be
-    zero most of the time). So stalls come after long sleeps: at a low rate, not from a busy
-    thread, and a thread woken moments after it went to sleep almost never meets one.
+    ``stall``: the wake-up of a sleeping thread may also come late (a timer whose expiry
+    reaches a halted vCPU late): with probability ``1 - exp(-gap / cold_tau_us)`` the message
+    that would wake it arrives a draw of ``stall`` later (which may itself be zero most of the
+    time), the servers free for other messages meanwhile (the vCPU is not held). So stalls come
+    after long sleeps: at a low rate, not at a busy thread, and a thread woken moments after it
+    went to sleep almost never meets one. Only wake-ups at hops that allow it
+    (:attr:`Hop.may_stall`) stall; a reader takes none.
 
     ``linger_us``: after serving the message that woke it, the server stays busy that long
     before it can serve the next (its work off that message's path: bookkeeping, going back to
@@ -131,6 +133,8 @@ class Station:
                 f"Station {self.name!r}: a reader is one thread whose reads are its batches "
                 f"(servers = 1, no batch)"
             )
+        if self.reader and not self.stall.is_zero:
+            raise ModelError(f"Station {self.name!r}: a reader takes no stall")
         if not self.batch.is_zero and self.servers != 1:
             raise ModelError(
                 f"Station {self.name!r}: only a one-server station takes batches (batch), "
@@ -187,6 +191,10 @@ class Hop:
     pps``) on arriving at the hop's station, before it queues for the servers; its wait is part
     of the hop's time, not of the servers' busy time. Only at a station that is not a reader.
 
+    ``may_stall``: whether a wake-up of the station at this hop may meet its ``stall``
+    (:class:`Station`); False for a visit whose wake-up comes another way (a socket's data
+    rather than a timer's expiry, say) that is known not to stall.
+
     At a reader station (:attr:`Station.reader`) the hop is a stage of the read: ``per_read``
     (drawn once per read), ``per_record_us`` and ``whole_read`` say how its work and its
     messages' exits depend on the read (see :class:`Station`); such a hop has no fixed time
@@ -207,6 +215,7 @@ class Hop:
     linger_per_batch: bool = False
     allowance: Allowance | None = None
     allowance_us: float = 0.0
+    may_stall: bool = True
 
     def __post_init__(self) -> None:
         self._check_allowance()
@@ -455,6 +464,7 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
             hop.linger
         )
         row["linger_per_batch"] = int(hop.linger_per_batch)
+        row["may_stall"] = int(hop.may_stall)
         row["allowance_us"] = hop.allowance_us
         row["allowance"] = -1
         if hop.allowance is not None:

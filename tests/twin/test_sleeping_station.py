@@ -126,9 +126,7 @@ def test_connections_read_apart_make_smaller_batches() -> None:
     where one connection's batches gave 2.5 and 3.25 (mean 2.875)."""
     station = Station("loop", 1, batch=Const(1.5), batch_per_connection=True)
     path = compile_path([Hop("work", "test", service=Const(0.25), station=station)])
-    load = replace(
-        poisson_load(1.0, 20_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM, accounts=2
-    )
+    load = replace(poisson_load(1.0, 20_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM, accounts=2)
     for simulate in (fast.simulate, des.simulate):
         out = simulate(path, load)
         assert out.rtt_sum_us / out.messages == pytest.approx(4.0, rel=1e-3), simulate
@@ -324,6 +322,45 @@ def test_stalls_come_after_long_sleeps() -> None:
         share = (out.rtt_sum_us / out.messages - 1.0) / 20.0
         sd = math.sqrt(p1 / (1 + p1 - p2) * (1 - p1 / (1 + p1 - p2)) / out.messages)
         assert share * 20.0 + 1.0 == pytest.approx(expected, abs=20.0 * 4 * sd), simulate
+
+
+def test_a_stall_holds_no_server() -> None:
+    """A stall is a late wake-up, not work: Poisson arrivals 50 us apart on average, service
+    1 us, a 30 us stall nearly always after a sleep (time constant 1 us). The round trip holds
+    it (mean near 1 + 30 x the share that found the thread idle), the servers' busy time does
+    not (exactly the arrivals' 1 us each)."""
+    station = Station("thread", 1, stall=Const(30.0), cold_tau_us=1.0)
+    path = compile_path([Hop("work", "test", service=Const(1.0), station=station)])
+    for simulate in (fast.simulate, des.simulate):
+        out = simulate(path, poisson_load(0.02, 40_000, seed=3))
+        served_per_us = out.messages / out.duration_us
+        assert out.station_busy_us[0] / out.duration_us == pytest.approx(served_per_us, rel=0.02)
+        assert out.rtt_sum_us / out.messages > 1.0 + 30.0 * 0.9, simulate
+
+
+def test_only_hops_that_may_stall_stall() -> None:
+    """The thread above visited twice a round trip, 10 us apart: first by a hop whose wake-up
+    may stall (a timer), then by one whose wake-up may not (a socket's data). Only the first
+    stalls: it finds the thread idle 100 - 12 = 88 us after an unstalled round trip and 68 us
+    after a stalled one, so the mean round trip is 12 + 20 x p1 / (1 + p1 - p2) with
+    p1 = 1 - exp(-0.88), p2 = 1 - exp(-0.68); the second visit, 10 us after the first, would
+    add 20 x (1 - exp(-0.1)) more if it could stall."""
+    station = Station("thread", 1, stall=Const(20.0), cold_tau_us=100.0)
+    path = compile_path(
+        [
+            Hop("timer", "test", service=Const(1.0), station=station),
+            Hop("wire", "test", fixed_us=10.0),
+            Hop("socket", "test", service=Const(1.0), station=station, may_stall=False),
+        ]
+    )
+    p1, p2 = -np.expm1(-0.88), -np.expm1(-0.68)
+    share = p1 / (1.0 + p1 - p2)
+    for simulate, n in ((fast.simulate, 400_000), (des.simulate, 60_000)):
+        load = replace(poisson_load(0.01, n, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+        out = simulate(path, load)
+        sd = math.sqrt(share * (1 - share) / out.messages)
+        mean = out.rtt_sum_us / out.messages
+        assert mean == pytest.approx(12.0 + 20.0 * share, abs=20.0 * 4 * sd), simulate
 
 
 def test_a_thread_woken_moments_after_it_slept_almost_never_stalls() -> None:

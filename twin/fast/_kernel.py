@@ -70,14 +70,14 @@ FLAG_IN_ORDER = 1  # the hop's arrivals come in time order: no calendar event ne
 FLAG_SLEEPS = 2  # its station sleeps when idle: an arrival finding it idle pays a wake-up
 FLAG_BATCHES = 4  # its station pays a cost per batch it takes (see twin.path.Station)
 FLAG_READER = 8  # the first stage of a reader station: an arrival joins its next read
-FLAG_STALLS = 16  # its station may stall on waking, the more likely the longer it slept
+FLAG_STALLS = 16  # a wake-up here may come late, the likelier the longer its station slept
 FLAG_LINGERS = 32  # the hop leaves work on its server after the message moves on
 FLAG_LINGERS_PER_BATCH = 64  # ... only if the message leads its batch (slot_i[:, SI_LED])
 FLAG_ALLOWANCE = 128  # the hop takes credit from a token bucket (HI_ALLOWANCE, hop_allowance_us)
 FLAG_BATCH_PER_CONNECTION = 256  # its station's batches are per connection (slot_i[:, SI_CONN])
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none), then
-# the stall's (drawn only at stations flagged FLAG_STALLS, see twin.path.Station.stall), then
+# the stall's (drawn at hops flagged FLAG_STALLS, see twin.path.Station.stall), then
 # the cost of each batch the server takes (drawn at stations flagged FLAG_BATCHES;
 # batch_taken_us[station, connection] holds when it took its current one, connection 0 unless
 # it batches per connection); station_cold the cold start's size (us),
@@ -93,9 +93,9 @@ AL_DEPTH, AL_OWED, AL_OWED_AT = 0, 1, 2
 # Columns of the per-slot arrays: slot_f holds, from SF_SPAN on, when each span opened.
 SF_ENTER, SF_SEND, SF_NEXT_START, SF_EXIT, SF_SPAN = 0, 1, 2, 3, 4  # float64 slot_f
 # int64 slot_i; SI_LED: whether the message took a new batch at the last batching station;
-# SI_CONN: the connection its cycle travels on.
-SI_HOP, SI_MSG, SI_RECORD, SI_AUX, SI_NEXT, SI_LED, SI_CONN = 0, 1, 2, 3, 4, 5, 6
-SLOT_F_COLS, SLOT_I_COLS = SF_SPAN + MAX_SPANS, 7
+# SI_CONN: the connection its cycle travels on; SI_STALLED: 1 while it waits out a stall.
+SI_HOP, SI_MSG, SI_RECORD, SI_AUX, SI_NEXT, SI_LED, SI_CONN, SI_STALLED = range(8)
+SLOT_F_COLS, SLOT_I_COLS = SF_SPAN + MAX_SPANS, 8
 HOP_START = -1  # slot_i[:, SI_HOP] value for "a cycle starts at the slot's event time"
 # slot_i[:, SI_HOP] values of a reader's events: the slot (first of a read) triggers the read
 # of station SI_AUX; the slot resumes its walk at hop SI_AUX (it has left the reader).
@@ -244,12 +244,6 @@ def _first_work(  # noqa: PLR0913
             table_lengths, s0, s1, s2, s3,
         )  # fmt: skip
         work += x + station_cold[st, WC_COLD] * -np.expm1(-idle * station_cold[st, WC_INV_TAU])
-        if hop_i[first, HI_FLAGS] & FLAG_STALLS:
-            x, s0, s1, s2, s3 = _stall(
-                st, idle, station_wake_i, station_cold, quantiles, tables, table_lengths,
-                s0, s1, s2, s3,
-            )  # fmt: skip
-            work += x
     return work, s0, s1, s2, s3
 
 
@@ -547,12 +541,33 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 hi = h * np.uint64(HOP_I_COLS)  # row start in the flat hop array
                 st = np.uint64(hop_il[hi + np.uint64(HI_STATION)])
                 flags = hop_il[hi + np.uint64(HI_FLAGS)]
+                off = np.uint64(hop_il[hi + np.uint64(HI_SERVER)])
+                nserv = np.uint64(hop_il[hi + np.uint64(HI_SERVERS)])
+                if flags & FLAG_STALLS:
+                    if slot_i[slot, SI_STALLED] != 0:
+                        slot_i[slot, SI_STALLED] = 0  # its stall is over: it arrives now
+                    else:
+                        idle_since = server_free_us[off]
+                        for j in range(off + np.uint64(1), off + nserv):
+                            idle_since = max(idle_since, server_free_us[j])
+                        if t > idle_since:
+                            # Waking the sleeping station, it may stall: it arrives that much
+                            # later, the servers free for others meanwhile.
+                            x, s0, s1, s2, s3 = _stall(
+                                st, t - idle_since, station_wake_i, station_cold, quantiles,
+                                tables, table_lengths, s0, s1, s2, s3,
+                            )  # fmt: skip
+                            if x > 0:
+                                slot_i[slot, SI_STALLED] = 1
+                                t += x
+                                if t < other_t:
+                                    continue
+                                keep = True
+                                break
                 if flags & FLAG_ALLOWANCE:
                     t = _take_allowance(
                         allowance_f, hop_il[hi + np.uint64(HI_ALLOWANCE)], t, hop_allowance_us[h]
                     )
-                off = np.uint64(hop_il[hi + np.uint64(HI_SERVER)])
-                nserv = np.uint64(hop_il[hi + np.uint64(HI_SERVERS)])
                 nxt = np.uint64(station_next[st])
                 pick = off + nxt
                 free_t = server_free_us[pick]
@@ -607,12 +622,6 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         s += tables[row, min(int(u * n_row), n_row - 1)]
                     cooled = -np.expm1(-gap * station_cold[st, WC_INV_TAU])
                     s += station_cold[st, WC_COLD] * cooled
-                    if flags & FLAG_STALLS:
-                        x, s0, s1, s2, s3 = _stall(
-                            st, gap, station_wake_i, station_cold, quantiles, tables,
-                            table_lengths, s0, s1, s2, s3,
-                        )  # fmt: skip
-                        s += x
                     linger = station_cold[st, WC_LINGER] + station_cold[st, WC_LINGER_COLD] * cooled
                 if flags & FLAG_LINGERS and (
                     not flags & FLAG_LINGERS_PER_BATCH or slot_i[slot, SI_LED] != 0

@@ -106,7 +106,8 @@ def hop_tables(
     hop_i[queued, k.HI_FLAGS] |= np.where(
         per_connection[station[queued]], k.FLAG_BATCH_PER_CONNECTION, 0
     )
-    hop_i[queued, k.HI_FLAGS] |= np.where(stalls[station[queued]], k.FLAG_STALLS, 0)
+    may_stall = stalls[station[queued]] & (hops["may_stall"][queued] != 0)
+    hop_i[queued, k.HI_FLAGS] |= np.where(may_stall, k.FLAG_STALLS, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_code"] != Zero.code, k.FLAG_LINGERS, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_per_batch"] != 0, k.FLAG_LINGERS_PER_BATCH, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["allowance"] >= 0, k.FLAG_ALLOWANCE, 0)
@@ -134,16 +135,20 @@ def in_order_hops(path: CompiledPath, load: Load) -> np.ndarray:
     serves them) through hops whose times are constant (adding a constant keeps the order), or
     straight from the open-loop generator of one-message cycles (sends in time order). A
     reader's stages and the stations right after a reader are never in order: a reader's
-    arrivals must meet its polls in time order.
+    arrivals must meet its polls in time order; nor is a hop whose wake-ups may stall (a
+    stalled message arrives late, after others).
     """
     hops = path.hops
     station = hops["station"]
     reader = path.station_wake["reader"] != 0
+    stalls = path.station_wake["stall_code"] != Zero.code
     visits = np.bincount(station[station >= 0], minlength=path.n_stations)
     constant = np.isin(hops["delay_code"], (Zero.code, Const.code))
     ordered = np.zeros(path.n_hops, dtype=np.bool_)
     for h in range(path.n_hops):
         if station[h] < 0 or visits[station[h]] != 1 or not constant[h] or reader[station[h]]:
+            continue
+        if stalls[station[h]] and hops["may_stall"][h]:
             continue
         k = h - 1
         while k >= 0 and station[k] < 0 and constant[k]:
