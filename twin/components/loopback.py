@@ -394,7 +394,7 @@ def _on_vcpu(hop: Hop, vcpu: Station) -> Hop:
     if not isinstance(hop.delay, Empirical) or not hop.service.is_zero:
         raise ModelError(f"hop {hop.name!r}: a kernel path is a drawn delay, got {hop!r}")
     work = Empirical(tuple(x + hop.fixed_us for x in hop.delay.samples_us), hop.delay.label)
-    return replace(hop, fixed_us=0.0, delay=ZERO, service=work, station=vcpu)
+    return replace(hop, fixed_us=0.0, delay=ZERO, service=work, station=vcpu, may_stall=False)
 
 
 def shared_vcpu_hops(

@@ -251,9 +251,11 @@ def test_the_processes_share_a_vcpu_while_it_has_spare_capacity():
 
 
 def test_colocated_processes_queue_on_one_sleeping_vcpu():
-    """Below the threshold the three process hops visit one station, carrying their threads'
-    per-wake-up work on the path and leaving their bookkeeping on the vCPU; above it the path
-    is the two sleeping threads of the shipped profile."""
+    """Below the threshold the three process hops and the kernel path between them visit one
+    station (the path as the vCPU's work, its fixed time and delay moved into it), carrying
+    the threads' per-wake-up work on the path and leaving their bookkeeping on the vCPU; only
+    the client's write (the timer) may stall there; above it the path is the two sleeping
+    threads of the shipped profile."""
     from twin.simulation import prepare
 
     p = _profile(local_balance_imbalance_pct=117.0)
@@ -262,8 +264,18 @@ def test_colocated_processes_queue_on_one_sleeping_vcpu():
     assert list(path.station_names) == [loopback.SHARED_VCPU]
     assert path.station_sleeps()[0]
     on_vcpu = [i for i, st in enumerate(path.hops["station"]) if st == 0]
-    assert on_vcpu == [0, 2, path.n_hops - 1]  # client write, gateway, client's reply
+    # client write, kernel path, gateway, kernel path, client's reply
+    assert on_vcpu == list(range(path.n_hops)) and path.n_hops == 5
+    kernel = [1, 3]
+    assert all(path.hops["fixed_us"][i] == 0 and path.hops["delay_code"][i] == 0 for i in kernel)
+    assert [bool(x) for x in path.hops["may_stall"]] == [True, False, False, False, False]
     means, _ = path.hop_moments_us()
+    apart = prepare(
+        load_scenario(SCENARIO).with_fields({"workload.rate_msgs_per_s": rate}),
+        _profile(local_balance_imbalance_pct=0.0),
+    ).path
+    assert means[kernel].sum() == pytest.approx(apart.hop_moments_us()[0][kernel].sum())
+    on_vcpu = [0, 2, 4]
     reply = p.value("local_client_work_wake_us")  # the reply hop: one client wake-up's work
     assert means[-1] == pytest.approx(
         reply * loopback._speed_ratio(p, "local_client_work", rate, Sender.EVENT_LOOP)
