@@ -1,52 +1,36 @@
 """One machine: client and gateway processes joined by the kernel's loopback or a veth pair.
 
-This is the live testbed (``twin testbed``): no NIC and no fabric. Each process is one thread
-that sleeps in ``epoll_wait`` when it has nothing to do, so it is a one-server station that
-**sleeps when idle** (:class:`twin.path.Station`): a message that finds it asleep pays a
-wake-up, a message that finds it busy waits and is then served warm. What a message meets:
+The live testbed (``twin testbed``): no NIC, no fabric. Each process is one thread that sleeps
+in ``epoll_wait`` when idle: a one-server station that **sleeps when idle**
+(:class:`twin.path.Station`). What a message meets:
 
-* the **client process** (station ``client process``) at the front: its per-message work
-  (``local_client_work``, 1.5 events: write the order, or handle the ack and write the cancel).
-  An order's round trip counts from its scheduled time, so one that finds the client asleep
-  pays the timer's wake-up; a cancel leaves from the ack's handler, the client awake;
-* the **kernel path** to the gateway (loopback or veth): transit and softirq, a shifted
-  lognormal ``local_path`` (veth adds ``local_veth_us``);
-* the **gateway process** (station ``gateway process``, one event loop): decode, risk and
-  matching in ``engine_ext``, write the reply (``local_gateway_work``); it reads each
-  connection apart, so its per-wake-up handler work is paid per read of a connection
-  (messages of one connection waiting together share it);
-* the kernel path back, and the **client's wake-up for the reply** (a second visit of the
-  client's station with no work of its own): the round trip ends when the client's loop
-  returns from its wait (the reply's timestamp), after a wake-up if it slept, after its
-  current work if it was busy.
+* the **client process** (station ``client process``): its work per message
+  (``local_client_work``, 1.5 events: write the order, or handle the ack and write the cancel);
+  an order counts from its scheduled time, so it pays the timer's wake-up if the client slept;
+* the **kernel path** (loopback or veth): a shifted lognormal ``local_path`` (+ ``local_veth_us``);
+* the **gateway process** (one event loop, ``local_gateway_work``): decode, risk, matching in
+  ``engine_ext``, the reply; it reads each connection apart, so its per-wake-up work is paid per
+  read of a connection (messages of one connection waiting together share it);
+* the kernel path back and the **client's wake-up for the reply** (its station again, no work):
+  the round trip ends when the client's loop returns from its wait.
 
 A client whose sender spins (``hosts.client.sender``, :class:`twin.kinds.Sender`: sockperf) sends
-from station ``client sender``, which never sleeps and holds a core, and reads each reply (one
-event) on station ``client receiver``, which sleeps like the processes above.
+from ``client sender`` (never sleeps, holds a core) and reads replies on ``client receiver``.
 
 A **wake-up** costs the scheduling latency (``local_wake``), the handlers' per-wake-up work
-(``{name}_wake_us``: the ``a`` of ``work per event = b + a / n``) and a **cold start** ``cold *
-(1 - exp(-idle / {name}_idle_us))`` (``{name}_cold_us`` plus the host's ``local_wake_cold_us``);
-with probability ``1 - exp(-idle / {name}_idle_us)`` too, a rare long **stall**
-(:func:`wake_stall`), only where the timer wakes the client for an order: a thread woken by a
-socket does not stall (the wake-up probe's p99 is 62 us after 1 ms asleep, the closed loop's
-round trip p99 146 us). The service is the **marginal** work per event (the ``b``), so the
-wake-up fades as the rate rises. A wake-up's CPU beyond the path (``{name}_linger_us``) keeps
-the thread busy after the message has left: the stations' utilization is the measured CPU's.
+(``{name}_wake_us``, the ``a`` of ``work per event = b + a / n``) and a **cold start** ``cold *
+(1 - exp(-idle / {name}_idle_us))``; where the timer wakes the client for an order, with that
+probability too, a rare **stall** (:func:`wake_stall`: a late timer, no CPU held). The service
+is the marginal work per event (``b``); a wake-up's CPU off the path (``{name}_linger_us``)
+keeps the thread busy after the message left, so utilization is the measured CPU's.
 
-**Shared cores.** Both processes and the background share ``local_host_cores`` cores: each
-process's CPU work is slowed under fair sharing (Linux CFS) to ``min(1, n / (1 + k))`` of a core,
-``k`` the background (``local_background_threads``), the other process's CPU utilization at the
-scenario's rate and a spinning sender (:func:`core_speed`; why not a "host cores" station:
-docs/design-notes.md).
-
-**One vCPU or two.** While the two processes' combined utilization leaves a vCPU spare
-capacity, both threads run on one vCPU (:func:`colocated`): a hand-off waits for the other
-thread's work, and the kernel path is work of that vCPU (the sender's system call and
-softirq), so it wakes once a cycle; beyond, each is a sleeping station of its own
+**Shared cores.** Each process's work is slowed under fair sharing to ``min(1, n / (1 + k))``
+of a core, ``k`` the background, the other process's utilization and a spinning sender
+(:func:`core_speed`). **One vCPU or two.** While the two processes' utilization leaves a vCPU
+spare capacity (:func:`colocated`) both threads and the kernel path between them share one
+sleeping station, woken once a cycle; beyond, each is a sleeping station of its own
 (:func:`shared_vcpu_hops`).
 """
-
 from __future__ import annotations
 
 import math
