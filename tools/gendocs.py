@@ -483,7 +483,8 @@ LOAD_MODELS = (  # (results file, the model that produced it), each on the same 
     (
         LOAD_MATRIX,
         "plus the gateway's reads per connection, the stall as the client timer's lateness "
-        "only (a late arrival that holds no CPU), the kernel path as work of the shared vCPU",
+        "only (a late arrival that holds no CPU), the kernel path as work of the shared vCPU "
+        "(its bookkeeping less that path)",
     ),
 )
 

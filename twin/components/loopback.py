@@ -394,7 +394,8 @@ def shared_vcpu_hops(
     message while co-located). A thread still wakes for each
     event without the vCPU waking: each hop carries its process's per-wake-up work on the path
     (``{name}_wake_us``) and leaves its bookkeeping on the vCPU (``{name}_linger_us``,
-    :attr:`twin.path.Hop.linger`), the client's 1.5 wake-ups a message (timer, ack, cancel ack a
+    :attr:`twin.path.Hop.linger`, less the kernel path it sends, measured in that CPU and now the
+    vCPU's work on the path), the client's 1.5 wake-ups a message (timer, ack, cancel ack a
     cycle) split as half for its write and one for the reply; the gateway's cold start, paid by
     the orders, at its mean over the cycles' exponential gaps.
     """
@@ -412,6 +413,9 @@ def shared_vcpu_hops(
     )
     cycles_per_us = rate_msgs_per_s * 1e-6 / 2
     relayed = any(hop.component == "relay" for hop in hops)
+    kernel = [hop for hop in hops if hop.component == "kernel"]
+    path_us = 0.0 if relayed or not kernel else kernel[0].fixed_us + kernel[0].delay.mean
+    sends = {client: EVENTS_PER_MSG[client], "local_gateway_work": 1.0}
     out = []
     for hop in hops:
         if hop.component == "kernel" and not relayed:
@@ -438,6 +442,9 @@ def shared_vcpu_hops(
         else:
             raise ModelError(f"hop {hop.name!r}: unexpected work {service!r} on a shared vCPU")
         linger = wakes * speed * profile.value(f"{name}_linger_us")
+        per_msg = sends[name] * speed * profile.value(f"{name}_linger_us")
+        if per_msg > 0:
+            linger *= max(0.0, 1.0 - path_us / per_msg)
         out.append(
             replace(hop, station=vcpu, service=service, linger=Const(linger) if linger else ZERO)
         )

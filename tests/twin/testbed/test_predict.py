@@ -282,5 +282,10 @@ def test_colocated_processes_queue_on_one_sleeping_vcpu():
     )
     lingers = [path.distribution(path.hops[i], "linger").mean for i in on_vcpu]
     assert lingers[1] > 0 and lingers[2] == pytest.approx(2 * lingers[0])
+    # Their bookkeeping less the kernel path each sends, now the vCPU's work on the path.
+    gateway = p.value("local_gateway_work_linger_us") * loopback._speed_ratio(
+        p, "local_gateway_work", rate, Sender.EVENT_LOOP
+    )
+    assert lingers[1] == pytest.approx(gateway - means[1])
     busy = prepare(load_scenario(SCENARIO).with_fields({"workload.rate_msgs_per_s": 1e5}), p)
     assert sorted(busy.path.station_names) == ["client process", "gateway process"]
