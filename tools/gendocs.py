@@ -484,7 +484,8 @@ LOAD_MODELS = (  # (results file, the model that produced it), each on the same 
         LOAD_MATRIX,
         "plus the gateway's reads per connection, the stall as the client timer's lateness "
         "only (a late arrival that holds no CPU), the kernel path as work of the shared vCPU "
-        "(its bookkeeping less that path)",
+        "(its handler work and bookkeeping less that path, in the share of events that find "
+        "the thread idle)",
     ),
 )
 

@@ -31,6 +31,7 @@ spare capacity (:func:`colocated`) both threads and the kernel path between them
 sleeping station, woken once a cycle; beyond, each is a sleeping station of its own
 (:func:`shared_vcpu_hops`).
 """
+
 from __future__ import annotations
 
 import math
@@ -391,9 +392,10 @@ def shared_vcpu_hops(
     finds it idle pays the host's wake-up (``local_wake``, the cold start of the client, whose
     timer starts each cycle, and of the host, and at the timer the stall); one that finds it
     busy waits for the other process's work, as the measured run-queue wait says (11-18 us a
-    message while co-located). A thread still wakes for each
-    event without the vCPU waking: each hop carries its process's per-wake-up work on the path
-    (``{name}_wake_us``) and leaves its bookkeeping on the vCPU (``{name}_linger_us``,
+    message while co-located). A thread still wakes for an event that finds it idle (a share
+    ``1 - rho`` of them, its utilization's mean-value rule) without the vCPU waking: each hop
+    carries that share of its process's per-wake-up work on the path (``{name}_wake_us``) and
+    leaves its bookkeeping on the vCPU (``{name}_linger_us``,
     :attr:`twin.path.Hop.linger`, less the kernel path it sends, measured in that CPU and now the
     vCPU's work on the path), the client's 1.5 wake-ups a message (timer, ack, cancel ack a
     cycle) split as half for its write and one for the reply; the gateway's cold start, paid by
@@ -416,6 +418,10 @@ def shared_vcpu_hops(
     kernel = [hop for hop in hops if hop.component == "kernel"]
     path_us = 0.0 if relayed or not kernel else kernel[0].fixed_us + kernel[0].delay.mean
     sends = {client: EVENTS_PER_MSG[client], "local_gateway_work": 1.0}
+    # A thread's handler work and bookkeeping come with a wake-up of its own, which an event finds
+    # with the probability its thread is idle (the mean-value rule of utilization()).
+    busy = process_utilization(profile, rate_msgs_per_s, sender)
+    asleep = {name: 1.0 - min(1.0, rho) for name, rho in busy.items()}
     out = []
     for hop in hops:
         if hop.component == "kernel" and not relayed:
@@ -426,7 +432,7 @@ def shared_vcpu_hops(
             continue
         name = client if hop.station.name == CLIENT else "local_gateway_work"
         speed = _speed_ratio(profile, name, rate_msgs_per_s, sender)
-        wakes = 0.5 if hop.name == CLIENT_WRITE else 1.0
+        wakes = (0.5 if hop.name == CLIENT_WRITE else 1.0) * asleep[name]
         handler = wakes * speed * profile.value(f"{name}_wake_us")
         if name != client:
             # Paid by the orders (after the cycles' exponential gap G of rate r the cold start

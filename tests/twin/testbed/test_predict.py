@@ -276,9 +276,13 @@ def test_colocated_processes_queue_on_one_sleeping_vcpu():
     ).path
     assert means[kernel].sum() == pytest.approx(apart.hop_moments_us()[0][kernel].sum())
     on_vcpu = [0, 2, 4]
+    # Each thread's handler work and bookkeeping in the share of its events that find it idle.
+    asleep = {k: 1 - v for k, v in loopback.process_utilization(p, rate).items()}
     reply = p.value("local_client_work_wake_us")  # the reply hop: one client wake-up's work
     assert means[-1] == pytest.approx(
-        reply * loopback._speed_ratio(p, "local_client_work", rate, Sender.EVENT_LOOP)
+        asleep["local_client_work"]
+        * reply
+        * loopback._speed_ratio(p, "local_client_work", rate, Sender.EVENT_LOOP)
     )
     lingers = [path.distribution(path.hops[i], "linger").mean for i in on_vcpu]
     assert lingers[1] > 0 and lingers[2] == pytest.approx(2 * lingers[0])
@@ -286,6 +290,6 @@ def test_colocated_processes_queue_on_one_sleeping_vcpu():
     gateway = p.value("local_gateway_work_linger_us") * loopback._speed_ratio(
         p, "local_gateway_work", rate, Sender.EVENT_LOOP
     )
-    assert lingers[1] == pytest.approx(gateway - means[1])
+    assert lingers[1] == pytest.approx(asleep["local_gateway_work"] * (gateway - means[1]))
     busy = prepare(load_scenario(SCENARIO).with_fields({"workload.rate_msgs_per_s": 1e5}), p)
     assert sorted(busy.path.station_names) == ["client process", "gateway process"]
