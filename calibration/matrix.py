@@ -46,7 +46,7 @@ from calibration.calibrate import TwinCalibrator
 from calibration.measurement import Measurement
 from calibration.readers import read
 from calibration.targets import TargetSet, load_targets, measurement_targets
-from calibration.testbed.fit import LINUX_IMBALANCE_PCT, measured_parameters
+from calibration.testbed.fit import measured_parameters
 from calibration.testbed.summary import median_summary, read_summary
 from twin.components.loopback import EVENTS_PER_MSG
 from twin.errors import MeasurementError, TwinError
@@ -73,6 +73,14 @@ WAKE_PROBE_COLD_US = 2.1
 WAKE_PROBE_SOURCE = (
     "measurement: twin testbed wakeprobe on the lab's host (docs/design-notes.md, load-response "
     "lab): one-way latency p50 26.6 us to a thread that slept 10 us, 28.7 us after 1 ms"
+)
+# Linux's load balancer leaves two threads on one CPU while its utilization times the
+# scheduling domain's imbalance_pct stays under 100 (twin.components.loopback.colocated).
+LINUX_IMBALANCE_PCT = Parameter(
+    117.0,
+    "Linux: imbalance_pct of a scheduling domain of CPUs sharing their cache (sd_init, "
+    "kernel/sched/topology.c), read by group_has_capacity (kernel/sched/fair.c); this VM's two "
+    "vCPUs share one (core_siblings 0-1, no SMT)",
 )
 NATIVE_COLD_SOURCE = (
     "assumption: a native tool's handlers have no interpreter cold start or bookkeeping after a "

@@ -53,14 +53,6 @@ STRUCTURAL = {
     "cpg_rack_span": (1.0, "structural: one machine, placement is trivial"),
     "az_datacenters": (1.0, "structural: one machine, placement is trivial"),
 }
-# Linux's load balancer leaves two threads on one CPU while its utilization times the
-# scheduling domain's imbalance_pct stays under 100 (twin.components.loopback.colocated).
-LINUX_IMBALANCE_PCT = Parameter(
-    117.0,
-    "Linux: imbalance_pct of a scheduling domain of CPUs sharing their cache (sd_init, "
-    "kernel/sched/topology.c), read by group_has_capacity (kernel/sched/fair.c); this VM's two "
-    "vCPUs share one (core_siblings 0-1, no SMT)",
-)
 # A campaign's fit keeps the two processes on a vCPU each at every rate: fitted with Linux's
 # imbalance_pct its shared vCPU missed the campaign's own calibration point (docs/design-notes.md).
 NO_COLOCATION = Parameter(
@@ -272,8 +264,8 @@ def fitted_profile(
     fitted: bool = False,
 ) -> Profile:
     """The local profile of a fit: the ``measured`` parameters, the :data:`FITTED` ones at ``x``
-    with stall shape ``shape``, no veth, and the host's load balancer (:data:`LINUX_IMBALANCE_PCT`:
-    the two processes share a vCPU while it has spare capacity)."""
+    with stall shape ``shape``, no veth, and the two processes on a vCPU each at every rate
+    (:data:`NO_COLOCATION`)."""
     params = {k: Parameter(float(v), source, fitted=fitted) for k, v in zip(FITTED, x, strict=True)}
     params["local_wake_stall_shape"] = Parameter(
         float(shape),

@@ -417,7 +417,6 @@ def shared_vcpu_hops(
     relayed = any(hop.component == "relay" for hop in hops)
     kernel = [hop for hop in hops if hop.component == "kernel"]
     path_us = 0.0 if relayed or not kernel else kernel[0].fixed_us + kernel[0].delay.mean
-    sends = {client: EVENTS_PER_MSG[client], "local_gateway_work": 1.0}
     # A thread's handler work and bookkeeping come with a wake-up of its own, which an event finds
     # with the probability its thread is idle (the mean-value rule of utilization()).
     busy = process_utilization(profile, rate_msgs_per_s, sender)
@@ -448,7 +447,7 @@ def shared_vcpu_hops(
         else:
             raise ModelError(f"hop {hop.name!r}: unexpected work {service!r} on a shared vCPU")
         linger = wakes * speed * profile.value(f"{name}_linger_us")
-        per_msg = sends[name] * speed * profile.value(f"{name}_linger_us")
+        per_msg = events_per_msg(name, sender) * speed * profile.value(f"{name}_linger_us")
         if per_msg > 0:
             linger *= max(0.0, 1.0 - path_us / per_msg)
         out.append(
