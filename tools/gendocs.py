@@ -481,11 +481,16 @@ LOAD_MODELS = (  # (results file, the model that produced it), each on the same 
         "load balancer, imbalance_pct 117), each on its own above (commit dbd0066)",
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_reads.json",
         "plus the gateway's reads per connection, the stall as the client timer's lateness "
         "only (a late arrival that holds no CPU), the kernel path as work of the shared vCPU "
         "(its handler work and bookkeeping less that path, in the share of events that find "
-        "the thread idle)",
+        "the thread idle) (commit b34ada4)",
+    ),
+    (
+        LOAD_MATRIX,
+        "plus sockperf's server and receiver on one vCPU, the one its spinning sender leaves, "
+        "while it has spare capacity (the same rule), the way back as that vCPU's work",
     ),
 )
 

@@ -28,7 +28,8 @@ keeps the thread busy after the message left, so utilization is the measured CPU
 of a core, ``k`` the background, the other process's utilization and a spinning sender
 (:func:`core_speed`). **One vCPU or two.** While the two processes' utilization leaves a vCPU
 spare capacity (:func:`colocated`) both threads and the kernel path between them share one
-sleeping station, woken once a cycle; beyond, each is a sleeping station of its own
+sleeping station, woken once a cycle (with a spinning sender, which holds a vCPU of its own: the
+server, the client's receiver and the way back); beyond, each is a sleeping station of its own
 (:func:`shared_vcpu_hops`).
 """
 
@@ -363,11 +364,12 @@ def colocated(profile: Profile, rate_msgs_per_s: float, sender: Sender) -> bool:
     capacity, and its load balancer moves one away once the CPU's utilization ``u`` leaves none:
     ``u x imbalance_pct >= 100`` (``group_has_capacity``, kernel/sched/fair.c), so the pair
     shares a vCPU while their combined utilization (:func:`process_utilization`) stays under
-    ``100 / local_balance_imbalance_pct``. Never with a spinning sender (it holds a core of its
-    own) or with ``local_balance_imbalance_pct`` 0 (a profile fitted without this mechanism).
+    ``100 / local_balance_imbalance_pct``. A spinning sender holds a vCPU of its own, so the
+    threads that share one are the others, the server and the client's receiver, by the same
+    rule. Never with ``local_balance_imbalance_pct`` 0 (a profile fitted without this mechanism).
     """
     pct = profile.value("local_balance_imbalance_pct")
-    if sender == Sender.SPINNING or pct <= 0:
+    if pct <= 0:
         return False
     return sum(process_utilization(profile, rate_msgs_per_s, sender).values()) * pct < 100.0
 
@@ -388,16 +390,18 @@ def shared_vcpu_hops(
     """The round trip with both processes on one vCPU when :func:`colocated`, else ``hops``.
 
     The processes' hops and the kernel path between them (:func:`_on_vcpu`) then share one
-    station, :data:`SHARED_VCPU`, which sleeps when the vCPU has nothing to run: a message that
-    finds it idle pays the host's wake-up (``local_wake``, the cold start of the client, whose
-    timer starts each cycle, and of the host, and at the timer the stall); one that finds it
-    busy waits for the other process's work, as the measured run-queue wait says (11-18 us a
-    message while co-located). A thread still wakes for an event that finds it idle (a share
-    ``1 - rho`` of them, its utilization's mean-value rule) without the vCPU waking: each hop
-    carries that share of its process's per-wake-up work on the path (``{name}_wake_us``) and
-    leaves its bookkeeping on the vCPU (``{name}_linger_us``,
-    :attr:`twin.path.Hop.linger`, less the kernel path it sends, measured in that CPU and now the
-    vCPU's work on the path), the client's 1.5 wake-ups a message (timer, ack, cancel ack a
+    station, :data:`SHARED_VCPU` (with a spinning sender, which holds a vCPU of its own: the
+    gateway's and the receiver's hops and the way back; the sender's write and the way out,
+    which its system call runs on its vCPU, stay apart). The station sleeps when the vCPU has
+    nothing to run: a message that finds it idle pays the host's wake-up (``local_wake``, the
+    cold start of the client, whose timer starts each cycle, and of the host, and at the timer
+    the stall); one that finds it busy waits for the other process's work, as the measured
+    run-queue wait says (11-18 us a message while co-located). A thread still wakes for an event
+    that finds it idle (a share ``1 - rho`` of them, its utilization's mean-value rule) without
+    the vCPU waking: each hop carries that share of its process's per-wake-up work on the path
+    (``{name}_wake_us``) and leaves its bookkeeping on the vCPU (``{name}_linger_us``,
+    :attr:`twin.path.Hop.linger`, less the kernel path it sends, measured in that CPU and now
+    the vCPU's work on the path), the client's 1.5 wake-ups a message (timer, ack, cancel ack a
     cycle) split as half for its write and one for the reply; the gateway's cold start, paid by
     the orders, at its mean over the cycles' exponential gaps.
     """
@@ -421,15 +425,20 @@ def shared_vcpu_hops(
     # with the probability its thread is idle (the mean-value rule of utilization()).
     busy = process_utilization(profile, rate_msgs_per_s, sender)
     asleep = {name: 1.0 - min(1.0, rho) for name, rho in busy.items()}
+    # With a spinning sender, the way out runs in the sender's system call, on the sender's vCPU.
+    gateway_at = next(
+        i for i, hop in enumerate(hops) if hop.station and hop.station.name == GATEWAY
+    )
+    sender_side = sender == Sender.SPINNING
     out = []
-    for hop in hops:
-        if hop.component == "kernel" and not relayed:
+    for i, hop in enumerate(hops):
+        if hop.component == "kernel" and not relayed and not (sender_side and i < gateway_at):
             out.append(_on_vcpu(hop, vcpu))
             continue
-        if hop.station is None or hop.station.name not in (CLIENT, GATEWAY):
+        if hop.station is None or hop.station.name not in (CLIENT, GATEWAY, RECEIVER):
             out.append(hop)
             continue
-        name = client if hop.station.name == CLIENT else "local_gateway_work"
+        name = client if hop.station.name in (CLIENT, RECEIVER) else "local_gateway_work"
         speed = _speed_ratio(profile, name, rate_msgs_per_s, sender)
         wakes = (0.5 if hop.name == CLIENT_WRITE else 1.0) * asleep[name]
         handler = wakes * speed * profile.value(f"{name}_wake_us")

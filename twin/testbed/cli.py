@@ -15,6 +15,7 @@ from twin.extras import Extra, require
 from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier
 from twin.profile import load_profile, resolve_profile_path, write_profile
 from twin.scenario import scenarios_dir
+from twin.testbed.wakeprobe import Waiter
 
 # The campaign's burst probe (``twin.testbed.campaign.DEFAULT_PROBE_BURSTS``, not imported
 # here so that ``twin --help`` does not load the testbed).
@@ -249,11 +250,25 @@ def cmd_cluster_load(args: argparse.Namespace) -> int:
 
 
 def cmd_wakeprobe(args: argparse.Namespace) -> int:
-    from twin.testbed.wakeprobe import write_probe
+    from statistics import median
 
-    result = write_probe(Path(args.out), samples=args.samples, seed=args.seed, busy=args.busy)
+    from twin.testbed.wakeprobe import DEFAULT_GAPS_US, HALT_GAPS_US, write_probe
+
+    waiter = Waiter(args.waiter)
+    result = write_probe(
+        Path(args.out),
+        gaps_us=HALT_GAPS_US if waiter == Waiter.SPINS else DEFAULT_GAPS_US,
+        samples=args.samples,
+        seed=args.seed,
+        busy=args.busy,
+        waiter=waiter,
+    )
     for gap, p in result["percentiles_us"].items():
-        print(f"slept {float(gap):>8,.0f} us: " + "  ".join(f"{k} {v:7.1f}" for k, v in p.items()))
+        idle = median(result["idle_us"][gap])
+        print(
+            f"gap {float(gap):>8,.0f} us (slept {idle:>8,.1f}): "
+            + "  ".join(f"{k} {v:7.1f}" for k, v in p.items())
+        )
     return 0
 
 
@@ -563,6 +578,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default=0,
         metavar="N",
         help="processes spinning during the probe (cores kept awake; default 0)",
+    )
+    p.add_argument(
+        "--waiter",
+        choices=[w.value for w in Waiter],
+        default=Waiter.BLOCKS.value,
+        help="how the sender waits for each reply: blocks (default), or spins so the receiver "
+        "sleeps only the gap (short gaps: when an idle vCPU halts)",
     )
     p.set_defaults(run=cmd_wakeprobe)
 

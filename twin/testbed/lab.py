@@ -20,8 +20,10 @@ hits every point alike):
   a load too low to show it otherwise;
 * once, before the first pass, the **wake-up probe** (:mod:`twin.testbed.wakeprobe`, into
   ``DIR/wakeprobe.json``; and with every other core kept awake by spinning processes, into
-  ``DIR/wakeprobe_busy.json``): the host's scheduling cold start and the cost of a wake-up on
-  a halted vCPU rather than an awake core, on the lab's day.
+  ``DIR/wakeprobe_busy.json``; and with a sender that spins for each reply and gaps down to
+  zero, into ``DIR/wakeprobe_halt.json``): the host's scheduling cold start, the cost of a
+  wake-up on a halted vCPU rather than an awake core, and how soon an idle vCPU halts, on the
+  lab's day.
 
 Layout: ``DIR/<system>/<point>/run_<i>/`` (each run folder readable by :func:`calibration.read`),
 host conditions beside every run (``summary.json``'s ``host`` for the testbed, ``host.json`` for
@@ -54,11 +56,12 @@ from twin.testbed.sockperf import (
     ensure_sockperf,
     measure_sockperf,
 )
-from twin.testbed.wakeprobe import write_probe
+from twin.testbed.wakeprobe import DEFAULT_GAPS_US, HALT_GAPS_US, Waiter, write_probe
 
 MANIFEST = "manifest.json"
 WAKE_PROBE = "wakeprobe.json"
 WAKE_PROBE_BUSY = "wakeprobe_busy.json"  # the same with every other core kept awake
+WAKE_PROBE_HALT = "wakeprobe_halt.json"  # a spinning sender, short gaps: when a vCPU halts
 PROBE_ID = "burst-probe"
 # The closed loop's pacing rate: above what any connection reaches, so each runs back to back.
 CLOSED_PACING = 400_000.0
@@ -331,7 +334,11 @@ def manifest(root: Path, plan: LabPlan, points: list[Point], command: str) -> di
         },
         **{
             key: name
-            for key, name in (("wakeprobe", WAKE_PROBE), ("wakeprobe_busy", WAKE_PROBE_BUSY))
+            for key, name in (
+                ("wakeprobe", WAKE_PROBE),
+                ("wakeprobe_busy", WAKE_PROBE_BUSY),
+                ("wakeprobe_halt", WAKE_PROBE_HALT),
+            )
             if (root / name).is_file()
         },
         "systems": out,
@@ -356,12 +363,26 @@ def run_lab(
         ensure_sockperf()
     root.mkdir(parents=True, exist_ok=True)
     busy = max(0, (os.cpu_count() or 1) - 1)
-    for name, spinners in ((WAKE_PROBE, 0), (WAKE_PROBE_BUSY, busy)):
+    probes = (
+        (WAKE_PROBE, 0, Waiter.BLOCKS, DEFAULT_GAPS_US),
+        (WAKE_PROBE_BUSY, busy, Waiter.BLOCKS, DEFAULT_GAPS_US),
+        (WAKE_PROBE_HALT, 0, Waiter.SPINS, HALT_GAPS_US),
+    )
+    for name, spinners, waiter, gaps in probes:
         if plan.wake_probe_samples and not (root / name).is_file():
             started = time.monotonic()
-            write_probe(root / name, samples=plan.wake_probe_samples, busy=spinners)
+            write_probe(
+                root / name,
+                gaps_us=gaps,
+                samples=plan.wake_probe_samples,
+                busy=spinners,
+                waiter=waiter,
+            )
             if progress is not None:
-                progress(f"wake-up probe ({spinners} busy): {time.monotonic() - started:.1f} s")
+                progress(
+                    f"wake-up probe ({spinners} busy, sender {waiter}): "
+                    f"{time.monotonic() - started:.1f} s"
+                )
     for repeat in range(plan.repeats):
         for point in points:
             out = point.run_dir(root, repeat)

@@ -2,18 +2,26 @@
 
 ``twin testbed wakeprobe --out FILE`` starts a receiver process blocked in ``recvfrom`` on a UDP
 loopback socket and, from this process, sends it one datagram at a time: after each reply the
-sender spins (it never sleeps, so only the receiver's wake-up is measured) for a gap ``g``, then
-sends the next datagram stamped with ``CLOCK_MONOTONIC`` (one clock for every process of the
-host). The receiver stamps its return from ``recvfrom`` and echoes the difference: the one-way
-latency of a message to a thread that slept ``g``, kernel path and wake-up included. Gaps are
-drawn in a shuffled order, so a drift of the host hits every gap alike.
+sender spins for a gap ``g``, then sends the next datagram stamped with ``CLOCK_MONOTONIC`` (one
+clock for every process of the host). The receiver stamps its return from ``recvfrom`` and echoes
+the difference, the one-way latency of a message to a thread that slept (kernel path and wake-up
+included), and how long it had been blocked when the datagram was sent (its **idle time**: the
+gap plus the reply's way back to the sender). Gaps are drawn in a shuffled order, so a drift of
+the host hits every gap alike.
+
+How the sender waits for each reply is the probe's ``waiter`` (:class:`Waiter`): ``blocks`` (in
+``recv``: its own vCPU may halt too, so the receiver's idle time is at least a halted wake-up
+longer than the gap) or ``spins`` (a non-blocking ``recv`` in a loop: the receiver's idle time
+is the gap and a few microseconds, down to the shortest a thread can sleep). With ``spins`` and
+short gaps the probe measures how soon an idle vCPU halts: a wake-up costs an awake vCPU's
+latency after a short sleep and a halted one's after a long one (:data:`HALT_GAPS_US`).
 
 What depends on ``g`` is what sleeping costs: a shift of the whole distribution (caches, clock and
 C-state exit: the model's cold start, :class:`twin.path.Station` ``cold_us``) and a growing share of
 rare long waits (the vCPU halted or given to another guest while the thread slept: the model's
 ``stall``). The load-response lab measures it beside its corpus, and the accuracy matrix takes the
 lab host's cold start from it (:func:`calibration.matrix.host_parameters`). Written as JSON: per gap
-its latencies' percentiles and the raw samples.
+its latencies' percentiles and the raw samples (latency and idle time, us).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -38,25 +47,37 @@ from twin.testbed.processes import stop
 # Idle gaps (us): from a thread that barely sleeps to one that sleeps longer than the lowest
 # rate of the lab leaves it (1000 msg/s: about 1 ms between messages per process).
 DEFAULT_GAPS_US = (10, 30, 100, 300, 1000, 3000, 10000)
+# Gaps (us) for a sender that spins for each reply: the receiver's idle time is then the gap and
+# the reply's way back, short enough to see when an idle vCPU halts.
+HALT_GAPS_US = (0, 2, 5, 10, 20, 50, 100, 1000)
 # The cluster lab's gaps: its lowest rate leaves the host idle for tens of milliseconds, and
 # the cold start's time constant needs gaps long enough to see it level off.
 CLUSTER_GAPS_US = (10, 100, 1000, 3000, 10000, 30000, 100000)
 FRAME = struct.Struct("<qq")  # sequence, send time (ns, CLOCK_MONOTONIC)
-REPLY = struct.Struct("<qq")  # sequence, one-way latency (ns)
+REPLY = struct.Struct("<qqq")  # sequence, one-way latency (ns), receiver's idle time (ns)
+
+
+class Waiter(StrEnum):
+    """How the probe's sender waits for each reply."""
+
+    BLOCKS = "blocks"  # in recv: its vCPU may halt while the receiver works
+    SPINS = "spins"  # a non-blocking recv in a loop: its vCPU never halts
 
 
 def serve(port_file: Path) -> None:
-    """The receiver: echo each frame's one-way latency until a frame with sequence -1."""
+    """The receiver: echo each frame's one-way latency and how long the receiver had been
+    blocked when the frame was sent, until a frame with sequence -1."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.0.1", 0))
     port_file.write_text(str(sock.getsockname()[1]))
     while True:
+        blocked = time.monotonic_ns()
         data, peer = sock.recvfrom(64)
         now = time.monotonic_ns()
         seq, sent = FRAME.unpack(data)
         if seq < 0:
             return
-        sock.sendto(REPLY.pack(seq, now - sent), peer)
+        sock.sendto(REPLY.pack(seq, now - sent, max(0, sent - blocked)), peer)
 
 
 def _spin_until(deadline_ns: int) -> None:
@@ -67,13 +88,31 @@ def _spin_until(deadline_ns: int) -> None:
 SPIN = "while True: pass"
 
 
+def _reply(sock: socket.socket, waiter: Waiter) -> bytes:
+    if waiter == Waiter.BLOCKS:
+        return sock.recv(64)
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        try:
+            return sock.recv(64)
+        except BlockingIOError:
+            continue
+    raise SimulationError("wake-up probe: no reply within 2 s")
+
+
 def measure_wakeups(
-    gaps_us: Sequence[float] = DEFAULT_GAPS_US, samples: int = 300, seed: int = 1, busy: int = 0
+    gaps_us: Sequence[float] = DEFAULT_GAPS_US,
+    samples: int = 300,
+    seed: int = 1,
+    busy: int = 0,
+    waiter: Waiter = Waiter.BLOCKS,
 ) -> dict[str, Any]:
-    """Run the probe; ``{"gaps_us": [...], "latency_us": {gap: [...]}, "host": {...}}``.
+    """Run the probe; ``{"gaps_us": [...], "latency_us": {gap: [...]}, "idle_us": {gap: [...]},
+    "host": {...}}``.
 
     ``busy``: processes that spin for the whole probe (keeping that many more cores awake), so
-    the woken thread finds an awake core rather than a halted one."""
+    the woken thread finds an awake core rather than a halted one. ``waiter``: how the sender
+    waits for each reply (:class:`Waiter`)."""
     import contextlib
     import tempfile
 
@@ -97,17 +136,22 @@ def measure_wakeups(
             order = [g for g in gaps_us for _ in range(samples)]
             random.Random(seed).shuffle(order)
             latencies: dict[float, list[float]] = {float(g): [] for g in gaps_us}
+            idle: dict[float, list[float]] = {float(g): [] for g in gaps_us}
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-                sock.settimeout(2.0)
+                if waiter == Waiter.BLOCKS:
+                    sock.settimeout(2.0)
+                else:
+                    sock.setblocking(False)
                 sock.connect(("127.0.0.1", port))
                 for seq, gap in enumerate([gaps_us[0], *order]):  # the first warms up
                     _spin_until(time.monotonic_ns() + int(gap * 1e3))
                     sock.send(FRAME.pack(seq, time.monotonic_ns()))
-                    got, latency_ns = REPLY.unpack(sock.recv(64))
+                    got, latency_ns, idle_ns = REPLY.unpack(_reply(sock, waiter))
                     if got != seq:
                         raise SimulationError(f"wake-up probe: reply {got} for frame {seq}")
                     if seq > 0:
                         latencies[float(gap)].append(latency_ns / 1e3)
+                        idle[float(gap)].append(idle_ns / 1e3)
                 sock.send(FRAME.pack(-1, 0))
             proc.wait(timeout=10)
         finally:
@@ -118,12 +162,14 @@ def measure_wakeups(
         "samples": samples,
         "seed": seed,
         "busy": busy,
+        "waiter": str(waiter),
         "host": {"cpus": os.cpu_count(), "loadavg_1m": os.getloadavg()[0]},
         "percentiles_us": {
             str(g): {f"p{p}": float(np.percentile(v, p)) for p in (10, 50, 90, 99)}
             for g, v in latencies.items()
         },
         "latency_us": {str(g): [round(x, 3) for x in v] for g, v in latencies.items()},
+        "idle_us": {str(g): [round(x, 3) for x in v] for g, v in idle.items()},
     }
 
 

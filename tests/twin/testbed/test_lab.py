@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -76,9 +77,15 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
     assert manifest["plan"]["repeats"] == 1 and manifest["host"]["cpus"] == os.cpu_count()
     assert manifest["wakeprobe"] == "wakeprobe.json"
     assert manifest["wakeprobe_busy"] == "wakeprobe_busy.json"
-    for name, busy in (("wakeprobe.json", 0), ("wakeprobe_busy.json", os.cpu_count() - 1)):
+    assert manifest["wakeprobe_halt"] == "wakeprobe_halt.json"
+    for name, busy, waiter in (
+        ("wakeprobe.json", 0, "blocks"),
+        ("wakeprobe_busy.json", os.cpu_count() - 1, "blocks"),
+        ("wakeprobe_halt.json", 0, "spins"),
+    ):
         probe = json.loads((out / name).read_text())
-        assert len(probe["latency_us"]["1000.0"]) == 20 and probe["busy"] == busy
+        assert len(probe["latency_us"]["1000.0"]) == 20
+        assert (probe["busy"], probe["waiter"]) == (busy, waiter)
     for system in manifest["systems"]:
         assert system["calibrated_on"] in {p["id"] for p in system["points"]}
         calibration = next(p for p in system["points"] if p["id"] == system["calibrated_on"])
@@ -107,21 +114,26 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
     assert after.stat().st_mtime == stamp
 
 
-@pytest.mark.parametrize("busy", [0, 1])
-def test_wakeprobe_measures_each_gap(tmp_path: Path, busy: int) -> None:
-    from twin.testbed.wakeprobe import write_probe
+@pytest.mark.parametrize(("busy", "waiter"), [(0, "blocks"), (1, "blocks"), (0, "spins")])
+def test_wakeprobe_measures_each_gap(tmp_path: Path, busy: int, waiter: str) -> None:
+    from twin.testbed.wakeprobe import Waiter, write_probe
 
     children = Path("/proc/self/task") / str(os.getpid()) / "children"
     before = set(children.read_text().split())
     out = tmp_path / "probe.json"
-    result = write_probe(out, gaps_us=(10, 1000), samples=40, busy=busy)
-    assert json.loads(out.read_text()) == result and result["busy"] == busy
+    result = write_probe(out, gaps_us=(10, 1000), samples=40, busy=busy, waiter=Waiter(waiter))
+    assert json.loads(out.read_text()) == result
+    assert (result["busy"], result["waiter"]) == (busy, waiter)
     assert set(children.read_text().split()) <= before  # the receiver and spinners are gone
     for gap in ("10.0", "1000.0"):
         values = result["latency_us"][gap]
         assert len(values) == 40 and all(0 < v < 1e6 for v in values)
         p = result["percentiles_us"][gap]
         assert p["p10"] <= p["p50"] <= p["p90"] <= p["p99"]
+        idle = result["idle_us"][gap]
+        assert len(idle) == 40 and all(0 <= x < 1e6 for x in idle)
+        if waiter == "spins":  # the receiver blocks after its reply, then sleeps the gap
+            assert statistics.median(idle) >= float(gap)
 
 
 @pytest.mark.parametrize("args", [["--duration", "0"], ["--repeats", "-1"]])

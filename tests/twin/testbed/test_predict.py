@@ -246,8 +246,40 @@ def test_the_processes_share_a_vcpu_while_it_has_spare_capacity():
     assert loopback.colocated(p, lo, Sender.EVENT_LOOP)
     assert not loopback.colocated(p, hi, Sender.EVENT_LOOP)
     assert _combined_utilization(p, hi) == pytest.approx(100 / 117, rel=1e-3)
-    assert not loopback.colocated(p, lo, Sender.SPINNING)  # a spinning sender holds a core
     assert not loopback.colocated(_profile(local_balance_imbalance_pct=0.0), lo, Sender.EVENT_LOOP)
+    # A spinning sender holds a vCPU: the server and the receiver share the other by the rule.
+    for rate in (1e3, 3e4, 1e5, 3e5):
+        shared = sum(loopback.process_utilization(p, rate, Sender.SPINNING).values()) * 117 < 100
+        assert loopback.colocated(p, rate, Sender.SPINNING) == shared
+    assert loopback.colocated(p, 1e3, Sender.SPINNING)
+    assert not loopback.colocated(p, 3e5, Sender.SPINNING)
+
+
+def test_a_spinning_senders_server_and_receiver_share_the_other_vcpu():
+    """sockperf's under-load client: the sender spins on a vCPU of its own and its write's way
+    out runs there (a delay, as apart); the server, the way back and the receiver are the work
+    of the one sleeping vCPU they share, so the receiver finds it awake behind the server."""
+    from twin.simulation import prepare
+
+    p = _profile(local_balance_imbalance_pct=117.0)
+    spinning = load_scenario(ROOT / "twin" / "scenarios" / "local_sockperf.toml")
+    path = prepare(spinning.with_fields({"workload.rate_msgs_per_s": 1000}), p).path
+    assert list(path.station_names) == [loopback.SENDER, loopback.SHARED_VCPU]
+    stations = [int(x) for x in path.hops["station"]]
+    # sender's write, way out, gateway, way back, receiver
+    assert stations == [0, -1, 1, 1, 1]
+    assert [bool(x) for x in path.station_sleeps()] == [False, True]
+    apart = prepare(
+        spinning.with_fields({"workload.rate_msgs_per_s": 1000}),
+        _profile(local_balance_imbalance_pct=0.0),
+    ).path
+    means, _ = path.hop_moments_us()
+    apart_means, _ = apart.hop_moments_us()
+    assert means[1] == pytest.approx(apart_means[1])  # the way out: the same delay
+    assert path.hops["delay_code"][3] == 0 and means[3] == pytest.approx(apart_means[3])
+    assert sorted(apart.station_names) == sorted(
+        [loopback.SENDER, loopback.GATEWAY, loopback.RECEIVER]
+    )
 
 
 def test_colocated_processes_queue_on_one_sleeping_vcpu():
