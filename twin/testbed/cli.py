@@ -15,11 +15,13 @@ from twin.extras import Extra, require
 from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier
 from twin.profile import load_profile, resolve_profile_path, write_profile
 from twin.scenario import scenarios_dir
-from twin.testbed.wakeprobe import Waiter
 
 # The campaign's burst probe (``twin.testbed.campaign.DEFAULT_PROBE_BURSTS``, not imported
 # here so that ``twin --help`` does not load the testbed).
 DEFAULT_PROBE_BURSTS = (1, 2, 4, 8, 16, 32)
+# How the wake-up probe's sender waits for each reply (``twin.testbed.wakeprobe.Waiter``'s values,
+# not imported here for the same reason).
+PROBE_WAITERS = ("blocks", "spins")
 # The cluster lab's burst probe: writes a second as at the lowest rate, sent 16 at a time.
 DEFAULT_CLUSTER_PROBE_BURST = 16
 
@@ -252,7 +254,7 @@ def cmd_cluster_load(args: argparse.Namespace) -> int:
 def cmd_wakeprobe(args: argparse.Namespace) -> int:
     from statistics import median
 
-    from twin.testbed.wakeprobe import DEFAULT_GAPS_US, HALT_GAPS_US, write_probe
+    from twin.testbed.wakeprobe import DEFAULT_GAPS_US, HALT_GAPS_US, Waiter, write_probe
 
     waiter = Waiter(args.waiter)
     result = write_probe(
@@ -581,8 +583,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--waiter",
-        choices=[w.value for w in Waiter],
-        default=Waiter.BLOCKS.value,
+        choices=PROBE_WAITERS,
+        default=PROBE_WAITERS[0],
         help="how the sender waits for each reply: blocks (default), or spins so the receiver "
         "sleeps only the gap (short gaps: when an idle vCPU halts)",
     )

@@ -114,6 +114,14 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
     assert after.stat().st_mtime == stamp
 
 
+def test_the_cli_offers_the_probes_waiters():
+    from twin.testbed import cli as testbed_cli
+    from twin.testbed.wakeprobe import Waiter
+
+    assert testbed_cli.PROBE_WAITERS == tuple(w.value for w in Waiter)
+    assert testbed_cli.PROBE_WAITERS[0] == Waiter.BLOCKS
+
+
 @pytest.mark.parametrize(("busy", "waiter"), [(0, "blocks"), (1, "blocks"), (0, "spins")])
 def test_wakeprobe_measures_each_gap(tmp_path: Path, busy: int, waiter: str) -> None:
     from twin.testbed.wakeprobe import Waiter, write_probe
