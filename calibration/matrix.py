@@ -43,6 +43,7 @@ from types import MappingProxyType
 from typing import Any
 
 from calibration.calibrate import TwinCalibrator
+from calibration.halt import HALT_PROBE, halt_parameters
 from calibration.measurement import Measurement
 from calibration.readers import read
 from calibration.targets import TargetSet, load_targets, measurement_targets
@@ -196,21 +197,23 @@ def _probe(root: Path, name: str) -> tuple[Path, dict[float, float]]:
 
 
 def host_parameters(root: str | Path) -> dict[str, Parameter]:
-    """What the wake-up probe beside a corpus (manifest key ``wakeprobe``) measured of its host:
-    the scheduling cold start ``local_wake_cold_us``, the median one-way latency after sleeping
-    :data:`COLD_START_GAP_US` less after the shortest sleep (:data:`WAKE_PROBE_COLD_US` for a
-    corpus without a probe). The busy-host probe beside it (``wakeprobe_busy``: the other cores
-    kept awake) is not read: what it shows, a wake-up on a halted vCPU 35 us dearer than on an
-    awake core, has no mechanism in the model yet (docs/design-notes.md)."""
+    """What the wake-up probes beside a corpus measured of its host: the scheduling cold start
+    ``local_wake_cold_us`` (manifest key ``wakeprobe``), the median one-way latency after
+    sleeping :data:`COLD_START_GAP_US` less after the shortest sleep (:data:`WAKE_PROBE_COLD_US`
+    for a corpus without a probe), and when an idle vCPU halts (``wakeprobe_halt``,
+    :func:`calibration.halt.halt_parameters`; the committed :data:`calibration.halt.HALT_PROBE`
+    for a corpus without one). The busy-host probe (``wakeprobe_busy``) is not read."""
     root = Path(root)
     try:
         names = json.loads((root / MANIFEST).read_text())
         names = names if isinstance(names, dict) else {}
     except (OSError, ValueError):
         names = {}  # load_corpus says what is wrong with the manifest
+    halt_name = names.get("wakeprobe_halt")
+    halt = halt_parameters(root / halt_name if isinstance(halt_name, str) else HALT_PROBE)
     idle_name = names.get("wakeprobe")
     if not isinstance(idle_name, str):
-        return {"local_wake_cold_us": Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE)}
+        return {"local_wake_cold_us": Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE), **halt}
     idle_path, idle = _probe(root, idle_name)
     if COLD_START_GAP_US not in idle:
         raise MeasurementError(
@@ -223,7 +226,8 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
             f"measurement: twin testbed wakeprobe beside the corpus ({idle_path.name}): one-way "
             f"latency p50 {idle[shortest]:.1f} us to a thread that slept {shortest:g} us, "
             f"{idle[COLD_START_GAP_US]:.1f} us after {COLD_START_GAP_US:g} us",
-        )
+        ),
+        **halt,
     }
 
 

@@ -488,9 +488,15 @@ LOAD_MODELS = (  # (results file, the model that produced it), each on the same 
         "the thread idle) (commit b34ada4)",
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_spinning.json",
         "plus sockperf's server and receiver on one vCPU, the one its spinning sender leaves, "
-        "while it has spare capacity (the same rule), the way back as that vCPU's work",
+        "while it has spare capacity (the same rule), the way back as that vCPU's work "
+        "(commit abce47f)",
+    ),
+    (
+        LOAD_MATRIX,
+        "plus a vCPU idle for a few microseconds not yet halted: each sleeping thread's "
+        "wake-up scaled by the halt probe's law",
     ),
 )
 

@@ -76,6 +76,8 @@ class _Model:
         self.cold_tau_us = [float(x) for x in wake["cold_tau_us"]]
         self.linger_us = [float(x) for x in wake["linger_us"]]
         self.linger_cold_us = [float(x) for x in wake["linger_cold_us"]]
+        self.halt_share = [float(x) for x in wake["halt_share"]]
+        self.halt_tau_us = [float(x) for x in wake["halt_tau_us"]]
         self.linger = [self._sampler(h, "linger", path) for h in hops]
         self.linger_per_batch = [bool(x) for x in hops["linger_per_batch"]]
         self.may_stall = [bool(x) for x in hops["may_stall"]]
@@ -114,6 +116,9 @@ class _Model:
         draw = self.wake[station]
         cold = self.cold_us[station]
         extra = draw() if draw is not None else 0.0
+        share = self.halt_share[station]
+        if share > 0:
+            extra *= 1.0 - share * np.exp(-idle_us / self.halt_tau_us[station])
         if cold > 0:
             extra += cold * -np.expm1(-idle_us / self.cold_tau_us[station])
         return extra

@@ -71,6 +71,8 @@ HOP_DTYPE = np.dtype(
 # ``linger_us + linger_cold_us * (1 - exp(-gap / cold_tau_us))`` of work off the message's path
 # (before the thread sleeps again). All zero: no wake-up. ``batch_*``: the cost drawn once per
 # batch a batching station takes (zero: no batches), per connection with ``batch_per_connection``.
+# ``halt_share``, ``halt_tau_us``: the drawn wake-up is scaled by
+# ``1 - halt_share * exp(-gap / halt_tau_us)`` (a vCPU woken before it halted; zero: not scaled).
 WAKE_DTYPE = np.dtype(
     [
         ("wake_code", np.int64),
@@ -91,6 +93,8 @@ WAKE_DTYPE = np.dtype(
         ("stall_p1", np.float64),
         ("stall_p2", np.float64),
         ("batch_per_connection", np.int64),  # 1: one batch per connection (twin.path.Station)
+        ("halt_share", np.float64),
+        ("halt_tau_us", np.float64),
     ],
     align=True,
 )

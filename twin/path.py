@@ -74,6 +74,11 @@ class Station:
     went to sleep almost never meets one. Only wake-ups at hops that allow it
     (:attr:`Hop.may_stall`) stall; a reader takes none.
 
+    ``halt_share``, ``halt_tau_us``: an idle vCPU halts after about ``halt_tau_us``, and the
+    wake-up (the draw of ``wake``) is mostly the halted vCPU's: woken after ``gap`` it is scaled
+    by ``1 - halt_share * exp(-gap / halt_tau_us)``, so a station woken moments after it went idle
+    pays ``1 - halt_share`` of it (the halt probe, ``twin testbed wakeprobe --waiter spins``).
+
     ``linger_us``: after serving the message that woke it, the server stays busy that long
     before it can serve the next (its work off that message's path: bookkeeping, going back to
     its wait), without delaying the message itself; ``linger_cold_us``: a cold start off the
@@ -122,6 +127,8 @@ class Station:
     reader: bool = False
     stall: Dist = ZERO
     batch_per_connection: bool = False
+    halt_share: float = 0.0
+    halt_tau_us: float = 0.0
 
     def __post_init__(self) -> None:
         if self.batch_per_connection and self.batch.is_zero:
@@ -161,6 +168,15 @@ class Station:
         if not (self.linger_cold_us >= 0 and math.isfinite(self.linger_cold_us)):
             raise ModelError(
                 f"Station {self.name!r}: linger_cold_us must be >= 0, got {self.linger_cold_us}"
+            )
+        if not 0.0 <= self.halt_share <= 1.0:
+            raise ModelError(
+                f"Station {self.name!r}: halt_share must be in [0, 1], got {self.halt_share}"
+            )
+        if self.halt_share > 0 and not (self.halt_tau_us > 0 and math.isfinite(self.halt_tau_us)):
+            raise ModelError(
+                f"Station {self.name!r}: halt_tau_us must be > 0 with a halt_share, "
+                f"got {self.halt_tau_us}"
             )
         if self.linger_cold_us > 0 and (self.reader or not self.cold_tau_us > 0):
             raise ModelError(
@@ -502,6 +518,8 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
         )
         wake[k]["reader"] = int(st.reader)
         wake[k]["batch_per_connection"] = int(st.batch_per_connection)
+        wake[k]["halt_share"] = st.halt_share
+        wake[k]["halt_tau_us"] = st.halt_tau_us
         (wake[k]["stall_code"], wake[k]["stall_p0"], wake[k]["stall_p1"], wake[k]["stall_p2"]) = (
             encode(st.stall)
         )

@@ -33,6 +33,7 @@ _DOMAINS: tuple[tuple[str, Callable[[float], bool], str], ...] = (
     ("_km", lambda v: v >= 0, "a distance must be >= 0 km"),
     ("_probability", lambda v: 0 < v <= 1, "a probability in (0, 1]"),
     ("_prob", lambda v: 0 <= v <= 1, "a probability in [0, 1]"),
+    ("_share", lambda v: 0 <= v <= 1, "a share in [0, 1]"),
     ("_msgs_per_s", lambda v: v > 0, "a rate must be > 0"),
     ("_threads", lambda v: v >= 0, "a thread count must be >= 0"),
     ("_cores", lambda v: v >= 1, "a core count must be >= 1"),

@@ -61,6 +61,14 @@ NO_COLOCATION = Parameter(
     "fitted with Linux's imbalance_pct 117 the campaign's calibration point missed by +42% and "
     "8k msg/s was unstable, docs/design-notes.md); the load matrix's prior sets 117",
 )
+# ... and a thread's wake-up the same whatever the time its vCPU sat idle: a campaign records no
+# halt probe (twin testbed wakeprobe --waiter spins).
+NO_HALT = {
+    "local_vcpu_halt_share": Parameter(
+        0.0, "assumption: no halt probe beside a campaign; the load matrix's prior takes one"
+    ),
+    "local_vcpu_halt_tau_us": Parameter(0.0, "assumption: no halt time (local_vcpu_halt_share 0)"),
+}
 ENGINE = "fast"  # the compiled engine: the fit calls the twin a few dozen times
 FITTED = (
     "local_path_floor_us",
@@ -264,8 +272,8 @@ def fitted_profile(
     fitted: bool = False,
 ) -> Profile:
     """The local profile of a fit: the ``measured`` parameters, the :data:`FITTED` ones at ``x``
-    with stall shape ``shape``, no veth, and the two processes on a vCPU each at every rate
-    (:data:`NO_COLOCATION`)."""
+    with stall shape ``shape``, no veth, the two processes on a vCPU each at every rate
+    (:data:`NO_COLOCATION`) and no halt time (:data:`NO_HALT`)."""
     params = {k: Parameter(float(v), source, fitted=fitted) for k, v in zip(FITTED, x, strict=True)}
     params["local_wake_stall_shape"] = Parameter(
         float(shape),
@@ -275,7 +283,9 @@ def fitted_profile(
     params["local_veth_us"] = Parameter(
         0.0, "assumption: veth adds nothing over loopback until a veth run is fitted"
     )
-    return make_profile({"local_balance_imbalance_pct": NO_COLOCATION, **measured, **params})
+    return make_profile(
+        {"local_balance_imbalance_pct": NO_COLOCATION, **NO_HALT, **measured, **params}
+    )
 
 
 def make_profile(params: Mapping[str, Parameter], name: str = "local") -> Profile:

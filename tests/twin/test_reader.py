@@ -101,6 +101,16 @@ def test_a_woken_reader_pays_its_wake_up_in_the_first_stage(engine: str) -> None
 
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_a_reader_woken_before_its_vcpu_halted_pays_less(engine: str) -> None:
+    """The same lone messages with a halt time far beyond their 100 us gaps: the vCPU never
+    halted, so each wake-up costs 1 - halt_share of its 7 us (2.8 us with a share 0.6)."""
+    thread = Station("thread", 1, wake=Const(7.0), reader=True, halt_share=0.6, halt_tau_us=1e9)
+    path = compile_path(pipeline_hops(thread), (Span("poll", "poll", "poll"),))
+    out = ENGINES[engine](path, grouped(1, 0.01, 1_000, seed=1, uniform=True))
+    assert np.array_equal(out.span_counts[0], counts_of(np.full(out.messages, 2.0 + 2.8)))
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_data_arriving_during_the_bookkeeping_waits_for_the_next_poll(engine: str) -> None:
     """Sends at 40 and 80 us; a read of one takes 13.5 us and 30 us of bookkeeping follow it:
     the second message reaches the socket at 90 us, the thread polls at 93.5 us."""

@@ -17,6 +17,7 @@ from tests.twin import queueing_theory as qt
 from tests.twin.fast.test_fast_theory import covering_interval, poisson_load
 from twin import des, dtypes
 from twin.dists import Const, Exponential
+from twin.errors import ModelError
 from twin.fast import engine as fast
 from twin.histogram import to_hdr
 from twin.load import Load
@@ -81,6 +82,46 @@ def test_a_long_idle_station_pays_the_whole_cold_start() -> None:
     for simulate in (fast.simulate, des.simulate):
         out = simulate(path, load)
         assert out.rtt_sum_us / out.messages == pytest.approx(24.0, rel=1e-4)
+
+
+def _halted_wake_up_us(wake_us: float, share: float, tau_us: float, gap_of) -> float:
+    """The fixed point w = wake (1 - share exp(-gap(w) / tau)) of a station whose idle gap
+    before each arrival depends on how long its own wake-up kept it busy."""
+    w = wake_us
+    for _ in range(200):
+        w = wake_us * (1.0 - share * math.exp(-gap_of(w) / tau_us))
+    return w
+
+
+@pytest.mark.parametrize(
+    ("spacing_us", "tau_us"),
+    [(1000.0, 1.0), (10.0, 1e9), (10.0, 3.0)],
+    ids=["halted", "never-halted", "halting"],
+)
+def test_a_vcpu_woken_before_it_halted_pays_less_of_the_wake_up(
+    spacing_us: float, tau_us: float
+) -> None:
+    """Evenly spaced arrivals, service 1 us, wake-up 6 us of which a vCPU woken before it halted
+    saves half: after 1000 us idle (1000 halt times) the whole 6 us; with a halt time far beyond
+    the gaps 3 us; with gaps of 10 us less the wake-up and service and a 3 us halt time, the
+    fixed point w = 6 (1 - 0.5 exp(-(9 - w) / 3)) (about 5.17 us), exactly, in both engines."""
+    station = Station("thread", 1, wake=Const(6.0), halt_share=0.5, halt_tau_us=tau_us)
+    path = compile_path([Hop("work", "test", service=Const(1.0), station=station)])
+    load = replace(poisson_load(1.0 / spacing_us, 4_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+    wake = _halted_wake_up_us(6.0, 0.5, tau_us, lambda w: spacing_us - 1.0 - w)
+    for simulate in (fast.simulate, des.simulate):
+        out = simulate(path, load)
+        assert out.rtt_sum_us / out.messages == pytest.approx(1.0 + wake, rel=2e-3), simulate
+        assert out.station_busy_us[0] / out.duration_us == pytest.approx(
+            (1.0 + wake) / spacing_us, rel=2e-3
+        )
+
+
+def test_a_halt_share_needs_a_halt_time() -> None:
+    with pytest.raises(ModelError, match="halt_tau_us"):
+        Station("thread", 1, wake=Const(6.0), halt_share=0.5)
+    with pytest.raises(ModelError, match="halt_share"):
+        Station("thread", 1, wake=Const(6.0), halt_share=1.5, halt_tau_us=3.0)
 
 
 def test_a_woken_station_lingers_busy_after_its_message_leaves() -> None:

@@ -18,8 +18,10 @@ A client whose sender spins (``hosts.client.sender``, :class:`twin.kinds.Sender`
 from ``client sender`` (never sleeps, holds a core) and reads replies on ``client receiver``.
 
 A **wake-up** costs the scheduling latency (``local_wake``), the handlers' per-wake-up work
-(``{name}_wake_us``, the ``a`` of ``work per event = b + a / n``) and a **cold start** ``cold *
-(1 - exp(-idle / {name}_idle_us))``; where the timer wakes the client for an order, with that
+(``{name}_wake_us``, the ``a`` of ``work per event = b + a / n``), the two scaled by ``1 -
+local_vcpu_halt_share x exp(-idle / local_vcpu_halt_tau_us)`` (a vCPU idle for a few
+microseconds has not halted yet), and a **cold start** ``cold * (1 - exp(-idle /
+{name}_idle_us))``; where the timer wakes the client for an order, with that
 probability too, a rare **stall** (:func:`wake_stall`: a late timer, no CPU held). The service
 is the marginal work per event (``b``); a wake-up's CPU off the path (``{name}_linger_us``)
 keeps the thread busy after the message left, so utilization is the measured CPU's.
@@ -136,7 +138,10 @@ def _station(
     apart (the gateway's event loop: one read, one engine call and one write per connection
     with data) pays that handler work per read instead (:attr:`twin.path.Station.batch`, per
     connection): a message that finds its connection's earlier message still waiting shares
-    its read, so the work fades as the load rises on few connections, not on many.
+    its read, so the work fades as the load rises on few connections, not on many. A thread
+    woken moments after it slept finds its vCPU not yet halted and pays less of the drawn
+    wake-up, handler work included (:func:`_halted`; the halt probe measures the whole one-way
+    latency, so this share is an upper bound on the wake-up's own).
     """
     speed = _speed_ratio(profile, name, rate, sender)
     latency = stage(profile, "local_wake")
@@ -145,7 +150,7 @@ def _station(
     wake = ShiftedLognormal(
         latency.shift_us + (0.0 if per_read else handler), latency.median_us, latency.sigma
     )
-    return Station(
+    thread = Station(
         label,
         1,
         wake=wake,
@@ -156,6 +161,17 @@ def _station(
         linger_us=speed * profile.value(f"{name}_linger_us"),
         stall=wake_stall(profile),
     )
+    return _halted(thread, profile)
+
+
+def _halted(station: Station, profile: Profile) -> Station:
+    """``station`` whose wake-up depends on its vCPU's idle time: an idle vCPU halts after about
+    ``local_vcpu_halt_tau_us``, and one woken before costs ``1 - local_vcpu_halt_share`` of the
+    wake-up (:attr:`twin.path.Station.halt_share`)."""
+    share = profile.value("local_vcpu_halt_share")
+    if share <= 0:
+        return station
+    return replace(station, halt_share=share, halt_tau_us=profile.value("local_vcpu_halt_tau_us"))
 
 
 def _work(profile: Profile, name: str, events: float, speed: float) -> Dist:
@@ -417,6 +433,7 @@ def shared_vcpu_hops(
         cold_tau_us=profile.value(f"{client}_idle_us"),
         stall=wake_stall(profile),
     )
+    vcpu = _halted(vcpu, profile)
     cycles_per_us = rate_msgs_per_s * 1e-6 / 2
     relayed = any(hop.component == "relay" for hop in hops)
     kernel = [hop for hop in hops if hop.component == "kernel"]

@@ -82,9 +82,10 @@ FLAG_BATCH_PER_CONNECTION = 256  # its station's batches are per connection (slo
 # batch_taken_us[station, connection] holds when it took its current one, connection 0 unless
 # it batches per connection); station_cold the cold start's size (us),
 # the inverse of its idle time constant (1/us), how long the woken server lingers busy after
-# the message leaves (us) and the size of that linger's cold part (us).
+# the message leaves (us), the size of that linger's cold part (us), and the share of the drawn
+# wake-up a vCPU woken before it halted saves and the inverse of its halt time (1/us).
 WI_Q, WI_ROW, WI_STALL_Q, WI_STALL_ROW, WI_BATCH_Q, WI_BATCH_ROW = 0, 1, 2, 3, 4, 5
-WC_COLD, WC_INV_TAU, WC_LINGER, WC_LINGER_COLD = 0, 1, 2, 3
+WC_COLD, WC_INV_TAU, WC_LINGER, WC_LINGER_COLD, WC_HALT_SHARE, WC_INV_HALT_TAU = range(6)
 # Columns of allowance_f, one row per token bucket (twin.path.Allowance): its depth, the credit
 # owed to it (depth less content, plus what messages waiting for it still need: it drains at one
 # microsecond per microsecond) and when that was last updated.
@@ -243,6 +244,8 @@ def _first_work(  # noqa: PLR0913
             station_wake_i[st, WI_Q], station_wake_i[st, WI_ROW], quantiles, tables,
             table_lengths, s0, s1, s2, s3,
         )  # fmt: skip
+        halted = np.exp(-idle * station_cold[st, WC_INV_HALT_TAU])
+        x *= 1.0 - station_cold[st, WC_HALT_SHARE] * halted
         work += x + station_cold[st, WC_COLD] * -np.expm1(-idle * station_cold[st, WC_INV_TAU])
     return work, s0, s1, s2, s3
 
@@ -614,12 +617,16 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     g, f, s0, s1, s2, s3 = grid_point(s0, s1, s2, s3)
                     q = np.uint64(station_wake_i[st, WI_Q]) + g
                     lo = quantiles[q]
-                    s += lo + (quantiles[q + np.uint64(1)] - lo) * f
+                    woke = lo + (quantiles[q + np.uint64(1)] - lo) * f
                     row = station_wake_i[st, WI_ROW]
                     if row >= 0:
                         u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
                         n_row = table_lengths[row]
-                        s += tables[row, min(int(u * n_row), n_row - 1)]
+                        woke += tables[row, min(int(u * n_row), n_row - 1)]
+                    halt = station_cold[st, WC_HALT_SHARE]
+                    if halt > 0:  # a vCPU woken before it halted pays less
+                        woke *= 1.0 - halt * np.exp(-gap * station_cold[st, WC_INV_HALT_TAU])
+                    s += woke
                     cooled = -np.expm1(-gap * station_cold[st, WC_INV_TAU])
                     s += station_cold[st, WC_COLD] * cooled
                     linger = station_cold[st, WC_LINGER] + station_cold[st, WC_LINGER_COLD] * cooled

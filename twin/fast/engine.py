@@ -84,13 +84,15 @@ def hop_tables(
         dtype=np.int64,
     )
     station_wake_i = station_wake_i.reshape(path.n_stations, 6)
-    tau = wake["cold_tau_us"]
+    tau, halt_tau = wake["cold_tau_us"], wake["halt_tau_us"]
     station_cold = np.column_stack(
         [
             wake["cold_us"],
             np.divide(1.0, tau, out=np.zeros(len(tau)), where=tau > 0),
             wake["linger_us"],
             wake["linger_cold_us"],
+            wake["halt_share"],
+            np.divide(1.0, halt_tau, out=np.zeros(len(halt_tau)), where=halt_tau > 0),
         ]
     )
     stalls = wake["stall_code"] != Zero.code

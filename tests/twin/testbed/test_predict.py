@@ -282,6 +282,25 @@ def test_a_spinning_senders_server_and_receiver_share_the_other_vcpu():
     )
 
 
+@pytest.mark.parametrize("imbalance_pct", [117.0, 0.0], ids=["one vcpu", "apart"])
+def test_every_sleeping_thread_takes_the_hosts_halt_law(imbalance_pct: float):
+    """The halt probe's law is the host's: the shared vCPU and each process's own thread scale
+    their wake-ups by it; a profile without it (share 0) leaves them as they were."""
+    from twin.simulation import prepare
+
+    scenario = load_scenario(SCENARIO).with_fields({"workload.rate_msgs_per_s": 1000})
+    p = _profile(
+        local_balance_imbalance_pct=imbalance_pct,
+        local_vcpu_halt_share=0.5,
+        local_vcpu_halt_tau_us=7.0,
+    )
+    wake = prepare(scenario, p).path.station_wake
+    assert list(wake["halt_share"]) == [0.5] * len(wake)
+    assert list(wake["halt_tau_us"]) == [7.0] * len(wake)
+    off = _profile(local_balance_imbalance_pct=imbalance_pct, local_vcpu_halt_share=0.0)
+    assert not prepare(scenario, off).path.station_wake["halt_share"].any()
+
+
 def test_colocated_processes_queue_on_one_sleeping_vcpu():
     """Below the threshold the three process hops and the kernel path between them visit one
     station (the path as the vCPU's work, its fixed time and delay moved into it), carrying
