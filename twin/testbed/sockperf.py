@@ -14,8 +14,9 @@ Always ``--full-rtt`` (round trips, not halves) and ``--full-log``: the per-mess
 read, then cut to its summary: ``sockperf.txt``), ``rtt.hgrm`` (every round trip of the log as an
 HDR histogram, microseconds: compact where the log runs to megabytes), ``host.json`` (the host's
 load and CPU during the run, and each sockperf process's CPU time and voluntary context switches per
-message sockperf counted, warm-up included: :func:`process_costs`) and, through the relay,
-``relay.json`` (the relay's own measured cost).
+message sockperf counted, warm-up included: :func:`process_costs`; and where the client's threads
+ran against the server's, :mod:`twin.testbed.placement`) and, through the relay, ``relay.json``
+(the relay's own measured cost).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from twin.atomic import write_json, write_text
 from twin.errors import ConfigError, SimulationError
 from twin.testbed.hoststat import host_counters, host_shares, process_times
 from twin.testbed.netns import VethPair
+from twin.testbed.placement import sampling
 from twin.testbed.processes import stop
 from twin.testbed.relay import RelayDelay
 
@@ -204,18 +206,27 @@ def measure_sockperf(out_dir: Path, run: SockperfRun) -> Path:
         before = host_counters()
         server_before = _server_counters(server_pid)
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        client = subprocess.run(
+        proc = subprocess.Popen(
             [*client_prefix, *run.client_args(host, port, log)],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=run.duration_s + 60,
         )
+        sampler, stop_sampling, placement = sampling(server_pid, proc.pid)
+        try:
+            _, stderr = proc.communicate(timeout=run.duration_s + 60)
+        finally:
+            stop_sampling.set()
+            sampler.join()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
         children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
         server_after = _server_counters(server_pid)
         after = host_counters()
-    if client.returncode != 0 or not log.exists():
+    if proc.returncode != 0 or not log.exists():
         raise SimulationError(
-            f"sockperf client failed ({client.returncode}): {client.stderr.strip()[-300:]}"
+            f"sockperf client failed ({proc.returncode}): {stderr.strip()[-300:]}"
         )
     measurement = read(log)
     if measurement.samples_us is None:
@@ -231,7 +242,12 @@ def measure_sockperf(out_dir: Path, run: SockperfRun) -> Path:
     )
     write_json(
         out_dir / "host.json",
-        {**conditions, "cpus": float(os.cpu_count() or 0), "processes": costs},
+        {
+            **conditions,
+            "cpus": float(os.cpu_count() or 0),
+            "processes": costs,
+            "placement": placement[0].summary(),
+        },
     )
     write_text(out_dir / "rtt.hgrm", hgrm_text(counts))
     write_text(out_dir / "sockperf.txt", summary_text)

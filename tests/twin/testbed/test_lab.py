@@ -106,6 +106,11 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
     assert 0 < server["cpu_us_per_msg"] < 1000 and server["voluntary_switches_per_msg"] > 0
     # The sender spins between its sends: user time far above any message's work.
     assert client["user_us_per_msg"] > 100
+    # Where its two threads ran against the server: the sender and the receiver, each sampled.
+    placement = host["placement"]
+    for k in (0, 1):
+        assert placement[f"thread_{k}_samples"] > 0
+        assert 0 <= placement[f"thread_{k}_with_server_share"] <= 1
     stamp = (out / manifest["systems"][0]["points"][0]["runs"][0] / "rtt.hgrm").stat().st_mtime
     started = time.monotonic()
     assert main(["testbed", "lab", "--quick", "--out", str(out)]) == 0  # nothing left to do

@@ -1,0 +1,62 @@
+"""Where a client's threads run against its server's (:mod:`twin.testbed.placement`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from twin.testbed.placement import Placement, _Thread, sampling
+from twin.testbed.processes import stop
+
+# Two busy processes pinned to one CPU, then to different ones: the sampler must tell them apart.
+SPIN = "import time\nend = time.time() + {s}\nwhile time.time() < end: pass"
+
+
+def _spinner(cpu: int, seconds: float) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", SPIN.format(s=seconds)])
+    os.sched_setaffinity(proc.pid, {cpu})
+    return proc
+
+
+def _share(server_cpu: int, client_cpu: int) -> float | int | None:
+    server, client = _spinner(server_cpu, 1.0), _spinner(client_cpu, 0.6)
+    try:
+        thread, done, result = sampling(server.pid, client.pid)
+        client.wait(timeout=10)
+        done.set()
+        thread.join()
+    finally:
+        stop(server)
+        stop(client)
+    summary = result[0].summary()
+    assert summary["thread_0_samples"] > 50  # both ran through most of the 0.6 s
+    return summary["thread_0_with_server_share"]
+
+
+def test_threads_on_one_cpu_and_on_two_are_told_apart() -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    assert _share(cpus[0], cpus[0]) == 1.0
+    if len(cpus) > 1:
+        assert _share(cpus[0], cpus[1]) == 0.0
+
+
+def test_a_thread_never_counted_has_no_share() -> None:
+    placement = Placement({7: _Thread(counted=0), 3: _Thread(counted=4, together=1)})
+    assert placement.summary() == {
+        "thread_0_with_server_share": 0.25,
+        "thread_0_samples": 4,
+        "thread_1_with_server_share": None,
+        "thread_1_samples": 0,
+    }
+
+
+def test_a_process_that_is_gone_is_not_sampled() -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    thread, done, result = sampling(gone.pid, gone.pid)
+    time.sleep(0.05)
+    done.set()
+    thread.join()
+    assert result[0].summary() == {}

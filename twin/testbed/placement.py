@@ -1,0 +1,106 @@
+"""Where a client's threads run against its server's: sampled from ``/proc`` while they run.
+
+:func:`sample_placement` reads, every millisecond until told to stop, each thread's last CPU and
+CPU time (``/proc/PID/task/TID/schedstat`` and field 39 of ``stat``) of a server and a client
+process. A sample counts for a client thread when both it and the server ran within the last
+:data:`ACTIVE_S` (their CPU times moved: the kernel updates a running thread's at each tick), so
+the phases where either only sleeps (a warm-up pause, the end of a run) do not count. The result
+says, per client thread in start order, in what share of its counted samples it ran on the
+server's CPU: which threads the host keeps on one vCPU (``twin.components.loopback.colocated``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+INTERVAL_S = 0.001
+ACTIVE_S = 0.05  # a few scheduler ticks (10 ms at HZ=100)
+
+
+@dataclass
+class _Thread:
+    ran_ns: int = -1
+    moved_at: float = -1.0  # when its CPU time last moved (s, monotonic)
+    counted: int = 0
+    together: int = 0
+
+    def ran(self, ran_ns: int, now: float) -> bool:
+        """Record the thread's CPU time; whether it moved within the last :data:`ACTIVE_S`."""
+        if 0 <= self.ran_ns < ran_ns:
+            self.moved_at = now
+        self.ran_ns = ran_ns
+        return self.moved_at >= 0 and now - self.moved_at <= ACTIVE_S
+
+
+@dataclass
+class Placement:
+    """Per client thread (by thread id), samples counted and those on the server's CPU."""
+
+    threads: dict[int, _Thread] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, float | int | None]:
+        """``{"thread_0_with_server_share": s, "thread_0_samples": n, ...}``, threads in start
+        order (a share is ``None`` for a thread never counted)."""
+        out: dict[str, float | int | None] = {}
+        for k, tid in enumerate(sorted(self.threads)):
+            t = self.threads[tid]
+            out[f"thread_{k}_with_server_share"] = t.together / t.counted if t.counted else None
+            out[f"thread_{k}_samples"] = t.counted
+        return out
+
+
+def _stat(pid: int) -> dict[int, tuple[int, int]]:
+    """Each thread's (on-CPU time in ns, last CPU) of process ``pid``; empty when it is gone."""
+    out: dict[int, tuple[int, int]] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        task = f"/proc/{pid}/task/{tid}"
+        try:
+            with open(f"{task}/schedstat") as fh:
+                ran_ns = int(fh.read().split()[0])
+            with open(f"{task}/stat") as fh:
+                cpu = int(fh.read().rpartition(")")[2].split()[36])
+        except (OSError, ValueError, IndexError):
+            continue
+        out[int(tid)] = (ran_ns, cpu)
+    return out
+
+
+def sample_placement(server_pid: int, client_pid: int, stop: threading.Event) -> Placement:
+    """Sample until ``stop`` is set (module docstring); the server's busiest thread is its."""
+    placement = Placement()
+    server_thread = _Thread()
+    while not stop.wait(INTERVAL_S):
+        server = _stat(server_pid)
+        client = _stat(client_pid)
+        if not server or not client:
+            continue
+        now = time.monotonic()
+        ran_ns, cpu = max(server.values())
+        server_ran = server_thread.ran(ran_ns, now)
+        for tid, (t_ran_ns, t_cpu) in client.items():
+            thread = placement.threads.setdefault(tid, _Thread())
+            if thread.ran(t_ran_ns, now) and server_ran:
+                thread.counted += 1
+                thread.together += int(t_cpu == cpu)
+    return placement
+
+
+def sampling(
+    server_pid: int, client_pid: int
+) -> tuple[threading.Thread, threading.Event, list[Placement]]:
+    """Start :func:`sample_placement` on a thread; set the event, join, read the list's one
+    :class:`Placement`."""
+    stop = threading.Event()
+    result: list[Placement] = []
+    thread = threading.Thread(
+        target=lambda: result.append(sample_placement(server_pid, client_pid, stop)), daemon=True
+    )
+    thread.start()
+    return thread, stop, result
