@@ -21,7 +21,9 @@ ACTIVE_S = 0.05  # a few scheduler ticks (10 ms at HZ=100)
 
 
 @dataclass
-class _Thread:
+class ThreadSamples:
+    """One client thread's CPU time as last read, and its samples: counted, on the server's CPU."""
+
     ran_ns: int = -1
     moved_at: float = -1.0  # when its CPU time last moved (s, monotonic)
     counted: int = 0
@@ -39,7 +41,7 @@ class _Thread:
 class Placement:
     """Per client thread (by thread id), samples counted and those on the server's CPU."""
 
-    threads: dict[int, _Thread] = field(default_factory=dict)
+    threads: dict[int, ThreadSamples] = field(default_factory=dict)
 
     def summary(self) -> dict[str, float | int | None]:
         """``{"thread_0_with_server_share": s, "thread_0_samples": n, ...}``, threads in start
@@ -75,7 +77,7 @@ def _stat(pid: int) -> dict[int, tuple[int, int]]:
 def sample_placement(server_pid: int, client_pid: int, stop: threading.Event) -> Placement:
     """Sample until ``stop`` is set (module docstring); the server's busiest thread is its."""
     placement = Placement()
-    server_thread = _Thread()
+    server_thread = ThreadSamples()
     while not stop.wait(INTERVAL_S):
         server = _stat(server_pid)
         client = _stat(client_pid)
@@ -85,7 +87,7 @@ def sample_placement(server_pid: int, client_pid: int, stop: threading.Event) ->
         ran_ns, cpu = max(server.values())
         server_ran = server_thread.ran(ran_ns, now)
         for tid, (t_ran_ns, t_cpu) in client.items():
-            thread = placement.threads.setdefault(tid, _Thread())
+            thread = placement.threads.setdefault(tid, ThreadSamples())
             if thread.ran(t_ran_ns, now) and server_ran:
                 thread.counted += 1
                 thread.together += int(t_cpu == cpu)

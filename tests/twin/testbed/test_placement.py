@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from twin.testbed.placement import Placement, _Thread, sampling
+from twin.testbed.placement import Placement, ThreadSamples, sampling
 from twin.testbed.processes import stop
 
 # Two busy processes pinned to one CPU, then to different ones: the sampler must tell them apart.
@@ -43,7 +43,7 @@ def test_threads_on_one_cpu_and_on_two_are_told_apart() -> None:
 
 
 def test_a_thread_never_counted_has_no_share() -> None:
-    placement = Placement({7: _Thread(counted=0), 3: _Thread(counted=4, together=1)})
+    placement = Placement({7: ThreadSamples(counted=0), 3: ThreadSamples(counted=4, together=1)})
     assert placement.summary() == {
         "thread_0_with_server_share": 0.25,
         "thread_0_samples": 4,
