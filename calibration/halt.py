@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +49,7 @@ def halt_law(path: Path) -> tuple[float, float, float]:
     """``(share, tau_us, halted_us)`` fitted to a halt probe's binned medians (module docstring)."""
     latency, idle = _samples(path)
     x, y = [], []
-    for lo, hi in zip(IDLE_EDGES_US, IDLE_EDGES_US[1:], strict=False):
+    for lo, hi in pairwise(IDLE_EDGES_US):
         chosen = (idle >= lo) & (idle < hi)
         if chosen.sum() >= MIN_BIN_SAMPLES:
             x.append(float(np.median(idle[chosen])))

@@ -203,6 +203,16 @@ def _draw(q, row, quantiles, tables, table_lengths, s0, s1, s2, s3):  # noqa: AN
 
 
 @njit(cache=True)
+def _halt_scale(st, idle, station_cold):  # noqa: ANN001, ANN202
+    """What share of its drawn wake-up a station pays after ``idle`` us asleep:
+    ``1 - halt_share * exp(-idle / halt_tau)`` (1 without a halt share)."""
+    share = station_cold[st, WC_HALT_SHARE]
+    if share <= 0:
+        return 1.0
+    return 1.0 - share * np.exp(-idle * station_cold[st, WC_INV_HALT_TAU])
+
+
+@njit(cache=True)
 def _stall(  # noqa: PLR0913
     st, idle, station_wake_i, station_cold, quantiles, tables, table_lengths, s0, s1, s2, s3
 ):  # noqa: ANN001, ANN202
@@ -244,9 +254,8 @@ def _first_work(  # noqa: PLR0913
             station_wake_i[st, WI_Q], station_wake_i[st, WI_ROW], quantiles, tables,
             table_lengths, s0, s1, s2, s3,
         )  # fmt: skip
-        halted = np.exp(-idle * station_cold[st, WC_INV_HALT_TAU])
-        x *= 1.0 - station_cold[st, WC_HALT_SHARE] * halted
-        work += x + station_cold[st, WC_COLD] * -np.expm1(-idle * station_cold[st, WC_INV_TAU])
+        cold = station_cold[st, WC_COLD] * -np.expm1(-idle * station_cold[st, WC_INV_TAU])
+        work += x * _halt_scale(st, idle, station_cold) + cold
     return work, s0, s1, s2, s3
 
 
@@ -623,10 +632,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
                         n_row = table_lengths[row]
                         woke += tables[row, min(int(u * n_row), n_row - 1)]
-                    halt = station_cold[st, WC_HALT_SHARE]
-                    if halt > 0:  # a vCPU woken before it halted pays less
-                        woke *= 1.0 - halt * np.exp(-gap * station_cold[st, WC_INV_HALT_TAU])
-                    s += woke
+                    s += woke * _halt_scale(st, gap, station_cold)  # not yet halted: less
                     cooled = -np.expm1(-gap * station_cold[st, WC_INV_TAU])
                     s += station_cold[st, WC_COLD] * cooled
                     linger = station_cold[st, WC_LINGER] + station_cold[st, WC_LINGER_COLD] * cooled
