@@ -92,10 +92,20 @@ class _Model:
         self.stall = [self._sampler(w, "stall", path) for w in wake]
         # When each batching station took its current batch (a later arrival starts the next),
         # per connection at a station that reads each connection apart.
+        # (a station visited at several hops reads a socket of the connection at each).
         self.batch_per_connection = [bool(x) for x in wake["batch_per_connection"]]
+        self.visit = [int(x) for x in path.station_visits()]
+        visits = np.bincount(
+            path.hops["station"][path.hops["station"] >= 0], minlength=path.n_stations
+        )
         self.batch_taken = [
-            [-np.inf] * (load.accounts if per else 1) for per in self.batch_per_connection
+            [-np.inf] * (load.accounts * int(n) if per else 1)
+            for per, n in zip(self.batch_per_connection, visits, strict=True)
         ]
+        # Hops whose station holds the message through the next hop's delay, awake meanwhile,
+        # and when each station's last hold ends (twin.path.Hop.holds).
+        self.holds = [bool(x) for x in hops["holds"]]
+        self.held_until = [0.0] * path.n_stations
         self.cycles_started = 0  # an open loop deals its cycles to the connections in turn
         self.sleeps = [bool(x) for x in path.station_sleeps()]
         # When each (one-server) station last finished a service: how long it has sat idle.
@@ -122,6 +132,10 @@ class _Model:
         if cold > 0:
             extra += cold * -np.expm1(-idle_us / self.cold_tau_us[station])
         return extra
+
+    def idle_since(self, station: int) -> float:
+        """When ``station`` last went idle: its server freed, or the last hold ended."""
+        return max(self.last_free[station], self.held_until[station])
 
     def take_allowance(self, bucket: int, cost_us: float) -> float:
         """Take ``cost_us`` of a token bucket's credit now (:class:`twin.path.Allowance`); return
@@ -150,6 +164,7 @@ class _Model:
         span_start = [0.0] * len(self.span_first)
         # Whether the message took a new batch at the last batching station it visited.
         led = False
+        holder = -1  # the station holding it through this hop (twin.path.Hop.holds)
         i = 0
         while i < self.n_hops:
             st = self.station[i]
@@ -163,10 +178,14 @@ class _Model:
             self.open_spans(i, entered, span_start)
             draw = self.delay[i]
             wait = self.fixed[i] + (draw() if draw is not None else 0.0)
+            if holder >= 0:  # held awake through this delay
+                self.held_until[holder] = max(self.held_until[holder], entered + wait)
+                holder = -1
             if wait > 0:
                 yield env.timeout(wait)
             if st >= 0:
                 led = yield from self.serve(i, st, led, conn)
+                holder = st if self.holds[i] else -1
             if hop_times is not None:
                 hop_times[i] = env.now - entered
                 self.close_spans(i, env.now, span_start)
@@ -185,7 +204,7 @@ class _Model:
         if stall is not None and self.may_stall[i] and resource.count == 0 and not resource.queue:
             # Waking the sleeping station, it may stall (the likelier the longer it slept): the
             # message arrives that much later, the servers free for others meanwhile.
-            idle_us = env.now - self.last_free[st]
+            idle_us = env.now - self.idle_since(st)
             if idle_us > 0 and self.rng.random() < -np.expm1(-idle_us / self.cold_tau_us[st]):
                 late = stall()
                 if late > 0:
@@ -196,7 +215,7 @@ class _Model:
                 yield env.timeout(wait)
         idle_us = 0.0
         if self.sleeps[st] and resource.count == 0 and not resource.queue:
-            idle_us = env.now - self.last_free[st]
+            idle_us = max(0.0, env.now - self.idle_since(st))
         arrived = env.now
         req = resource.request()
         yield req
@@ -205,7 +224,7 @@ class _Model:
         batch = self.batch[st]
         if batch is not None:
             taken = self.batch_taken[st]
-            c = conn if self.batch_per_connection[st] else 0
+            c = self.visit[i] * self.load.accounts + conn if self.batch_per_connection[st] else 0
             led = arrived > taken[c]
             if led:
                 s += batch()

@@ -59,6 +59,8 @@ HOP_DTYPE = np.dtype(
         ("allowance_us", np.float64),
         # 1: a wake-up of the station at this hop may stall (twin.path.Hop.may_stall).
         ("may_stall", np.int64),
+        # 1: its station holds the message through the next hop, awake meanwhile (Hop.holds).
+        ("holds", np.int64),
     ],
     align=True,
 )

@@ -32,6 +32,16 @@ class Tier(StrEnum):
 TESTBED_TIERS = (Tier.LOOPBACK, Tier.VETH)
 
 
+class Transport(StrEnum):
+    """The transport between client and gateway: datagrams, each read and written apart, or a
+    TCP stream, of which one read takes every message that has arrived (sockperf's ``--tcp``;
+    on the one-machine tiers it decides how the delaying relay reads: a datagram a read, or a
+    chunk of the stream)."""
+
+    UDP = "udp"
+    TCP = "tcp"
+
+
 class Strategy(StrEnum):
     """An EC2 placement group's strategy."""
 

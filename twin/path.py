@@ -97,9 +97,14 @@ class Station:
     never saturates. ``batch_per_connection``: the server takes each connection's messages as a
     batch of their own (a thread that reads each ready socket apart: one read, one call and one
     write per connection with data), so a message starts a new batch unless an earlier message
-    of its **connection** still waits. A cycle's messages share a connection: an open loop deals
-    its cycles to the workload's ``accounts`` connections in turn (as the testbed's client
-    does), a closed loop's account is its connection.
+    of its **connection** still waits at the same hop (a station visited at several hops reads
+    a socket of the connection at each: a relay's two sides). A cycle's messages share a
+    connection: an open loop deals its cycles to the workload's ``accounts`` connections in turn
+    (as the testbed's client does), a closed loop's account is its connection.
+
+    A station stays awake while it **holds** a message (:attr:`Hop.holds`): its idle time (for
+    the wake-up, cold start, halt and stall) counts from the later of its servers freeing and
+    the last hold ending.
 
     ``reader``: the station is one thread that works **read by read** (a trading engine's
     inbound pipeline, :mod:`twin.pipeline`): when it is free and data has arrived it polls at
@@ -207,6 +212,11 @@ class Hop:
     pps``) on arriving at the hop's station, before it queues for the servers; its wait is part
     of the hop's time, not of the servers' busy time. Only at a station that is not a reader.
 
+    ``holds``: the station keeps the message after serving it until the next hop (a pure delay)
+    has passed, and polls instead of sleeping meanwhile (a relay releasing each message at its
+    deadline): an arrival then finds it awake. Holding takes no server: other messages are
+    served meanwhile.
+
     ``may_stall``: whether a wake-up of the station at this hop may meet its ``stall``
     (:class:`Station`); False for a visit whose wake-up comes another way (a socket's data
     rather than a timer's expiry, say) that is known not to stall.
@@ -232,9 +242,15 @@ class Hop:
     allowance: Allowance | None = None
     allowance_us: float = 0.0
     may_stall: bool = True
+    holds: bool = False
 
     def __post_init__(self) -> None:
         self._check_allowance()
+        if self.holds and (self.station is None or self.station.reader):
+            raise ModelError(
+                f"Hop {self.name!r}: holds needs a station that is not a reader (its thread "
+                f"holds the message)"
+            )
         if self.fixed_us < 0:
             raise ModelError(f"Negative fixed delay {self.fixed_us} us in hop {self.name!r}")
         if self.station is None and not self.service.is_zero:
@@ -330,6 +346,18 @@ class CompiledPath:
             if st >= 0 and reader[st]:
                 runs[int(st)] = (runs.get(int(st), (h, h))[0], h)
         return runs
+
+    def station_visits(self) -> np.ndarray:
+        """Each hop's visit to its station: 0 at the station's first hop on the path, 1 at its
+        second, and so on (0 at a hop without a station); a station reading each connection
+        apart keeps a batch per connection and visit (:attr:`Station.batch_per_connection`)."""
+        visits = np.zeros(self.n_hops, dtype=np.int64)
+        seen: dict[int, int] = {}
+        for h, st in enumerate(self.hops["station"]):
+            if st >= 0:
+                visits[h] = seen.get(int(st), 0)
+                seen[int(st)] = visits[h] + 1
+        return visits
 
     @property
     def n_hops(self) -> int:
@@ -446,12 +474,26 @@ def _check_per_batch_lingers(hops: list[Hop]) -> None:
         batching_seen |= hop.station is not None and not hop.station.batch.is_zero
 
 
+def _check_holds(hops: list[Hop]) -> None:
+    """A holding station's hop is followed by a pure delay: what it holds the message through."""
+    for i, hop in enumerate(hops):
+        if not hop.holds:
+            continue
+        after = hops[i + 1] if i + 1 < len(hops) else None
+        if after is None or after.station is not None:
+            raise ModelError(
+                f"Hop {hop.name!r}: its station holds the message through the next hop, which "
+                f"must be a delay without a station"
+            )
+
+
 def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
     """Lower a list of hops (and the spans to report) to the arrays both engines execute."""
     if not hops:
         raise ModelError("A path needs at least one hop")
     _check_readers(hops)
     _check_per_batch_lingers(hops)
+    _check_holds(hops)
     span_hops = _span_rows(hops, spans)
     stations: dict[str, Station] = {}
     allowances: dict[str, Allowance] = {}
@@ -481,6 +523,7 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
         )
         row["linger_per_batch"] = int(hop.linger_per_batch)
         row["may_stall"] = int(hop.may_stall)
+        row["holds"] = int(hop.holds)
         row["allowance_us"] = hop.allowance_us
         row["allowance"] = -1
         if hop.allowance is not None:

@@ -35,6 +35,7 @@ from twin.kinds import (
     Strategy,
     Sync,
     Tier,
+    Transport,
     WorkloadKind,
 )
 from twin.tomlio import dump_toml, read_toml
@@ -120,6 +121,7 @@ class Connectivity:
 
     tier: Tier
     nat_gateway: bool
+    transport: Transport = Transport.TCP
 
 
 @dataclass(frozen=True)
@@ -823,7 +825,9 @@ def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
     roles = {n: _parse_role(source, n, raw_roles[n]) for n in ROLE_NAMES if n in raw_roles}
     c = _Table(source, "connectivity.", t.table("connectivity"))
     connectivity = Connectivity(
-        tier=c.choice("tier", Tier), nat_gateway=c.boolean("nat_gateway", False)
+        tier=c.choice("tier", Tier),
+        nat_gateway=c.boolean("nat_gateway", False),
+        transport=c.choice("transport", Transport, Transport.TCP),
     )
     c.done()
     if connectivity.nat_gateway and connectivity.tier != Tier.CLOUDFRONT:

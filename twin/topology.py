@@ -382,11 +382,12 @@ class _PathBuilder:
         tier = self.s.connectivity.tier
         rate = self.s.workload.rate_msgs_per_s
         sender = self.s.hosts["client"].sender
+        transport = self.s.connectivity.transport
         hops = (
             loopback.client_send_hops(self.profile, rate, sender)
-            + loopback.path_hops("client→gateway", tier, self.profile)
+            + loopback.path_hops("client→gateway", tier, self.profile, transport)
             + loopback.gateway_hops(self.profile, rate, sender)
-            + loopback.path_hops("gateway→client", tier, self.profile)
+            + loopback.path_hops("gateway→client", tier, self.profile, transport)
             + loopback.client_receive_hops(self.profile, rate, sender)
         )
         return loopback.shared_vcpu_hops(hops, self.profile, rate, sender)

@@ -45,7 +45,7 @@ import numpy as np
 from twin.components.stages import sources, stage
 from twin.dists import ZERO, Const, Dist, Empirical, Exponential, ShiftedLognormal
 from twin.errors import ModelError
-from twin.kinds import Sender, Tier
+from twin.kinds import Sender, Tier, Transport
 from twin.path import Hop, Station
 from twin.profile import Profile
 
@@ -53,6 +53,7 @@ CLIENT, GATEWAY = "client process", "gateway process"
 SHARED_VCPU = "host vCPU (both processes)"  # both threads on one vCPU (colocated)
 CLIENT_WRITE = "client work (write; handle reply)"
 SENDER, RECEIVER = "client sender", "client receiver"  # a client whose sender spins
+RELAY_THREAD = "relay thread"  # twin testbed relay's one thread (the relay tier)
 MIN_SPEED = 1e-3  # floor of core_speed (a guard: fair sharing never starves a thread)
 
 # Events each process handles per message, and wake-ups when it sleeps between them: the client
@@ -306,7 +307,9 @@ def _path_delay(profile: Profile) -> Empirical:
     return Empirical(tuple(float(x) for x in draws), label="kernel path delay")
 
 
-def path_hops(label: str, tier: Tier, profile: Profile) -> list[Hop]:
+def path_hops(
+    label: str, tier: Tier, profile: Profile, transport: Transport = Transport.TCP
+) -> list[Hop]:
     """The kernel path between the two processes, one direction (through the relay: twice)."""
     fixed = profile.value("local_veth_us") if tier == Tier.VETH else 0.0
     names = ["local_path_median_us"]
@@ -320,26 +323,53 @@ def path_hops(label: str, tier: Tier, profile: Profile) -> list[Hop]:
     )
     if tier != Tier.RELAY:
         return [kernel]
-    return [kernel, *relay_hops(label, profile), _renamed(kernel, f"{label} relay→peer")]
+    relay = relay_hops(label, profile, transport)
+    return [kernel, *relay, _renamed(kernel, f"{label} relay→peer")]
 
 
-def relay_hops(label: str, profile: Profile) -> list[Hop]:
-    """The delaying relay (``twin testbed relay``): its one thread, then its drawn delay.
+def relay_thread(profile: Profile, transport: Transport) -> Station:
+    """The relay's one thread (``twin testbed relay``), one station for both directions.
 
-    The thread is one station for both directions; a message holds it for a read and a write
-    (``2 x local_relay_work_us``, exponential: the relay's measured work per event is skewed, p90
-    about three times p50). The delay is the relay's configured law, ``local_relay_floor_us +
-    Exp(local_relay_mean_us)``: a pure delay, many messages may be held at once.
+    It sleeps in its poll while it holds no message, and polls while it holds one until the
+    message's deadline (:attr:`twin.path.Hop.holds`): a message that finds it asleep pays
+    the host's wake-up (``local_wake``, the halted vCPU's law as every sleeping thread; a
+    socket's data wakes it, not a timer, so no stall), one that comes while it holds an earlier
+    one does not. Over TCP it reads a chunk of the stream at a time: one read and one write
+    (``2 x local_relay_work_us``, exponential: its measured work per event is skewed, p90 about
+    three times p50) per batch of messages waiting on a connection's side
+    (:attr:`twin.path.Station.batch_per_connection`), so the cost per message falls as the
+    load rises; over UDP every datagram is a read and a write of its own.
     """
+    work = 2.0 * profile.value("local_relay_work_us")
+    cost = Exponential(work) if work > 0 else ZERO
+    tcp = transport == Transport.TCP and work > 0
+    thread = Station(
+        RELAY_THREAD,
+        1,
+        wake=stage(profile, "local_wake"),
+        batch=cost if tcp else ZERO,
+        batch_per_connection=tcp,
+    )
+    return _halted(thread, profile)
+
+
+def relay_hops(label: str, profile: Profile, transport: Transport = Transport.TCP) -> list[Hop]:
+    """The delaying relay (``twin testbed relay``): its thread (:func:`relay_thread`), then its
+    drawn delay, the relay's configured law ``local_relay_floor_us + Exp(local_relay_mean_us)``:
+    a pure delay, many messages may be held at once (over TCP a chunk's messages share their
+    read's delay; here each message draws its own)."""
+    thread = relay_thread(profile, transport)
     work = 2.0 * profile.value("local_relay_work_us")
     mean = profile.value("local_relay_mean_us")
     return [
         Hop(
             f"{label} relay thread",
             "relay",
-            service=Exponential(work) if work > 0 else ZERO,
-            station=Station("relay thread", 1),
-            source=sources(profile, "local_relay_work_us"),
+            service=ZERO if thread.batch_per_connection or work <= 0 else Exponential(work),
+            station=thread,
+            source=sources(profile, "local_relay_work_us", "local_wake_median_us"),
+            may_stall=False,
+            holds=True,
         ),
         Hop(
             f"{label} relay delay",
@@ -373,7 +403,15 @@ def gateway_hops(
     ]
 
 
-def colocated(profile: Profile, rate_msgs_per_s: float, sender: Sender) -> bool:
+def relay_utilization(profile: Profile, rate_msgs_per_s: float) -> float:
+    """The relay thread's work as a share of a vCPU at this rate: per message, two passes of a
+    read and a write each (``local_relay_work_us``), capped at 1."""
+    return min(1.0, rate_msgs_per_s * 1e-6 * 4.0 * profile.value("local_relay_work_us"))
+
+
+def colocated(
+    profile: Profile, rate_msgs_per_s: float, sender: Sender, relayed: bool = False
+) -> bool:
     """Whether the host runs both processes' threads on one vCPU at this rate.
 
     Linux wakes a thread on the CPU of the thread that woke it while that CPU has spare
@@ -382,12 +420,17 @@ def colocated(profile: Profile, rate_msgs_per_s: float, sender: Sender) -> bool:
     shares a vCPU while their combined utilization (:func:`process_utilization`) stays under
     ``100 / local_balance_imbalance_pct``. A spinning sender holds a vCPU of its own, so the
     threads that share one are the others, the server and the client's receiver, by the same
-    rule. Never with ``local_balance_imbalance_pct`` 0 (a profile fitted without this mechanism).
+    rule; a route through the relay (``relayed``) adds its thread's share
+    (:func:`relay_utilization`, its polling included: a running thread to the balancer).
+    Never with ``local_balance_imbalance_pct`` 0 (a profile fitted without this mechanism).
     """
     pct = profile.value("local_balance_imbalance_pct")
     if pct <= 0:
         return False
-    return sum(process_utilization(profile, rate_msgs_per_s, sender).values()) * pct < 100.0
+    busy = sum(process_utilization(profile, rate_msgs_per_s, sender).values())
+    if relayed:
+        busy += relay_utilization(profile, rate_msgs_per_s)
+    return busy * pct < 100.0
 
 
 def _on_vcpu(hop: Hop, vcpu: Station) -> Hop:
@@ -420,8 +463,15 @@ def shared_vcpu_hops(
     the vCPU's work on the path), the client's 1.5 wake-ups a message (timer, ack, cancel ack a
     cycle) split as half for its write and one for the reply; the gateway's cold start, paid by
     the orders, at its mean over the cycles' exponential gaps.
+
+    Through the relay (its thread counted by :func:`colocated`), the relay's thread shares the
+    vCPU too, and so does every kernel path but the spinning sender's: each runs on the vCPU of
+    the thread that sends it. The relay's hops keep their work, read by read (over TCP too: while
+    the vCPU has spare capacity its reads take one message each), and hold the vCPU awake
+    through their delay.
     """
-    if not colocated(profile, rate_msgs_per_s, sender):
+    relayed = any(hop.component == "relay" for hop in hops)
+    if not colocated(profile, rate_msgs_per_s, sender, relayed):
         return hops
     client = "local_client_work"
     latency = stage(profile, "local_wake")
@@ -435,22 +485,25 @@ def shared_vcpu_hops(
     )
     vcpu = _halted(vcpu, profile)
     cycles_per_us = rate_msgs_per_s * 1e-6 / 2
-    relayed = any(hop.component == "relay" for hop in hops)
     kernel = [hop for hop in hops if hop.component == "kernel"]
-    path_us = 0.0 if relayed or not kernel else kernel[0].fixed_us + kernel[0].delay.mean
+    path_us = kernel[0].fixed_us + kernel[0].delay.mean if kernel else 0.0
     # A thread's handler work and bookkeeping come with a wake-up of its own, which an event finds
     # with the probability its thread is idle (the mean-value rule of utilization()).
     busy = process_utilization(profile, rate_msgs_per_s, sender)
     asleep = {name: 1.0 - min(1.0, rho) for name, rho in busy.items()}
-    # With a spinning sender, the way out runs in the sender's system call, on the sender's vCPU.
-    gateway_at = next(
-        i for i, hop in enumerate(hops) if hop.station and hop.station.name == GATEWAY
-    )
-    sender_side = sender == Sender.SPINNING
+    # With a spinning sender, the way out of its write runs in its system call, on its vCPU.
     out = []
     for i, hop in enumerate(hops):
-        if hop.component == "kernel" and not relayed and not (sender_side and i < gateway_at):
-            out.append(_on_vcpu(hop, vcpu))
+        if hop.component == "kernel":
+            before = hops[i - 1].station if i > 0 else None
+            spinner = sender == Sender.SPINNING and before is not None and before.name == SENDER
+            out.append(hop if spinner else _on_vcpu(hop, vcpu))
+            continue
+        if hop.station is not None and hop.station.name == RELAY_THREAD:
+            work = hop.service
+            if work.is_zero and not hop.station.batch.is_zero:  # a TCP read of one message
+                work = hop.station.batch
+            out.append(replace(hop, station=vcpu, service=work))
             continue
         if hop.station is None or hop.station.name not in (CLIENT, GATEWAY, RECEIVER):
             out.append(hop)

@@ -64,6 +64,10 @@ HI_SPAN_OPEN, HI_SPAN_CLOSE, HI_READ_Q, HI_READ_ROW, HI_WHOLE_READ, HI_READ_LAST
 # The quantile table and empirical row of the work the hop leaves on its server (linger), and
 # the token bucket it takes credit from (twin.path.Allowance; read at hops flagged FLAG_ALLOWANCE).
 HI_LINGER_Q, HI_LINGER_ROW, HI_ALLOWANCE = 14, 15, 16
+# The hop's visit to its station (twin.path.CompiledPath.station_visits): a station reading each
+# connection apart keeps a batch per connection and visit, at batch_taken_us[station,
+# visit * connections + connection].
+HI_VISIT = 17
 HOP_I_COLS = 32  # a power of two: a row start is a shift
 # Bits of hop_i[:, HI_FLAGS].
 FLAG_IN_ORDER = 1  # the hop's arrivals come in time order: no calendar event needed
@@ -75,6 +79,7 @@ FLAG_LINGERS = 32  # the hop leaves work on its server after the message moves o
 FLAG_LINGERS_PER_BATCH = 64  # ... only if the message leads its batch (slot_i[:, SI_LED])
 FLAG_ALLOWANCE = 128  # the hop takes credit from a token bucket (HI_ALLOWANCE, hop_allowance_us)
 FLAG_BATCH_PER_CONNECTION = 256  # its station's batches are per connection (slot_i[:, SI_CONN])
+FLAG_HOLDS = 512  # its station holds the message through the next hop's delay (Hop.holds)
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none), then
 # the stall's (drawn at hops flagged FLAG_STALLS, see twin.path.Station.stall), then
@@ -84,6 +89,8 @@ FLAG_BATCH_PER_CONNECTION = 256  # its station's batches are per connection (slo
 # the inverse of its idle time constant (1/us), how long the woken server lingers busy after
 # the message leaves (us), the size of that linger's cold part (us), and the share of the drawn
 # wake-up a vCPU woken before it halted saves and the inverse of its halt time (1/us).
+# station_held_us: when each station's last hold ends (twin.path.Hop.holds): it sleeps only from
+# the later of that and its servers freeing.
 WI_Q, WI_ROW, WI_STALL_Q, WI_STALL_ROW, WI_BATCH_Q, WI_BATCH_ROW = 0, 1, 2, 3, 4, 5
 WC_COLD, WC_INV_TAU, WC_LINGER, WC_LINGER_COLD, WC_HALT_SHARE, WC_INV_HALT_TAU = range(6)
 # Columns of allowance_f, one row per token bucket (twin.path.Allowance): its depth, the credit
@@ -400,6 +407,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     hop_allowance_us: np.ndarray,
     allowance_f: np.ndarray,
     connections: int,
+    station_held_us: np.ndarray,
 ) -> int:
     """Advance the simulation until done, paused at ``horizon_us``, or out of slots."""
     n_hops = hop_i.shape[0]
@@ -494,6 +502,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
 
         keep = False
         parked = False  # waiting in a reader's next read, with no event of its own
+        holder = np.int64(-1)  # the station holding the message through the next hop's delay
         while True:
             if hop == HOP_START:
                 send = t
@@ -562,6 +571,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         idle_since = server_free_us[off]
                         for j in range(off + np.uint64(1), off + nserv):
                             idle_since = max(idle_since, server_free_us[j])
+                        idle_since = max(idle_since, station_held_us[st])
                         if t > idle_since:
                             # Waking the sleeping station, it may stall: it arrives that much
                             # later, the servers free for others meanwhile.
@@ -603,7 +613,10 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 linger = 0.0
                 if flags & FLAG_BATCHES:
                     slot_i[slot, SI_LED] = 0
-                    conn = slot_i[slot, SI_CONN] if flags & FLAG_BATCH_PER_CONNECTION else 0
+                    conn = 0
+                    if flags & FLAG_BATCH_PER_CONNECTION:
+                        visit = hop_il[hi + np.uint64(HI_VISIT)]
+                        conn = visit * connections + slot_i[slot, SI_CONN]
                     if t > batch_taken_us[st, conn]:
                         # Arrived after the current batch was taken: it starts the next one.
                         x, s0, s1, s2, s3 = _draw(
@@ -619,7 +632,10 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     for j in range(off, off + nserv):
                         if server_free_us[j] > idle_since:
                             idle_since = server_free_us[j]
-                if flags & FLAG_SLEEPS and t > idle_since:
+                if flags & FLAG_HOLDS:
+                    holder = np.int64(st)
+                if flags & FLAG_SLEEPS and t > max(idle_since, station_held_us[st]):
+                    idle_since = max(idle_since, station_held_us[st])
                     # The arrival wakes the sleeping station: a drawn wake-up plus a cold start
                     # growing with how long it sat idle.
                     gap = t - idle_since
@@ -675,6 +691,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     n_row = table_lengths[row]
                     x += tables[row, min(int(u * n_row), n_row - 1)]
                 t += x
+                if holder >= 0:  # the station it left holds it awake until now
+                    station_held_us[holder] = max(station_held_us[holder], t)
+                    holder = np.int64(-1)
                 if hop_il[hi + np.uint64(HI_STATION)] >= 0:
                     break
                 if record:

@@ -114,6 +114,8 @@ def hop_tables(
     hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_per_batch"] != 0, k.FLAG_LINGERS_PER_BATCH, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["allowance"] >= 0, k.FLAG_ALLOWANCE, 0)
     hop_i[:, k.HI_ALLOWANCE] = hops["allowance"]
+    hop_i[:, k.HI_FLAGS] |= np.where(hops["holds"] != 0, k.FLAG_HOLDS, 0)
+    hop_i[:, k.HI_VISIT] = path.station_visits()
     servers = np.asarray(path.station_servers, dtype=np.int64)
     first = np.concatenate([[0], np.cumsum(servers)[:-1]])
     hop_i[queued, k.HI_SERVER] = first[station[queued]]
@@ -188,12 +190,14 @@ class _Run:
         self.slot_f = np.zeros((slots, k.SLOT_F_COLS))
         self.slot_i = np.zeros((slots, k.SLOT_I_COLS), dtype=np.int64)
         self.server_free_us = np.zeros(int(path.station_servers.sum()))
-        # When each batching station took its current batch, per connection where it reads
-        # each connection apart (twin.path.Station.batch_per_connection).
+        # When each batching station took its current batch, per connection and visit where it
+        # reads each connection apart (twin.path.Station.batch_per_connection).
         per_connection = path.station_wake["batch_per_connection"].any()
+        visits = int(path.station_visits().max()) + 1
         self.batch_taken_us = np.full(
-            (path.n_stations, load.accounts if per_connection else 1), -np.inf
+            (path.n_stations, load.accounts * visits if per_connection else 1), -np.inf
         )
+        self.station_held_us = np.zeros(path.n_stations)  # when each hold ends (Hop.holds)
         # One histogram per message of a cycle (the order loop's order and cancel).
         self.counts = np.tile(empty_counts(), (load.messages_per_cycle, 1))
         self.hop_sum_us = np.zeros(path.n_hops)
@@ -267,6 +271,7 @@ class _Run:
                 self.hop_allowance_us,
                 self.allowance_f,
                 int(load.accounts),
+                self.station_held_us,
             )
         )
 

@@ -45,12 +45,11 @@ from typing import Any
 
 from twin.atomic import write_json
 from twin.errors import ConfigError
-from twin.kinds import Arrivals, Loop, Sender, Tier
+from twin.kinds import Arrivals, Loop, Sender, Tier, Transport
 from twin.scenario import scenarios_dir
 from twin.testbed.campaign import DEFAULT_PROBE_BURSTS
 from twin.testbed.relay import RelayDelay
 from twin.testbed.sockperf import (
-    Protocol,
     Route,
     SockperfRun,
     ensure_sockperf,
@@ -91,7 +90,7 @@ class LabPlan:
     closed_connections: tuple[int, ...] = (1, 2, 4, 8, 16)
     topologies: tuple[Tier, ...] = (Tier.LOOPBACK, Tier.VETH)
     sockperf_rates: tuple[float, ...] = (1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000)
-    sockperf_protocols: tuple[Protocol, ...] = (Protocol.UDP, Protocol.TCP)
+    sockperf_protocols: tuple[Transport, ...] = (Transport.UDP, Transport.TCP)
     sockperf_routes: tuple[Route, ...] = (Route.LOOPBACK, Route.VETH, Route.RELAY)
     repeats: int = 3
     duration_s: float = 2.0
@@ -124,7 +123,7 @@ QUICK = LabPlan(
     closed_connections=(1,),
     topologies=(Tier.LOOPBACK,),
     sockperf_rates=(1000, 4000),
-    sockperf_protocols=(Protocol.UDP,),
+    sockperf_protocols=(Transport.UDP,),
     sockperf_routes=(Route.LOOPBACK,),
     repeats=1,
     duration_s=0.5,
@@ -212,10 +211,14 @@ def _sockperf_points(plan: LabPlan) -> Iterator[Point]:
     for protocol in plan.sockperf_protocols:
         for route in plan.sockperf_routes:
             system = f"sockperf-{protocol}-{route}"
-            base: dict[str, Any] = {"connectivity.tier": str(route), "workload.accounts": 1}
+            base: dict[str, Any] = {
+                "connectivity.tier": str(route),
+                "connectivity.transport": str(protocol),
+                "workload.accounts": 1,
+            }
 
             def run(
-                mps: float | None, protocol: Protocol, route: Route, burst: int = 1
+                mps: float | None, protocol: Transport, route: Route, burst: int = 1
             ) -> Callable[[Path, int], Path]:
                 spec = SockperfRun(protocol, route, mps, plan.duration_s, plan.relay, burst)
 

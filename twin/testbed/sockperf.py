@@ -38,6 +38,7 @@ from pathlib import Path
 
 from twin.atomic import write_json, write_text
 from twin.errors import ConfigError, SimulationError
+from twin.kinds import Transport
 from twin.testbed.hoststat import host_counters, host_shares, process_times
 from twin.testbed.netns import VethPair
 from twin.testbed.placement import sampling
@@ -58,16 +59,11 @@ class Route(StrEnum):
     RELAY = "relay"
 
 
-class Protocol(StrEnum):
-    UDP = "udp"
-    TCP = "tcp"
-
-
 @dataclass(frozen=True)
 class SockperfRun:
     """One sockperf measurement's conditions. ``mps`` None is ping-pong at full speed."""
 
-    protocol: Protocol
+    protocol: Transport
     path: Route
     mps: float | None
     duration_s: float = 2.0
@@ -89,7 +85,7 @@ class SockperfRun:
                 *([f"--burst={self.burst}"] if self.burst > 1 else []),
             ]
         )
-        proto = ["--tcp"] if self.protocol == Protocol.TCP else []
+        proto = ["--tcp"] if self.protocol == Transport.TCP else []
         return [
             SOCKPERF,
             *mode,
@@ -132,8 +128,8 @@ def ensure_sockperf() -> None:
         raise ConfigError("apt-get installed sockperf but it is not on PATH")
 
 
-def _free_port(protocol: Protocol) -> int:
-    kind = socket.SOCK_STREAM if protocol == Protocol.TCP else socket.SOCK_DGRAM
+def _free_port(protocol: Transport) -> int:
+    kind = socket.SOCK_STREAM if protocol == Transport.TCP else socket.SOCK_DGRAM
     with socket.socket(socket.AF_INET, kind) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -168,7 +164,7 @@ def measure_sockperf(out_dir: Path, run: SockperfRun) -> Path:
         raise ConfigError(reason)
     out_dir.mkdir(parents=True, exist_ok=True)
     log = out_dir / "sockperf.log.partial"
-    proto = ["--tcp"] if run.protocol == Protocol.TCP else []
+    proto = ["--tcp"] if run.protocol == Transport.TCP else []
     with contextlib.ExitStack() as stack:
         if run.path == Route.VETH:
             pair = stack.enter_context(VethPair())

@@ -282,6 +282,77 @@ def test_a_spinning_senders_server_and_receiver_share_the_other_vcpu():
     )
 
 
+def _relay_path(transport: str, imbalance_pct: float, rate: float = 1000.0):  # noqa: ANN202
+    from twin.simulation import prepare
+
+    scenario = load_scenario(ROOT / "twin" / "scenarios" / "local_sockperf.toml").with_fields(
+        {
+            "connectivity.tier": "relay",
+            "connectivity.transport": transport,
+            "workload.rate_msgs_per_s": rate,
+        }
+    )
+    return prepare(scenario, _profile(local_balance_imbalance_pct=imbalance_pct)).path
+
+
+def test_the_relay_sleeps_unless_it_holds_a_message_and_reads_tcp_by_chunk():
+    """Apart, the relay's thread is one sleeping station for both directions that holds each
+    message through its delay; over UDP it works a read and a write a datagram, over TCP a read
+    and a write per chunk of a connection's side (a batch per connection and visit), nothing a
+    message."""
+    for transport in ("udp", "tcp"):
+        path = _relay_path(transport, 0.0)
+        relay = [i for i, n in enumerate(path.hop_names) if n.endswith("relay thread")]
+        assert len(relay) == 2 and len(set(path.hops["station"][relay])) == 1
+        st = int(path.hops["station"][relay[0]])
+        assert path.station_names[st] == loopback.RELAY_THREAD and path.station_sleeps()[st]
+        assert [bool(path.hops["holds"][i]) for i in relay] == [True, True]
+        assert path.hops["holds"].sum() == 2
+        assert path.hops["station"][relay[0] + 1] == -1  # held through the relay's delay
+        work = 2 * _profile().value("local_relay_work_us")
+        service = path.distribution(path.hops[relay[0]], "service").mean
+        batch = path.distribution(path.station_wake[st], "batch").mean
+        tcp = transport == "tcp"
+        assert (service, batch) == pytest.approx((0.0, work) if tcp else (work, 0.0))
+        assert bool(path.station_wake["batch_per_connection"][st]) == tcp
+        assert list(path.station_visits()[relay]) == [0, 1]
+
+
+def test_through_the_relay_its_thread_shares_the_vcpu_and_holds_it_awake():
+    """Co-located, the relay's thread joins the server and receiver on the one sleeping vCPU
+    (its work there read by read, over TCP too) and holds it awake through its delay; every
+    kernel path but the spinning sender's way out is that vCPU's work."""
+    apart = _relay_path("tcp", 0.0)
+    for transport in ("udp", "tcp"):
+        path = _relay_path(transport, 117.0)
+        assert list(path.station_names) == [loopback.SENDER, loopback.SHARED_VCPU]
+        names = list(path.hop_names)
+        on_vcpu = [names[i] for i, st in enumerate(path.hops["station"]) if st == 1]
+        kernel = [n for n in names if "relay thread" not in n and "delay" not in n]
+        assert [n for n in on_vcpu if n in kernel][0] == "client→gateway relay→peer"
+        assert "client→gateway relay" not in on_vcpu  # the sender's way out: a delay
+        relay = [i for i, n in enumerate(names) if n.endswith("relay thread")]
+        assert [bool(path.hops["holds"][i]) for i in relay] == [True, True]
+        means, _ = path.hop_moments_us()
+        work = 2 * _profile().value("local_relay_work_us")
+        assert means[relay] == pytest.approx([work, work])
+        delays = [i for i, n in enumerate(names) if n.endswith("relay delay")]
+        assert means[delays] == pytest.approx(apart.hop_moments_us()[0][delays])
+    # The relay's work counts toward the vCPU's share: with it, the pair leaves sooner.
+    p = _profile(local_balance_imbalance_pct=117.0)
+    threshold = 100 / 117
+    rate = next(
+        r
+        for r in np.arange(1000.0, 4e5, 500.0)
+        if sum(loopback.process_utilization(p, r, Sender.SPINNING).values())
+        + loopback.relay_utilization(p, r)
+        >= threshold
+    )
+    assert loopback.colocated(p, rate - 500, Sender.SPINNING, relayed=True)
+    assert not loopback.colocated(p, rate, Sender.SPINNING, relayed=True)
+    assert loopback.colocated(p, rate, Sender.SPINNING)
+
+
 @pytest.mark.parametrize("imbalance_pct", [117.0, 0.0], ids=["one vcpu", "apart"])
 def test_every_sleeping_thread_takes_the_hosts_halt_law(imbalance_pct: float):
     """The halt probe's law is the host's: the shared vCPU and each process's own thread scale
