@@ -45,6 +45,7 @@ SHIPPED = (
     "local_loopback",
     "local_veth",
     "local_sockperf",
+    "local_sockperf_relay",
 )
 # A venue scenario runs one hour of its day: its busiest, where the venue's wait is longest.
 VENUE_HOUR = 14
@@ -66,6 +67,7 @@ RATES = {
     "local_loopback": (1_000, 32_000),
     "local_veth": (1_000, 32_000),
     "local_sockperf": (1_000, 32_000),
+    "local_sockperf_relay": (1_000, 32_000),
 }
 DEFAULT_CASES = tuple(  # "name:rate" or "name:rate:flows"
     f"{name}:{rate}" + (f":{FLOWS[name, rate]}" if (name, rate) in FLOWS else "")

@@ -494,9 +494,14 @@ LOAD_MODELS = (  # (results file, the model that produced it), each on the same 
         "(commit abce47f)",
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_halt.json",
         "plus a vCPU idle for a few microseconds not yet halted: each sleeping thread's "
-        "wake-up scaled by the halt probe's law",
+        "wake-up scaled by the halt probe's law (commit c5f4a94)",
+    ),
+    (
+        LOAD_MATRIX,
+        "plus the relay's thread asleep unless it holds a message, sharing sockperf's vCPU while "
+        "it has spare capacity, reading TCP a chunk of a connection's side at a time",
     ),
 )
 
