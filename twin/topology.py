@@ -39,7 +39,7 @@ from twin.components import (
     venue,
 )
 from twin.dists import Dist
-from twin.kinds import Batching, Strategy, Tier, WorkloadKind
+from twin.kinds import Batching, Loop, Strategy, Tier, WorkloadKind
 from twin.path import Hop, Span
 from twin.profile import Profile
 from twin.scenario import MTU_BYTES, TCP_IP_HEADER_BYTES, Scenario
@@ -390,7 +390,9 @@ class _PathBuilder:
             + loopback.path_hops("gateway→client", tier, self.profile, transport)
             + loopback.client_receive_hops(self.profile, rate, sender)
         )
-        return loopback.shared_vcpu_hops(hops, self.profile, rate, sender)
+        workload = self.s.workload
+        alternating = workload.loop == Loop.CLOSED and workload.accounts == 1
+        return loopback.shared_vcpu_hops(hops, self.profile, rate, sender, alternating)
 
     def public_api_round_trip(self) -> list[Hop]:
         """A REST request to a venue's public endpoint (see :mod:`twin.components.venue`): the

@@ -410,7 +410,11 @@ def relay_utilization(profile: Profile, rate_msgs_per_s: float) -> float:
 
 
 def colocated(
-    profile: Profile, rate_msgs_per_s: float, sender: Sender, relayed: bool = False
+    profile: Profile,
+    rate_msgs_per_s: float,
+    sender: Sender,
+    relayed: bool = False,
+    alternating: bool = False,
 ) -> bool:
     """Whether the host runs both processes' threads on one vCPU at this rate.
 
@@ -421,11 +425,15 @@ def colocated(
     ``100 / local_balance_imbalance_pct``. A spinning sender holds a vCPU of its own, so the
     threads that share one are the others, the server and the client's receiver, by the same
     rule; a route through the relay (``relayed``) adds its thread's share
-    (:func:`relay_utilization`, its polling included: a running thread to the balancer).
-    Never with ``local_balance_imbalance_pct`` 0 (a profile fitted without this mechanism).
+    (:func:`relay_utilization`).
+    Never with ``local_balance_imbalance_pct`` 0 (a profile fitted without this mechanism), nor
+    for threads that strictly alternate (``alternating``: a closed loop of one connection): Linux
+    wakes a thread on its previous CPU while that CPU is idle (``select_idle_sibling``,
+    kernel/sched/fair.c), which it always is when the other thread wakes it, so once apart the
+    pair stays apart (sockperf's ping-pong: together in none of the lab's samples).
     """
     pct = profile.value("local_balance_imbalance_pct")
-    if pct <= 0:
+    if pct <= 0 or alternating:
         return False
     busy = sum(process_utilization(profile, rate_msgs_per_s, sender).values())
     if relayed:
@@ -444,7 +452,11 @@ def _on_vcpu(hop: Hop, vcpu: Station) -> Hop:
 
 
 def shared_vcpu_hops(
-    hops: list[Hop], profile: Profile, rate_msgs_per_s: float, sender: Sender
+    hops: list[Hop],
+    profile: Profile,
+    rate_msgs_per_s: float,
+    sender: Sender,
+    alternating: bool = False,
 ) -> list[Hop]:
     """The round trip with both processes on one vCPU when :func:`colocated`, else ``hops``.
 
@@ -471,7 +483,7 @@ def shared_vcpu_hops(
     through their delay.
     """
     relayed = any(hop.component == "relay" for hop in hops)
-    if not colocated(profile, rate_msgs_per_s, sender, relayed):
+    if not colocated(profile, rate_msgs_per_s, sender, relayed, alternating):
         return hops
     client = "local_client_work"
     latency = stage(profile, "local_wake")

@@ -282,6 +282,25 @@ def test_a_spinning_senders_server_and_receiver_share_the_other_vcpu():
     )
 
 
+def test_a_closed_loop_of_one_runs_apart():
+    """Ping-pong's two threads strictly alternate: each is woken while its previous CPU is idle,
+    so Linux keeps them apart whatever their utilization; two connections overlap and follow
+    the utilization rule."""
+    from twin.simulation import prepare
+
+    p = _profile(local_balance_imbalance_pct=117.0)
+    assert loopback.colocated(p, 1000.0, Sender.EVENT_LOOP)
+    assert not loopback.colocated(p, 1000.0, Sender.EVENT_LOOP, alternating=True)
+    base = load_scenario(ROOT / "scenarios" / "local_sockperf.toml").with_fields(
+        {"workload.loop": "closed", "hosts.client.sender": "event-loop"}
+    )
+    one = prepare(base.with_fields({"workload.accounts": 1}), p).path
+    assert loopback.SHARED_VCPU not in one.station_names
+    assert loopback.colocated(p, base.workload.rate_msgs_per_s, Sender.EVENT_LOOP)
+    two = prepare(base.with_fields({"workload.accounts": 2}), p).path
+    assert loopback.SHARED_VCPU in two.station_names
+
+
 def _relay_path(transport: str, imbalance_pct: float, rate: float = 1000.0):  # noqa: ANN202
     from twin.simulation import prepare
 
