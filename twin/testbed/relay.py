@@ -15,7 +15,11 @@ message leaves no earlier than the one ahead of it.
 **Its own cost**, which the model must include, is measured by the relay itself and written as
 JSON to ``--stats`` on SIGTERM: per event (one read, or one write), the **work** on the relay's
 one thread (a single-server station: two events per message and direction) and the **lateness**
-(send time minus the drawn deadline: the polling loop's delay and the queue behind other messages).
+(send time minus the drawn deadline: the polling loop's delay and the queue behind other messages),
+and each read's work by how long the relay had slept before it (``reads_by_idle_gap``: the
+first read after a blocking wait takes that wait, the others none; classes of
+:data:`twin.testbed.recorder.GAP_EDGES_US`), from which a cold start of its work and its time
+constant can be fitted.
 While it holds a message the relay polls instead of sleeping (a timed sleep on this 2-vCPU VM
 woke 160 us late at p90, more than the delay itself), so it burns a core only while messages are
 in flight.
@@ -38,6 +42,7 @@ import numpy as np
 
 from twin.atomic import write_json
 from twin.errors import ConfigError
+from twin.testbed.recorder import work_by_gap
 
 CHUNK = 65536
 Address = tuple[str, int]
@@ -73,6 +78,19 @@ class _Relay:
         self.running = True
         self.work_ns: list[int] = []
         self.lateness_ns: list[int] = []
+        # Each read's work and how long the relay had slept before it (0 but for the first
+        # read after a blocking wait).
+        self.read_work_ns: list[int] = []
+        self.read_slept_ns: list[int] = []
+        self.slept_ns = 0
+
+    def read_done(self, started_ns: int) -> None:
+        """Count a read that started at ``started_ns`` and ends now."""
+        work = time.monotonic_ns() - started_ns
+        self.work_ns.append(work)
+        self.read_work_ns.append(work)
+        self.read_slept_ns.append(self.slept_ns)
+        self.slept_ns = 0
 
     def schedule(
         self, out: socket.socket, data: bytes, address: Address | None, t_read: int
@@ -109,7 +127,12 @@ class _Relay:
     def loop(self) -> None:
         """Relay until :attr:`running` is cleared (between two events: nothing half done)."""
         while self.running:
-            for key, _ in self.selector.select(self.timeout()):
+            timeout = self.timeout()
+            blocked = time.monotonic_ns() if timeout is None else None
+            ready = self.selector.select(timeout)
+            if blocked is not None:
+                self.slept_ns = time.monotonic_ns() - blocked
+            for key, _ in ready:
                 key.data(key.fileobj)
             self.flush_due()
 
@@ -128,6 +151,7 @@ class _Relay:
             "delay": {"floor_us": self.delay.floor_us, "mean_us": self.delay.mean_us},
             "work": pct(self.work_ns),
             "lateness": pct(self.lateness_ns),
+            "reads_by_idle_gap": work_by_gap(self.read_slept_ns, self.read_work_ns),
         }
 
 
@@ -143,13 +167,13 @@ def _udp(relay: _Relay, listen: tuple[str, int], target: tuple[str, int]) -> soc
     def from_client(sock: socket.socket) -> None:
         t = time.monotonic_ns()
         data, client[0] = sock.recvfrom(CHUNK)
-        relay.work_ns.append(time.monotonic_ns() - t)
+        relay.read_done(t)
         relay.schedule(back, data, target, t)
 
     def from_server(sock: socket.socket) -> None:
         t = time.monotonic_ns()
         data = sock.recv(CHUNK)
-        relay.work_ns.append(time.monotonic_ns() - t)
+        relay.read_done(t)
         if client[0] is not None:
             relay.schedule(front, data, client[0], t)
 
@@ -179,7 +203,7 @@ def _tcp(relay: _Relay, listen: tuple[str, int], target: tuple[str, int]) -> soc
                         pass
                     s.close()
                 return
-            relay.work_ns.append(time.monotonic_ns() - t)
+            relay.read_done(t)
             relay.schedule(dst, data, None, t)
 
         relay.selector.register(src, selectors.EVENT_READ, forward)

@@ -55,6 +55,7 @@ def test_relay_delays_every_message_and_measures_its_cost(tmp_path: Path) -> Non
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as client:
             client.settimeout(2.0)
             for i in range(40):
+                time.sleep(0.002)  # the relay sleeps 2 ms before each ping
                 start = time.perf_counter()
                 client.sendto(f"ping {i}".encode(), ("127.0.0.1", relay_port))
                 assert client.recv(2048) == f"ping {i}".encode()
@@ -67,6 +68,11 @@ def test_relay_delays_every_message_and_measures_its_cost(tmp_path: Path) -> Non
     assert cost["delay"] == {"floor_us": 300.0, "mean_us": 0.0}
     assert cost["lateness"]["count"] == 80 and cost["work"]["count"] == 160
     assert 0 < cost["work"]["p50_us"] < 1000
+    # Every read, each ping's after the relay slept the client's 2 ms pause (at least 1.6 ms).
+    by_gap = cost["reads_by_idle_gap"]
+    assert sum(by_gap["count"]) == 80
+    slept = [c for c, lo in zip(by_gap["count"], by_gap["gap_from_us"], strict=True) if lo >= 1600]
+    assert sum(slept) == 40
 
 
 def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) -> None:
