@@ -16,7 +16,9 @@ message leaves no earlier than the one ahead of it.
 JSON to ``--stats`` on SIGTERM: per event (one read, or one write), the **work** on the relay's
 one thread (a single-server station: two events per message and direction) and the **lateness**
 (send time minus the drawn deadline: the polling loop's delay and the queue behind other messages),
-and each read's work by how long the relay had slept before it (``reads_by_idle_gap``: the
+the reads' and the writes' work apart (``read_work``, ``write_work``: a write on loopback
+runs the receiver's side too, waking its thread), and each read's work by how long the relay
+had slept before it (``reads_by_idle_gap``: the
 first read after a blocking wait takes that wait, the others none; classes of
 :data:`twin.testbed.recorder.GAP_EDGES_US`), from which a cold start of its work and its time
 constant can be fitted.
@@ -82,6 +84,7 @@ class _Relay:
         # read after a blocking wait).
         self.read_work_ns: list[int] = []
         self.read_slept_ns: list[int] = []
+        self.write_work_ns: list[int] = []
         self.slept_ns = 0
 
     def read_done(self, started_ns: int) -> None:
@@ -114,7 +117,9 @@ class _Relay:
                     out.sendto(data, address)
             except OSError:
                 continue  # the peer went away; the other side sees it close
-            self.work_ns.append(time.monotonic_ns() - start)
+            work = time.monotonic_ns() - start
+            self.work_ns.append(work)
+            self.write_work_ns.append(work)
 
     def timeout(self) -> float | None:
         """Block while nothing is held; while a message waits, sleep until ``spin_us`` before
@@ -151,6 +156,8 @@ class _Relay:
             "delay": {"floor_us": self.delay.floor_us, "mean_us": self.delay.mean_us},
             "work": pct(self.work_ns),
             "lateness": pct(self.lateness_ns),
+            "read_work": pct(self.read_work_ns),
+            "write_work": pct(self.write_work_ns),
             "reads_by_idle_gap": work_by_gap(self.read_slept_ns, self.read_work_ns),
         }
 

@@ -67,6 +67,7 @@ def test_relay_delays_every_message_and_measures_its_cost(tmp_path: Path) -> Non
     cost = json.loads(stats.read_text())
     assert cost["delay"] == {"floor_us": 300.0, "mean_us": 0.0}
     assert cost["lateness"]["count"] == 80 and cost["work"]["count"] == 160
+    assert cost["read_work"]["count"] == cost["write_work"]["count"] == 80
     assert 0 < cost["work"]["p50_us"] < 1000
     # Every read, each ping's after the relay slept the client's 2 ms pause (at least 1.6 ms).
     by_gap = cost["reads_by_idle_gap"]
