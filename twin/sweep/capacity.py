@@ -2,11 +2,19 @@
 
 The search runs replications (independent seeds) at a coarse ladder of rates below the rate at
 which some station saturates (offered utilization 1, from the compiled path: no simulation needed
-for that bound), finds the first rate whose mean p99 reaches the ceiling, then bisects the bracket
-``refine`` times. The answer interpolates the mean p99 curve linearly at the ceiling; its 95%
-interval is where the curves of the p99's upper and lower confidence bounds cross the ceiling
-(the rates at which p99 is under the ceiling with confidence, and over it with confidence). A
-rate with any unstable replication counts as over the ceiling.
+for that bound), finds the last rate whose mean p99 is under the ceiling and the rate after it,
+then bisects that bracket ``refine`` times. The answer interpolates the mean p99 curve linearly
+at the ceiling; its 95% interval is where the curves of the p99's upper and lower confidence
+bounds cross the ceiling (the rates at which p99 is under the ceiling with confidence, and over
+it with confidence). A rate with any unstable replication counts as over the ceiling.
+
+**A curve that falls first.** Threads that sleep between messages pay wake-ups at low load,
+which fade as the load rises, so a p99 can fall with the rate before queueing makes it rise
+(the live host's model: :mod:`twin.components.loopback`). The answer is then the highest rate
+under the ceiling, and the lowest rate from which the p99 stays under it is reported too
+(:attr:`CapacityResult.under_ceiling_from_msgs_per_s`): below it the ceiling is missed for the
+opposite reason. Only when every rate of the ladder is over the ceiling does the search go down
+from the lowest, halving the rate.
 
 **Where the ceiling bites, and whether the run length matters.** Utilization grows in
 proportion to the rate, so the answer sits at utilization ``rate / saturation rate`` of the
@@ -31,6 +39,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from twin.dists import ZERO
 from twin.errors import ScenarioError
 from twin.replicate import t_interval
 from twin.results import offered_utilization
@@ -77,6 +86,9 @@ class CapacityResult:
     failures: dict[str, str] = field(default_factory=dict)
     warmup_s: float = 0.0
     duration_s: float = 0.0
+    # The lowest rate from which the mean p99 stays under the ceiling up to the answer (a p99
+    # that falls with load before it rises); None when it is under from the lowest rate tried.
+    under_ceiling_from_msgs_per_s: float | None = None
 
     @property
     def utilization_at_capacity(self) -> float | None:
@@ -127,6 +139,7 @@ class CapacityResult:
             "warmup_s": self.warmup_s,
             "duration_s": self.duration_s,
             "depends_on_run_length": self.depends_on_run_length,
+            "under_ceiling_from_msgs_per_s": self.under_ceiling_from_msgs_per_s,
         }
 
 
@@ -139,6 +152,15 @@ def saturation_rate(scenario: Scenario) -> float | None:
     return float(scenario.workload.rate_msgs_per_s / np.max(rho))
 
 
+def may_fall_with_load(scenario: Scenario) -> bool:
+    """Whether the scenario's p99 may fall as the rate rises: some station sleeps when idle (its
+    wake-ups fade with the load) or takes batches (its cost per batch is shared as they grow).
+    Without either, a path's latency only grows with the load (queueing)."""
+    path = prepare(scenario).path
+    batches = path.station_wake["batch_code"] != ZERO.code
+    return bool(path.station_sleeps().any() or batches.any())
+
+
 def _curve_point(rate: float, p99s: list[float]) -> CurvePoint:
     runs = tuple(p99s)
     if not all(math.isfinite(p) for p in runs):
@@ -147,36 +169,78 @@ def _curve_point(rate: float, p99s: list[float]) -> CurvePoint:
     return CurvePoint(rate, mean, t_interval(mean, runs), runs)
 
 
+def _last_under(values: Sequence[float], ceiling: float) -> int | None:
+    """Index of the last value under ``ceiling`` (None: none is)."""
+    under = [j for j, value in enumerate(values) if value < ceiling]
+    return under[-1] if under else None
+
+
 def crossing(rates: Sequence[float], values: Sequence[float], ceiling: float, side: str) -> float:
-    """Rate at which a rising ``values`` curve first reaches ``ceiling``.
+    """Rate at which the ``values`` curve rises through ``ceiling`` after its last value under it
+    (on a rising curve, where it first reaches it).
 
     Linear interpolation between the bracketing rates; when the upper side of the bracket is
     unstable (infinite) the answer is the bracket's ``low`` end, ``high`` end or ``mid``dle, as
-    ``side`` asks. Below the first rate gives the first rate; never reached gives the last.
+    ``side`` asks. No value under the ceiling gives the first rate; the last value under it
+    gives the last rate.
     """
-    for j, value in enumerate(values):
-        if value >= ceiling:
-            if j == 0:
-                return float(rates[0])
-            r0, r1, v0 = rates[j - 1], rates[j], values[j - 1]
-            if not math.isfinite(value):
-                return float({"low": r0, "high": r1, "mid": (r0 + r1) / 2}[side])
-            return float(r0 + (ceiling - v0) * (r1 - r0) / (value - v0))
-    return float(rates[-1])
+    j = _last_under(values, ceiling)
+    if j is None:
+        return float(rates[0])
+    if j == len(values) - 1:
+        return float(rates[-1])
+    r0, r1, v0, value = rates[j], rates[j + 1], values[j], values[j + 1]
+    if not math.isfinite(value):
+        return float({"low": r0, "high": r1, "mid": (r0 + r1) / 2}[side])
+    return float(r0 + (ceiling - v0) * (r1 - r0) / (value - v0))
+
+
+def under_ceiling_from(
+    rates: Sequence[float], values: Sequence[float], ceiling: float
+) -> float | None:
+    """The rate from which the curve stays under ``ceiling`` up to its last value under it: where
+    a curve over the ceiling at its lowest rates falls through it (linear interpolation), or
+    None when it is under from its first rate (or never)."""
+    j = _last_under(values, ceiling)
+    if j is None:
+        return None
+    first = j
+    while first > 0 and values[first - 1] < ceiling:
+        first -= 1
+    if first == 0:
+        return None
+    r0, r1, v0, v1 = rates[first - 1], rates[first], values[first - 1], values[first]
+    if not math.isfinite(v0):
+        return float(r1)
+    return float(r0 + (v0 - ceiling) * (r1 - r0) / (v0 - v1))
 
 
 def capacity_from_curve(
     rates: Sequence[float], p99_us: Sequence[float], ceiling_us: float
 ) -> tuple[float | None, str]:
-    """The highest rate whose p99 stays under ``ceiling_us`` on a rising p99 curve, and how it
-    was found: None when the lowest rate is already over it, the highest rate when none is,
-    else the linear crossing (the middle of the bracket when its upper end is unstable). One
-    rule for ``twin capacity`` and the explorer's curve."""
-    if not rates or p99_us[0] >= ceiling_us:
-        return None, "p99 is over the ceiling even at the lowest rate"
-    if max(p99_us) < ceiling_us:
-        return float(rates[-1]), "p99 stays under the ceiling at every rate tried"
-    return crossing(rates, p99_us, ceiling_us, "mid"), "p99 crosses the ceiling"
+    """The highest rate whose p99 stays under ``ceiling_us``, and how it was found: None when
+    every rate is over it, the highest rate when the last one is under it, else the linear
+    crossing after the last rate under it (the middle of the bracket when its upper end is
+    unstable); a p99 over the ceiling at the lowest rates (wake-ups that fade with load) is
+    said. One rule for ``twin capacity`` and the explorer's curve."""
+    j = _last_under(p99_us, ceiling_us) if rates else None
+    if j is None:
+        return None, "p99 is over the ceiling at every rate tried"
+    low = under_ceiling_from(rates, p99_us, ceiling_us)
+    if j == len(p99_us) - 1:
+        if low is None:
+            return float(rates[-1]), "p99 stays under the ceiling at every rate tried"
+        return float(rates[-1]), (
+            f"p99 stays under the ceiling from {low:,.0f} msg/s up to the highest rate tried "
+            "(over it below, where wake-ups are paid)"
+        )
+    found = crossing(rates, p99_us, ceiling_us, "mid")
+    if low is None:
+        return found, "p99 crosses the ceiling"
+    return found, (
+        f"p99 crosses the ceiling (under it from {low:,.0f} msg/s: over it below, where "
+        "wake-ups are paid)"
+    )
 
 
 class _Evaluator:
@@ -270,20 +334,20 @@ def find_capacity(
     )
     try:
         ordered = sorted(rates)
-        ev.evaluate(ordered[:1])  # the lowest rate first: over the ceiling, the rest is moot
-        first = ev.curve()[0]
-        if first.p99_us >= p99_ceiling_us:
-            # Over the ceiling already: halve the rate, all steps in one batch.
-            ev.evaluate([first.rate_msgs_per_s / 2**k for k in range(1, MAX_DOWNWARD_STEPS + 1)])
-        else:
+        # The lowest rate first: over the ceiling on a path whose p99 only rises with the load,
+        # the rest is moot.
+        ev.evaluate(ordered[:1])
+        if may_fall_with_load(scenario) or ev.curve()[0].p99_us < p99_ceiling_us:
             ev.evaluate(ordered[1:])
+        if _last_under([c.p99_us for c in ev.curve()], p99_ceiling_us) is None:
+            # Over the ceiling at every rate: halve the lowest, all steps in one batch.
+            ev.evaluate([ordered[0] / 2**k for k in range(1, MAX_DOWNWARD_STEPS + 1)])
         for _ in range(refine):
             curve = ev.curve()
-            above = [i for i, c in enumerate(curve) if c.p99_us >= p99_ceiling_us]
-            if not above or above[0] == 0:
+            j = _last_under([c.p99_us for c in curve], p99_ceiling_us)
+            if j is None or j == len(curve) - 1:
                 break
-            lo, hi = curve[above[0] - 1].rate_msgs_per_s, curve[above[0]].rate_msgs_per_s
-            ev.evaluate([(lo + hi) / 2])
+            ev.evaluate([(curve[j].rate_msgs_per_s + curve[j + 1].rate_msgs_per_s) / 2])
     finally:
         ev.bar.close()
     curve = ev.curve()
@@ -317,6 +381,9 @@ def find_capacity(
         failures=ev.failures,
         warmup_s=scenario.workload.warmup_s,
         duration_s=scenario.workload.duration_s,
+        under_ceiling_from_msgs_per_s=(
+            under_ceiling_from(r, mean, p99_ceiling_us) if found is not None else None
+        ),
     )
     if out_dir is not None:
         _write_folder(out_dir, scenario, engine, seed, seeds, ev, result)
@@ -421,6 +488,11 @@ def format_capacity(result: CapacityResult) -> str:
         lines.append("p99 never reached the ceiling: the answer is the highest rate tried")
     elif result.max_rate_msgs_per_s == 0.0:
         lines.append("p99 is over the ceiling at every rate tried")
+    if result.under_ceiling_from_msgs_per_s is not None:
+        lines.append(
+            f"p99 is over the ceiling below {result.under_ceiling_from_msgs_per_s:,.0f} msg/s "
+            "too: it falls with the rate there (wake-ups that fade with load) before it rises"
+        )
     lines.append("")
     lines.append(f"{'rate msg/s':>14s} {'p99 us':>12s} {'95% CI':>24s}")
     for c in result.curve:

@@ -8,7 +8,13 @@ import math
 import pytest
 
 from twin.cli import main
-from twin.sweep.capacity import CapacityResult, crossing, format_capacity
+from twin.sweep.capacity import (
+    CapacityResult,
+    capacity_from_curve,
+    crossing,
+    format_capacity,
+    under_ceiling_from,
+)
 
 from .conftest import SCENARIOS
 
@@ -151,3 +157,43 @@ def test_capacity_says_where_the_ceiling_bites_and_whether_run_length_matters() 
     calm = _answer(0.8 * 580_000, warmup_s=0.5, duration_s=1.0)
     assert calm.relaxation_time_s < 1e-3 and not calm.depends_on_run_length
     assert "long enough" in format_capacity(calm)
+
+
+def test_a_curve_that_falls_before_it_rises():
+    """Wake-ups that fade with load: the p99 falls with the rate, then rises. The answer is the
+    crossing after the last rate under the ceiling, and the rate it falls through the ceiling
+    at is said too; on a rising curve nothing changes."""
+    rates = [1000.0, 2000.0, 3000.0, 4000.0]
+    dipping = [50.0, 20.0, 25.0, 40.0]
+    assert crossing(rates, dipping, 30, "mid") == pytest.approx(3000 + 1000 / 3)
+    assert under_ceiling_from(rates, dipping, 30) == pytest.approx(1000 + 2000 / 3)
+    found, how = capacity_from_curve(rates, dipping, 30)
+    assert found == pytest.approx(3000 + 1000 / 3)
+    assert (
+        how == "p99 crosses the ceiling (under it from 1,667 msg/s: over it below, where "
+        "wake-ups are paid)"
+    )
+    found, how = capacity_from_curve(rates, [50.0, 20.0, 25.0, 28.0], 30)
+    assert found == 4000.0 and how.startswith("p99 stays under the ceiling from 1,667 msg/s up")
+    assert under_ceiling_from(rates, [10.0, 20.0, 40.0, 80.0], 30) is None
+    assert under_ceiling_from(rates, [math.inf, 20.0, 40.0, 80.0], 30) == 2000.0
+    assert capacity_from_curve(rates, [50.0, 40.0, 35.0, 31.0], 30) == (
+        None,
+        "p99 is over the ceiling at every rate tried",
+    )
+
+
+def test_capacity_of_a_host_whose_threads_sleep(capsys):
+    """sockperf on this host (shipped profile): p99 about 400 us at 200 msg/s, 240 at 1k, 175-185
+    at 4k, 230 at 32k. At a 205 us ceiling the lowest rates are over it and the search runs on:
+    the answer lies between 4k and 32k, and p99 is under the ceiling from between 1k and 4k."""
+    args = [
+        "capacity", str(SCENARIOS / "local_sockperf.toml"), "--p99-ceiling-us", "205",
+        "--duration", "0.5", "--replications", "2", "--rates", "200,1000,4000,32000",
+        "--refine", "0", "--workers", "1", "--json", "--no-progress",
+    ]  # fmt: skip
+    assert main(args) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert [c["rate_msgs_per_s"] for c in payload["curve"]] == [200.0, 1000.0, 4000.0, 32000.0]
+    assert 4000 < payload["max_rate_msgs_per_s"] < 32000 and payload["ceiling_reached"]
+    assert 1000 < payload["under_ceiling_from_msgs_per_s"] < 4000
