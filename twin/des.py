@@ -91,8 +91,8 @@ class _Model:
         self.batch = [self._sampler(w, "batch", path) for w in wake]
         self.stall = [self._sampler(w, "stall", path) for w in wake]
         # When each batching station took its current batch (a later arrival starts the next),
-        # per connection at a station that reads each connection apart.
-        # (a station visited at several hops reads a socket of the connection at each).
+        # per connection and visit at a station that reads each connection apart (visited at
+        # several hops, it reads a socket of the connection at each).
         self.batch_per_connection = [bool(x) for x in wake["batch_per_connection"]]
         self.visit = [int(x) for x in path.station_visits()]
         visits = np.bincount(

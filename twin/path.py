@@ -475,7 +475,7 @@ def _check_per_batch_lingers(hops: list[Hop]) -> None:
 
 
 def _check_holds(hops: list[Hop]) -> None:
-    """A holding station's hop is followed by a pure delay: what it holds the message through."""
+    """A holding hop is followed by a pure delay: what its station holds the message through."""
     for i, hop in enumerate(hops):
         if not hop.holds:
             continue

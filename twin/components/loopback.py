@@ -327,6 +327,14 @@ def path_hops(
     return [kernel, *relay, _renamed(kernel, f"{label} relay→peer")]
 
 
+def relay_pass_work(profile: Profile) -> Dist:
+    """The relay's work for one message or chunk in one direction: a read and a write
+    (``2 x local_relay_work_us``, exponential: its measured work per event is skewed, p90 about
+    three times p50)."""
+    work = 2.0 * profile.value("local_relay_work_us")
+    return Exponential(work) if work > 0 else ZERO
+
+
 def relay_thread(profile: Profile, transport: Transport) -> Station:
     """The relay's one thread (``twin testbed relay``), one station for both directions.
 
@@ -334,15 +342,13 @@ def relay_thread(profile: Profile, transport: Transport) -> Station:
     message's deadline (:attr:`twin.path.Hop.holds`): a message that finds it asleep pays
     the host's wake-up (``local_wake``, the halted vCPU's law as every sleeping thread; a
     socket's data wakes it, not a timer, so no stall), one that comes while it holds an earlier
-    one does not. Over TCP it reads a chunk of the stream at a time: one read and one write
-    (``2 x local_relay_work_us``, exponential: its measured work per event is skewed, p90 about
-    three times p50) per batch of messages waiting on a connection's side
+    one does not. Over TCP it reads a chunk of the stream at a time: its work for it
+    (:func:`relay_pass_work`) per batch of messages waiting on a connection's side
     (:attr:`twin.path.Station.batch_per_connection`), so the cost per message falls as the
     load rises; over UDP every datagram is a read and a write of its own.
     """
-    work = 2.0 * profile.value("local_relay_work_us")
-    cost = Exponential(work) if work > 0 else ZERO
-    tcp = transport == Transport.TCP and work > 0
+    cost = relay_pass_work(profile)
+    tcp = transport == Transport.TCP and not cost.is_zero
     thread = Station(
         RELAY_THREAD,
         1,
@@ -359,13 +365,12 @@ def relay_hops(label: str, profile: Profile, transport: Transport = Transport.TC
     a pure delay, many messages may be held at once (over TCP a chunk's messages share their
     read's delay; here each message draws its own)."""
     thread = relay_thread(profile, transport)
-    work = 2.0 * profile.value("local_relay_work_us")
     mean = profile.value("local_relay_mean_us")
     return [
         Hop(
             f"{label} relay thread",
             "relay",
-            service=ZERO if thread.batch_per_connection or work <= 0 else Exponential(work),
+            service=ZERO if thread.batch_per_connection else relay_pass_work(profile),
             station=thread,
             source=sources(profile, "local_relay_work_us", "local_wake_median_us"),
             may_stall=False,
