@@ -273,13 +273,17 @@ def measured_prior(
     interpreter cold start and no bookkeeping after a wake-up (``linger``), a wake-up's CPU
     being their per-wake-up work, which the fit scales with the rest of their work. Every
     system takes what the wake-up probes measured of the lab's host (``host``:
-    :func:`host_parameters`; by default the cold start :data:`WAKE_PROBE_COLD_US`).
+    :func:`host_parameters`; by default the cold start :data:`WAKE_PROBE_COLD_US`), and a route
+    through the relay its work per event at the calibration point (:func:`relay_work`).
     """
     point = system.point(system.calibrated_on)
     known: dict[str, Parameter] = dict(
         host or {"local_wake_cold_us": Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE)}
     )
     known["local_balance_imbalance_pct"] = LINUX_IMBALANCE_PCT
+    relay = relay_work(point)
+    if relay is not None:
+        known["local_relay_work_us"] = relay
     # Set, not measured: a native tool's wake-up CPU is its per-wake-up work, scaled with it.
     derived: dict[str, Parameter] = {}
     if _stated(point):
@@ -297,6 +301,29 @@ def measured_prior(
             derived[f"{name}_wake_cpu_us"] = replace(prior[f"{name}_wake_us"], fitted=False)
     params = {**prior.params, **known, **derived}
     return replace(prior, params=MappingProxyType(params)), frozenset(known)
+
+
+RELAY_STATS = "relay.json"
+
+
+def relay_work(point: CorpusPoint) -> Parameter | None:
+    """The relay's work per event (us) its runs of this point measured (``relay.json`` beside
+    each run, :mod:`twin.testbed.relay`: the median over runs of their mean), or None for runs
+    without a relay."""
+    paths = [run / RELAY_STATS for run in point.runs if (run / RELAY_STATS).is_file()]
+    if not paths:
+        return None
+    means = []
+    for path in paths:
+        try:
+            means.append(float(json.loads(path.read_text())["work"]["mean_us"]))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise MeasurementError(f"{path}: not the relay's stats ({exc})") from None
+    return Parameter(
+        statistics.median(means),
+        f"measurement: the relay's work per read or write at {point.id} (median of {len(means)} "
+        f"runs' mean, {RELAY_STATS})",
+    )
 
 
 def calibration_targets(

@@ -501,8 +501,8 @@ LOAD_MODELS = (  # (results file, the model that produced it), each on the same 
     (
         LOAD_MATRIX,
         "plus the relay's thread asleep unless it holds a message, sharing sockperf's vCPU while "
-        "it has spare capacity, reading TCP a chunk of a connection's side at a time; a closed "
-        "loop of one connection apart",
+        "it has spare capacity, reading TCP a chunk of a connection's side at a time, its work "
+        "measured at the calibration point; a closed loop of one connection apart",
     ),
 )
 

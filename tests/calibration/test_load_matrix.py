@@ -278,3 +278,25 @@ def test_the_matrix_reports_its_spread_over_seeds(capsys) -> None:
 def test_seeds_without_a_matrix_is_refused(capsys) -> None:
     assert main(["validate", "default", "--seeds", "2"]) == 2
     assert "--seeds goes with --matrix" in capsys.readouterr().err
+
+
+def test_a_route_through_the_relay_takes_its_work_at_the_calibration_point(tmp_path) -> None:
+    """The relay's work per event is what its runs of the calibration point measured (the median
+    of their means), not the profile's figure from every rate; runs without a relay give none,
+    and a broken relay.json is one line naming it."""
+    from calibration.matrix import CorpusPoint, relay_work
+    from twin.errors import MeasurementError
+
+    runs = []
+    for k, mean in enumerate((7.4, 6.9, 8.1)):
+        run = tmp_path / f"run_{k}"
+        run.mkdir()
+        (run / "relay.json").write_text(json.dumps({"work": {"count": 10, "mean_us": mean}}))
+        runs.append(run)
+    measured = relay_work(CorpusPoint("under-load-r1000", {}, {}, tuple(runs)))
+    assert measured is not None and measured.value == 7.4
+    assert "under-load-r1000" in measured.source and "3 runs" in measured.source
+    assert relay_work(CorpusPoint("p", {}, {}, (RUN_1000,))) is None
+    (runs[0] / "relay.json").write_text("{}")
+    with pytest.raises(MeasurementError, match=r"run_0/relay.json: not the relay's stats"):
+        relay_work(CorpusPoint("p", {}, {}, tuple(runs)))
