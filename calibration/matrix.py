@@ -52,7 +52,7 @@ from calibration.testbed.summary import median_summary, read_summary
 from twin.components.loopback import EVENTS_PER_MSG
 from twin.errors import MeasurementError, TwinError
 from twin.profile import Parameter, Profile, load_profile, resolve_profile_path
-from twin.results import offered_utilization, rate_at_full_load
+from twin.results import MESSAGE_KINDS, offered_utilization, rate_at_full_load
 from twin.scenario import Scenario, load_scenario
 from twin.simulation import prepare, run_prepared
 
@@ -241,6 +241,22 @@ def measured_point(point: CorpusPoint) -> dict[str, float | None]:
     return out
 
 
+def measured_kinds(point: CorpusPoint) -> dict[str, dict[str, float]]:
+    """Each message kind's p50, p90, p99 (us) of an order loop's runs (their ``order.hgrm`` and
+    ``cancel.hgrm``, medians over the runs); ``{}`` for runs that do not record them apart."""
+    out = {}
+    for kind in MESSAGE_KINDS[2]:
+        files = [run / f"{kind}.hgrm" for run in point.runs]
+        if not all(f.is_file() for f in files):
+            return {}
+        runs = [read(f) for f in files]
+        out[kind] = {
+            key: statistics.median(m.percentile_us(float(key[1:])) for m in runs)
+            for key in COMPARED
+        }
+    return out
+
+
 def _achieved(m: Measurement) -> float | None:
     value = m.conditions.get("achieved_msgs_per_s")
     return float(value) if isinstance(value, int | float) else None
@@ -361,13 +377,21 @@ def _scenario(system: CorpusSystem, point: CorpusPoint, seed: int) -> Scenario:
     )
 
 
-def predicted_point(scenario: Scenario, profile: Profile) -> dict[str, float | None]:
+def predicted_point(
+    scenario: Scenario, profile: Profile
+) -> tuple[dict[str, float | None], dict[str, dict[str, float]]]:
+    """p50, p90, p99 (us) and throughput (msg/s) of a run of ``scenario`` (None: unstable), and
+    each message kind's p50, p90, p99 (an order loop's orders and cancels; ``{}`` otherwise)."""
     result = run_prepared(prepare(scenario, profile))
     if not result.stable:
-        return {key: None for key in (*COMPARED, "throughput")}
+        return {key: None for key in (*COMPARED, "throughput")}, {}
     out: dict[str, float | None] = {key: result.rtt_us[key] for key in COMPARED}
     out["throughput"] = result.throughput_msgs_per_s
-    return out
+    kinds = {
+        kind: {key: table[key] for key in COMPARED}
+        for kind, table in result.rtt_by_kind_us.items()
+    }
+    return out, kinds
 
 
 def max_utilization(scenario: Scenario, profile: Profile, rate: float) -> float:
@@ -412,7 +436,8 @@ def system_matrix(system: CorpusSystem, manifest: Path, seed: int = 1) -> dict[s
             if point.overrides.get("workload.loop") == "open":
                 asked = float(point.overrides["workload.rate_msgs_per_s"])
                 reached = reached or measured["throughput"] < KEPT_UP_SHARE * asked
-        predicted = predicted_point(_scenario(system, point, seed), profile)
+        predicted, predicted_kinds = predicted_point(_scenario(system, point, seed), profile)
+        kinds = measured_kinds(point)
         points.append(
             {
                 "id": point.id,
@@ -421,6 +446,19 @@ def system_matrix(system: CorpusSystem, manifest: Path, seed: int = 1) -> dict[s
                 "predicted": predicted,
                 "error_pct": {k: _error_pct(measured[k], predicted[k]) for k in measured},
                 "calibration": point.id == system.calibrated_on,
+                # An order loop's orders and cancels apart (where both sides have them).
+                "kinds": {
+                    kind: {
+                        "measured": kinds[kind],
+                        "predicted": predicted_kinds[kind],
+                        "error_pct": {
+                            k: _error_pct(kinds[kind][k], predicted_kinds[kind][k])
+                            for k in COMPARED
+                        },
+                    }
+                    for kind in kinds
+                    if kind in predicted_kinds
+                },
             }
         )
     calibration_point = system.point(system.calibrated_on)

@@ -457,6 +457,40 @@ def load_summary() -> str:
     return _table(header, "llrrrrr", rows)
 
 
+def load_kinds() -> str:
+    """Per system whose runs record them apart, the orders' and the cancels' errors: median
+    absolute p50 and p99 errors over its predicted points, and at its calibration point."""
+    rows = []
+    for s in _load(LOAD_MATRIX)["systems"]:
+        points = [p for p in s["points"] if p.get("kinds")]
+        if not points:
+            continue
+        own = next((p for p in points if p["calibration"]), None)
+        cells = []
+        for kind in ("order", "cancel"):
+            for key in ("p50", "p99"):
+                errs = sorted(
+                    abs(p["kinds"][kind]["error_pct"][key])
+                    for p in points
+                    if not p["calibration"] and p["kinds"][kind]["error_pct"][key] is not None
+                )
+                cells.append("-" if not errs else f"{errs[len(errs) // 2]:.0f}%")
+            at = None if own is None else own["kinds"][kind]["error_pct"]["p50"]
+            cells.append("-" if at is None else f"{at:+.0f}%")
+        rows.append((s["system"], str(len(points) - (own is not None)), *cells))
+    header = (
+        "system",
+        "predicted points",
+        "orders: median abs err p50",
+        "p99",
+        "p50 at the calibration point",
+        "cancels: median abs err p50",
+        "p99",
+        "p50 at the calibration point",
+    )
+    return _table(header, "lrrrrrrr", rows)
+
+
 LOAD_MODELS = (  # (results file, the model that produced it), each on the same corpus
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -730,6 +764,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "feed": feed,
     "feed-findings": feed_findings,
     "load-summary": load_summary,
+    "load-kinds": load_kinds,
     "load-points": load_points,
     "crosscheck": crosscheck,
     "crosscheck-spans": crosscheck_spans,

@@ -100,7 +100,8 @@ def test_matrix_json_contract(tmp_path, capsys) -> None:
         measured = [p["measured"]["throughput"] for p in system["points"]]
         assert system["saturation"]["measured"] == max(measured)
         for point in system["points"]:
-            assert set(point) >= {"conditions", "measured", "predicted", "error_pct"}
+            assert set(point) >= {"conditions", "measured", "predicted", "error_pct", "kinds"}
+            assert point["kinds"] == {}  # the fixture's runs keep no order.hgrm / cancel.hgrm
             assert set(point["measured"]) == {"p50", "p90", "p99", "throughput"}
         own = next(p for p in system["points"] if p["id"] == system["calibrated_on"])
         assert abs(own["error_pct"]["p50"]) < 25  # the fit reproduces its own point
@@ -300,3 +301,21 @@ def test_a_route_through_the_relay_takes_its_work_at_the_calibration_point(tmp_p
     (runs[0] / "relay.json").write_text("{}")
     with pytest.raises(MeasurementError, match=r"run_0/relay.json: not the relay's stats"):
         relay_work(CorpusPoint("p", {}, {}, tuple(runs)))
+
+
+def test_an_order_loops_orders_and_cancels_are_compared_apart() -> None:
+    """A testbed run keeps order.hgrm and cancel.hgrm: their percentiles, medians over the
+    point's runs, are each kind's measured side (the lab's cancels, moments after the ack, are
+    far quicker than its orders); runs without them (sockperf's) give none."""
+    from calibration.matrix import load_corpus, measured_kinds
+    from calibration.readers import read
+
+    corpus = {s.name: s for s in load_corpus(REPO / "calibration" / "data" / "load")}
+    point = corpus["testbed-loopback"].point("open-c1-r1000")
+    kinds = measured_kinds(point)
+    assert set(kinds) == {"order", "cancel"}
+    for kind in kinds:
+        p50s = sorted(read(run / f"{kind}.hgrm").percentile_us(50.0) for run in point.runs)
+        assert kinds[kind]["p50"] == p50s[len(p50s) // 2]
+    assert kinds["cancel"]["p50"] < 0.5 * kinds["order"]["p50"]
+    assert measured_kinds(corpus["sockperf-udp-relay"].point("under-load-r1000")) == {}
