@@ -409,9 +409,9 @@ def gateway_hops(
 
 
 def relay_utilization(profile: Profile, rate_msgs_per_s: float) -> float:
-    """The relay thread's work as a share of a vCPU at this rate: per message, two passes of a
-    read and a write each (``local_relay_work_us``), capped at 1."""
-    return min(1.0, rate_msgs_per_s * 1e-6 * 4.0 * profile.value("local_relay_work_us"))
+    """The relay thread's work as a share of a vCPU at this rate: per message, two passes
+    (:func:`relay_pass_work`), capped at 1."""
+    return min(1.0, rate_msgs_per_s * 1e-6 * 2.0 * relay_pass_work(profile).mean)
 
 
 def colocated(

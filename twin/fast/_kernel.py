@@ -634,8 +634,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                             idle_since = server_free_us[j]
                 if flags & FLAG_HOLDS:
                     holder = np.int64(st)
-                if flags & FLAG_SLEEPS and t > max(idle_since, station_held_us[st]):
-                    idle_since = max(idle_since, station_held_us[st])
+                if flags & FLAG_SLEEPS:
+                    idle_since = max(idle_since, station_held_us[st])  # awake while it holds
+                if flags & FLAG_SLEEPS and t > idle_since:
                     # The arrival wakes the sleeping station: a drawn wake-up plus a cold start
                     # growing with how long it sat idle.
                     gap = t - idle_since

@@ -78,10 +78,9 @@ class _Relay:
         self.last_deadline: dict[int, float] = {}
         self.sequence = 0
         self.running = True
-        self.work_ns: list[int] = []
         self.lateness_ns: list[int] = []
-        # Each read's work and how long the relay had slept before it (0 but for the first
-        # read after a blocking wait).
+        # Each read's and each write's work, and how long the relay had slept before each read
+        # (0 but for the first read after a blocking wait).
         self.read_work_ns: list[int] = []
         self.read_slept_ns: list[int] = []
         self.write_work_ns: list[int] = []
@@ -89,9 +88,7 @@ class _Relay:
 
     def read_done(self, started_ns: int) -> None:
         """Count a read that started at ``started_ns`` and ends now."""
-        work = time.monotonic_ns() - started_ns
-        self.work_ns.append(work)
-        self.read_work_ns.append(work)
+        self.read_work_ns.append(time.monotonic_ns() - started_ns)
         self.read_slept_ns.append(self.slept_ns)
         self.slept_ns = 0
 
@@ -117,9 +114,7 @@ class _Relay:
                     out.sendto(data, address)
             except OSError:
                 continue  # the peer went away; the other side sees it close
-            work = time.monotonic_ns() - start
-            self.work_ns.append(work)
-            self.write_work_ns.append(work)
+            self.write_work_ns.append(time.monotonic_ns() - start)
 
     def timeout(self) -> float | None:
         """Block while nothing is held; while a message waits, sleep until ``spin_us`` before
@@ -154,7 +149,7 @@ class _Relay:
 
         return {
             "delay": {"floor_us": self.delay.floor_us, "mean_us": self.delay.mean_us},
-            "work": pct(self.work_ns),
+            "work": pct(self.read_work_ns + self.write_work_ns),
             "lateness": pct(self.lateness_ns),
             "read_work": pct(self.read_work_ns),
             "write_work": pct(self.write_work_ns),
