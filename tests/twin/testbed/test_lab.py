@@ -69,11 +69,13 @@ def test_relay_delays_every_message_and_measures_its_cost(tmp_path: Path) -> Non
     assert cost["lateness"]["count"] == 80 and cost["work"]["count"] == 160
     assert cost["read_work"]["count"] == cost["write_work"]["count"] == 80
     assert 0 < cost["work"]["p50_us"] < 1000
-    # Every read, each ping's after the relay slept the client's 2 ms pause (at least 1.6 ms).
+    # Every read classed; each ping's read comes after the relay slept the client's 2 ms pause
+    # (at least 1.6 ms). An echo's read may too when a loaded machine delays the echo thread,
+    # so at least 40, not exactly 40.
     by_gap = cost["reads_by_idle_gap"]
     assert sum(by_gap["count"]) == 80
     slept = [c for c, lo in zip(by_gap["count"], by_gap["gap_from_us"], strict=True) if lo >= 1600]
-    assert sum(slept) == 40
+    assert sum(slept) >= 40
 
 
 def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) -> None:
