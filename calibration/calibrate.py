@@ -23,7 +23,7 @@ import datetime as _dt
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
 from types import MappingProxyType
@@ -40,7 +40,7 @@ from twin.percentiles import ALL_PERCENTILES
 from twin.profile import Parameter, Profile, load_profile, profiles_dir, resolve_profile_path
 from twin.profile import write_profile as twin_write_profile
 from twin.provenance import git_commit
-from twin.results import EngineOutput
+from twin.results import MESSAGE_KINDS, EngineOutput
 from twin.scenario import Scenario, load_scenario
 from twin.simulation import DEFAULT_ENGINE, ENGINES, Prepared, hour_outputs, prepare
 from twin.topology import level_between, place
@@ -75,6 +75,8 @@ class _Outcome:
     mean_us: float = math.nan
     throughput_msgs_per_s: float = math.nan
     hour_means_us: tuple[float, ...] = ()  # a whole-day scenario's mean per hour (twin.day)
+    # Each message kind's histogram (twin.results.MESSAGE_KINDS), when the run kept them apart.
+    counts_by_kind: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 def _run(prepared: Prepared, engine: Callable[..., EngineOutput]) -> _Outcome:
@@ -93,7 +95,15 @@ def _run(prepared: Prepared, engine: Callable[..., EngineOutput]) -> _Outcome:
         mean_us=out.rtt_sum_us / out.messages,
         throughput_msgs_per_s=out.messages / (out.duration_us / 1e6),
         hour_means_us=tuple(o.rtt_sum_us / o.messages for o in outputs) if prepared.by_hour else (),
+        counts_by_kind=_kind_counts(out, prepared.load.messages_per_cycle),
     )
+
+
+def _kind_counts(out: EngineOutput, messages_per_cycle: int) -> dict[str, np.ndarray]:
+    names = MESSAGE_KINDS.get(messages_per_cycle, ())
+    if out.counts_by_kind is None or not names:
+        return {}
+    return dict(zip(names, out.counts_by_kind, strict=True))
 
 
 _SCENARIO_CACHE: dict[tuple[Any, ...], Scenario] = {}
@@ -114,9 +124,18 @@ def _scenario(path: Path, overrides: Mapping[str, Any], seed: int, duration_s: f
     return _SCENARIO_CACHE[key]
 
 
-def _pooled_stat(results: Sequence[_Outcome], stat: str) -> float:
+def _pooled_stat(results: Sequence[_Outcome], stat: str, kind: str | None = None) -> float:
+    """``stat`` of the pooled runs; of one message kind's round trips when ``kind`` is given
+    (a percentile or the minimum)."""
     if not all(r.stable for r in results):
         return math.nan
+    if kind is not None:
+        if not all(kind in r.counts_by_kind for r in results):
+            raise ConfigError(f"statistic {stat} of {kind}s: the run has no such message kind")
+        counts = np.sum([r.counts_by_kind[kind] for r in results], axis=0)
+        if stat == "min":
+            return min_from_counts_us(counts)
+        return percentile_from_counts_us(counts, ALL_PERCENTILES[stat])
     if stat == "throughput":
         return float(np.mean([r.throughput_msgs_per_s for r in results]))
     if stat == "mean":
@@ -226,7 +245,7 @@ def evaluate_targets(
 
     def pooled(t: Target, seeds: Sequence[int]) -> float:
         return _pooled_stat(
-            [result(t.scenario, t.overrides, s, t.duration_s) for s in seeds], t.statistic
+            [result(t.scenario, t.overrides, s, t.duration_s) for s in seeds], t.statistic, t.kind
         )
 
     out: dict[str, float] = {}

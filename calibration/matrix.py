@@ -46,11 +46,12 @@ from calibration.calibrate import TwinCalibrator
 from calibration.halt import HALT_PROBE, halt_parameters
 from calibration.measurement import Measurement
 from calibration.readers import read
-from calibration.targets import TargetSet, load_targets, measurement_targets
+from calibration.targets import Target, TargetSet, load_targets, measurement_targets
 from calibration.testbed.fit import measured_parameters
 from calibration.testbed.summary import median_summary, read_summary
 from twin.components.loopback import EVENTS_PER_MSG
 from twin.errors import MeasurementError, TwinError
+from twin.percentiles import ALL_PERCENTILES
 from twin.profile import Parameter, Profile, load_profile, resolve_profile_path
 from twin.results import MESSAGE_KINDS, offered_utilization, rate_at_full_load
 from twin.scenario import Scenario, load_scenario
@@ -60,6 +61,10 @@ MANIFEST = "manifest.json"
 LOCAL_TARGETS = Path(__file__).resolve().parent / "targets" / "local.toml"
 COMPARED = ("p50", "p90", "p99")
 GOAL_LOAD_SHARE = 0.8
+# Each message kind's statistic the fit weighs at the calibration point, and its tolerance (the
+# distribution targets' at a weight of 1, twin.percentiles.DISTRIBUTION_WEIGHTS).
+KIND_STATISTIC = "p50"
+KIND_TOLERANCE = 0.05
 KEPT_UP_SHARE = 0.95
 GOAL_P50_PCT = 15.0
 GOAL_P99_PCT = 25.0
@@ -367,8 +372,32 @@ def calibration_targets(
                 "overrides": dict(point.overrides),
                 "duration_s": PREDICT_DURATION_S,
             }
-            targets.extend(measurement_targets(manifest, f"{system.name} {point.id}", entry))
+            run_targets = measurement_targets(manifest, f"{system.name} {point.id}", entry)
+            targets.extend(run_targets)
+            targets.extend(_kind_targets(run_targets[0], run))
     return base.with_targets(tuple(targets))
+
+
+def _kind_targets(pooled: Target, run: Path) -> list[Target]:
+    """The p50 of each message kind of an order loop's run (its ``order.hgrm`` and
+    ``cancel.hgrm``) beside its pooled percentiles (``pooled``, one of them): where the round
+    trip's costs fall, on the message that pays them (none for runs without the files)."""
+    files = {kind: run / f"{kind}.hgrm" for kind in MESSAGE_KINDS[2]}
+    if not all(f.is_file() for f in files.values()):
+        return []
+    run_id = pooled.id.rsplit(":", 1)[0]
+    return [
+        replace(
+            pooled,
+            id=f"{run_id}:{kind}:{KIND_STATISTIC}",
+            statistic=KIND_STATISTIC,
+            value=read(f).percentile_us(ALL_PERCENTILES[KIND_STATISTIC]),
+            tolerance=KIND_TOLERANCE,
+            kind=kind,
+            measurement=str(f.resolve()),
+        )
+        for kind, f in files.items()
+    ]
 
 
 def _scenario(system: CorpusSystem, point: CorpusPoint, seed: int) -> Scenario:

@@ -95,6 +95,9 @@ class Target:
     note: str = ""
     latent_placement: str | None = None
     measurement: str | None = None  # the measured file or folder a distribution target reads
+    # The message kind (twin.results.MESSAGE_KINDS: an order loop's "order" or "cancel") whose
+    # round trips a percentile statistic is of; None: every message's.
+    kind: str | None = None
 
     @property
     def relative(self) -> bool:

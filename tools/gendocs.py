@@ -533,10 +533,16 @@ LOAD_MODELS = (  # (results file, the model that produced it), each on the same 
         "wake-up scaled by the halt probe's law (commit c5f4a94)",
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_relay.json",
         "plus the relay's thread asleep unless it holds a message, sharing sockperf's vCPU while "
         "it has spare capacity, reading TCP a chunk of a connection's side at a time, its work "
-        "measured at the calibration point; a closed loop of one connection apart",
+        "measured at the calibration point; a closed loop of one connection apart "
+        "(commit abfcb14)",
+    ),
+    (
+        LOAD_MATRIX,
+        "plus a closed loop's path built at its own throughput, not its pacing; the fit weighs "
+        "the calibration point's orders and cancels apart (each kind's p50)",
     ),
 )
 

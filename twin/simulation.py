@@ -21,6 +21,7 @@ from twin.dists import Dist
 from twin.errors import ConfigError, ProfileError, ScenarioError
 from twin.histogram import sd_from_counts_us
 from twin.load import Load
+from twin.operating_point import operating_rate
 from twin.path import CompiledPath, compile_path
 from twin.profile import Profile, load_profile, resolve_profile_path
 from twin.results import (
@@ -82,6 +83,9 @@ class Prepared:
     path: CompiledPath
     load: Load
     placements: dict[str, str]
+    # The rate the path's load-dependent parts were built for (msg/s): the workload's, or a
+    # closed loop's own throughput (twin.operating_point).
+    path_rate_msgs_per_s: float
     # A whole-day scenario (twin.day): one prepared run per hour; ``path`` is hour 0's.
     by_hour: tuple[Prepared, ...] = ()
 
@@ -178,7 +182,8 @@ def prepare(
         return replace(
             hours[0], scenario=scenario, load=Load.from_workload(scenario.workload), by_hour=hours
         )
-    hops = build_path(scenario, profile, placements, engine_service)
+    rate = operating_rate(scenario, profile, placements, engine_service)
+    hops = build_path(scenario, profile, placements, engine_service, rate)
     path = compile_path(hops, build_spans(scenario, hops))
     return Prepared(
         scenario=scenario,
@@ -186,6 +191,7 @@ def prepare(
         path=path,
         load=Load.from_workload(scenario.workload),
         placements={role: p.describe() for role, p in placements.items()},
+        path_rate_msgs_per_s=rate,
     )
 
 

@@ -147,10 +147,21 @@ STANDBY_ROLE = "standby"
 class _PathBuilder:
     """Assembles the hops of one round trip for a scenario and its placements."""
 
-    def __init__(self, scenario: Scenario, profile: Profile, placements: dict[str, Placement]):
+    def __init__(
+        self,
+        scenario: Scenario,
+        profile: Profile,
+        placements: dict[str, Placement],
+        rate_msgs_per_s: float | None = None,
+    ):
         self.s = scenario
         self.profile = profile
         self.placements = placements
+        # The rate the path's load-dependent parts see (shared cores, CPU credits): the
+        # workload's, or a closed loop's own throughput (twin.operating_point).
+        self.rate = (
+            scenario.workload.rate_msgs_per_s if rate_msgs_per_s is None else rate_msgs_per_s
+        )
         tier = scenario.connectivity.tier
         payload = scenario.workload.payload_bytes
         self.packets = max(1, math.ceil(payload / (MTU_BYTES[tier] - TCP_IP_HEADER_BYTES)))
@@ -380,7 +391,7 @@ class _PathBuilder:
     def local_round_trip(self) -> list[Hop]:
         """Client and gateway processes on one machine (see :mod:`twin.components.loopback`)."""
         tier = self.s.connectivity.tier
-        rate = self.s.workload.rate_msgs_per_s
+        rate = self.rate
         sender = self.s.hosts["client"].sender
         transport = self.s.connectivity.transport
         hops = (
@@ -402,7 +413,7 @@ class _PathBuilder:
             + venue.client_work_hops(
                 self.s.roles["client"].instance,
                 self.profile,
-                self.s.workload.rate_msgs_per_s,
+                self.rate,
                 self.s.day,
             )
             + self.send("client", "gateway")
@@ -501,10 +512,13 @@ def build_path(
     profile: Profile,
     placements: dict[str, Placement] | None = None,
     engine_service: Dist | None = None,
+    rate_msgs_per_s: float | None = None,
 ) -> list[Hop]:
-    """The ordered hops of one round trip (order -> ack, cancel -> cancel ack, or echo)."""
+    """The ordered hops of one round trip (order -> ack, cancel -> cancel ack, or echo);
+    ``rate_msgs_per_s`` is the rate its load-dependent parts see (default: the workload's)."""
     placements = placements if placements is not None else place(scenario, profile)
-    return _PathBuilder(scenario, profile, placements).round_trip(engine_service)
+    builder = _PathBuilder(scenario, profile, placements, rate_msgs_per_s)
+    return builder.round_trip(engine_service)
 
 
 def build_spans(scenario: Scenario, hops: list[Hop]) -> tuple[Span, ...]:

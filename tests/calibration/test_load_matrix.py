@@ -319,3 +319,42 @@ def test_an_order_loops_orders_and_cancels_are_compared_apart() -> None:
         assert kinds[kind]["p50"] == p50s[len(p50s) // 2]
     assert kinds["cancel"]["p50"] < 0.5 * kinds["order"]["p50"]
     assert measured_kinds(corpus["sockperf-udp-relay"].point("under-load-r1000")) == {}
+
+
+def test_the_fit_weighs_the_orders_and_the_cancels_of_its_point() -> None:
+    """The testbed's calibration targets hold, per run, the p50 of its orders and of its
+    cancels (order.hgrm, cancel.hgrm) beside the pooled percentiles, and the twin predicts such
+    a target from that kind's round trips alone (the run's own per-kind percentile);
+    sockperf's echo has no kinds, so no such targets."""
+    from dataclasses import replace
+
+    from calibration import matrix
+    from calibration.calibrate import evaluate_targets
+    from calibration.readers import read
+    from twin.profile import load_profile, resolve_profile_path
+    from twin.simulation import prepare, run_prepared
+
+    lab = REPO / "calibration" / "data" / "load"
+    corpus = {s.name: s for s in matrix.load_corpus(lab)}
+    shipped = load_profile(resolve_profile_path("local"))
+    host = matrix.host_parameters(lab)
+    testbed = corpus["testbed-loopback"]
+    prior, known = matrix.measured_prior(testbed, shipped, host)
+    targets = matrix.calibration_targets(testbed, lab / matrix.MANIFEST, known).targets
+    kinds = [t for t in targets if t.kind is not None]
+    runs = testbed.point(testbed.calibrated_on).runs
+    assert len(kinds) == 2 * len(runs)
+    for t in kinds:
+        run = next(r for r in runs if t.id.split(":")[2] == r.name)
+        assert t.value == read(run / f"{t.kind}.hgrm").percentile_us(50.0)
+    short = [replace(t, duration_s=0.3) for t in kinds[:2]]
+    predicted = evaluate_targets(short, prior, base_seed=1)
+    scenario = matrix._scenario(testbed, testbed.point(testbed.calibrated_on), 1)
+    scenario = scenario.with_fields({"workload.duration_s": 0.3, "workload.warmup_s": 0.01})
+    by_kind = run_prepared(prepare(scenario, prior)).rtt_by_kind_us
+    for t in short:
+        assert predicted[t.id] == pytest.approx(by_kind[t.kind]["p50"], rel=1e-9)
+    sockperf = corpus["sockperf-udp-loopback"]
+    _, known = matrix.measured_prior(sockperf, shipped, host)
+    targets = matrix.calibration_targets(sockperf, lab / matrix.MANIFEST, known).targets
+    assert all(t.kind is None for t in targets)
