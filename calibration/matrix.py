@@ -47,7 +47,7 @@ from calibration.halt import HALT_PROBE, halt_parameters
 from calibration.measurement import Measurement
 from calibration.readers import read
 from calibration.targets import Target, TargetSet, load_targets, measurement_targets
-from calibration.testbed.fit import measured_parameters
+from calibration.testbed.fit import measured_parameters, tail_sigma
 from calibration.testbed.summary import median_summary, read_summary
 from twin.components.loopback import EVENTS_PER_MSG
 from twin.errors import MeasurementError, TwinError
@@ -191,12 +191,16 @@ def _corpus_point(root: Path, raw: Any, where: str) -> CorpusPoint:
 COLD_START_GAP_US = 1000.0
 
 
-def _probe(root: Path, name: str) -> tuple[Path, dict[float, float]]:
-    """A wake-up probe beside the corpus: its path and median one-way latency (us) per gap."""
+def _probe(root: Path, name: str) -> tuple[Path, dict[float, dict[str, float]]]:
+    """A wake-up probe beside the corpus: its path and one-way latency percentiles (us, ``p50``
+    and ``p99``) per gap."""
     path = root / name
     try:
         probe = json.loads(path.read_text())
-        return path, {float(g): float(v["p50"]) for g, v in probe["percentiles_us"].items()}
+        return path, {
+            float(g): {key: float(v[key]) for key in ("p50", "p99")}
+            for g, v in probe["percentiles_us"].items()
+        }
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise MeasurementError(f"{path}: not a wake-up probe ({exc})") from None
 
@@ -225,12 +229,18 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
             f"{idle_path}: not a wake-up probe (no {COLD_START_GAP_US:g} us gap)"
         )
     shortest = min(idle)
+    after_gap, after_shortest = idle[COLD_START_GAP_US], idle[shortest]
+    where = f"measurement: twin testbed wakeprobe beside the corpus ({idle_path.name})"
     return {
         "local_wake_cold_us": Parameter(
-            max(0.0, idle[COLD_START_GAP_US] - idle[shortest]),
-            f"measurement: twin testbed wakeprobe beside the corpus ({idle_path.name}): one-way "
-            f"latency p50 {idle[shortest]:.1f} us to a thread that slept {shortest:g} us, "
-            f"{idle[COLD_START_GAP_US]:.1f} us after {COLD_START_GAP_US:g} us",
+            max(0.0, after_gap["p50"] - after_shortest["p50"]),
+            f"{where}: one-way latency p50 {after_shortest['p50']:.1f} us to a thread that "
+            f"slept {shortest:g} us, {after_gap['p50']:.1f} us after {COLD_START_GAP_US:g} us",
+        ),
+        "local_wake_sigma": Parameter(
+            tail_sigma(after_gap["p50"], after_gap["p99"]),
+            f"{where}: a socket's wake-up spread, one-way latency p99 {after_gap['p99']:.1f} us "
+            f"over p50 {after_gap['p50']:.1f} us after {COLD_START_GAP_US:g} us asleep",
         ),
         **halt,
     }
@@ -417,8 +427,7 @@ def predicted_point(
     out: dict[str, float | None] = {key: result.rtt_us[key] for key in COMPARED}
     out["throughput"] = result.throughput_msgs_per_s
     kinds = {
-        kind: {key: table[key] for key in COMPARED}
-        for kind, table in result.rtt_by_kind_us.items()
+        kind: {key: table[key] for key in COMPARED} for kind, table in result.rtt_by_kind_us.items()
     }
     return out, kinds
 

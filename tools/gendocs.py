@@ -540,9 +540,14 @@ LOAD_MODELS = (  # (results file, the model that produced it), each on the same 
         "(commit abfcb14)",
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_kinds.json",
         "plus a closed loop's path built at its own throughput, not its pacing; the fit weighs "
-        "the calibration point's orders and cancels apart (each kind's p50)",
+        "the calibration point's orders and cancels apart (each kind's p50) (commit 45d57a5)",
+    ),
+    (
+        LOAD_MATRIX,
+        "plus a socket wake-up's spread from the wake-up probe beside the corpus (sockperf; "
+        "the testbed keeps its timer's lateness)",
     ),
 )
 

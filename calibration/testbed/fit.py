@@ -86,6 +86,12 @@ def _sigma_from(p50: float, p90: float) -> float:
     return min(2.0, max(0.05, math.log(max(p90, p50 * 1.01) / p50) / Z90))
 
 
+def tail_sigma(p50: float, p99: float) -> float:
+    """Log-space sigma of a lognormal with this p50 and p99 (at least 0.05): the spread of a
+    wake-up's latency, from the timer's lateness or a wake-up probe."""
+    return max(0.05, math.log(max(p99, p50 * 1.01) / p50) / Z99)
+
+
 def fit_cold_start(by_gap: Mapping[str, list[float]]) -> tuple[float, float, float]:
     """``(warm_us, cold_us, idle_us)`` of ``work(g) = warm + cold * (1 - exp(-g / idle))``.
 
@@ -209,7 +215,7 @@ def measured_parameters(
     gateway_busy = rate * 1e-6 * demand["gateway"]
     runnable = float(summary.host.get("runnable_mean") or 0.0)
     lag = summary.send_lag_us
-    lag_sigma = max(0.05, math.log(max(lag["p99"], lag["p50"] * 1.01) / lag["p50"]) / Z99)
+    lag_sigma = tail_sigma(lag["p50"], lag["p99"])
     cpus = float(summary.conditions.cpus)
     gap_src = f"fit: work by idle gap of {where} (least squares on class medians)"
     params: dict[str, Parameter] = {}

@@ -4,6 +4,7 @@ end-to-end path a user takes (calibrate on one measured run, predict another loa
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -212,7 +213,7 @@ def _with_probes(corpus: Path, manifest: dict) -> None:
             overrides["workload.burst"] = 4
         system["probe"] = {**point, "id": "burst-probe", "overrides": overrides}
     gaps = {"10.0": 30.0, "1000.0": 33.5, "10000.0": 40.0}
-    probe = {"percentiles_us": {g: {"p50": v} for g, v in gaps.items()}}
+    probe = {"percentiles_us": {g: {"p50": v, "p99": 1.5 * v} for g, v in gaps.items()}}
     (corpus / "wakeprobe.json").write_text(json.dumps(probe))
     manifest["wakeprobe"] = "wakeprobe.json"
 
@@ -221,7 +222,8 @@ def test_a_corpus_probes_are_calibrated_on_never_predicted(tmp_path) -> None:
     """A system's burst probe is part of what it is calibrated on: a latency-only probe
     (sockperf) adds its runs as targets with its overrides, a testbed probe feeds the measured
     work; the wake-up probe beside the corpus gives the host's cold start (after 1 ms less
-    after the shortest gap)."""
+    after the shortest gap) and a socket wake-up's spread (its p99 over p50 after 1 ms: a
+    lognormal's sigma), which a testbed run's own timer lateness replaces."""
     from calibration import matrix
     from twin.profile import load_profile, resolve_profile_path
 
@@ -230,17 +232,20 @@ def test_a_corpus_probes_are_calibrated_on_never_predicted(tmp_path) -> None:
     host = matrix.host_parameters(corpus)
     cold = host["local_wake_cold_us"]
     assert cold.value == pytest.approx(3.5) and "wakeprobe.json" in cold.source
+    assert host["local_wake_sigma"].value == pytest.approx(math.log(1.5) / 2.3263, rel=1e-4)
     none_beside = matrix.host_parameters(CORPUS)["local_wake_cold_us"]
     assert none_beside.value == matrix.WAKE_PROBE_COLD_US
     shipped = load_profile(resolve_profile_path("local"))
     sockperf = systems["sockperf-udp-loopback"]
     prior, known = matrix.measured_prior(sockperf, shipped, host)
     assert prior.value("local_wake_cold_us") == pytest.approx(3.5)
+    assert prior.value("local_wake_sigma") == host["local_wake_sigma"].value
     targets = matrix.calibration_targets(sockperf, corpus / matrix.MANIFEST, known).targets
     ids = {t.id.split(":")[1] for t in targets}
     assert ids == {"under-load-r1000", "burst-probe"}
     testbed = systems["testbed-loopback"]
-    _, known = matrix.measured_prior(testbed, shipped, host)
+    testbed_prior, known = matrix.measured_prior(testbed, shipped, host)
+    assert "send lag" in testbed_prior["local_wake_sigma"].source
     targets = matrix.calibration_targets(testbed, corpus / matrix.MANIFEST, known).targets
     assert {t.id.split(":")[1] for t in targets} == {"open-c1-r1000"}
     assert all(p.id != "burst-probe" for p in testbed.points)
