@@ -133,21 +133,19 @@ def _pooled_stat(results: Sequence[_Outcome], stat: str, kind: str | None = None
         if not all(kind in r.counts_by_kind for r in results):
             raise ConfigError(f"statistic {stat} of {kind}s: the run has no such message kind")
         counts = np.sum([r.counts_by_kind[kind] for r in results], axis=0)
-        if stat == "min":
-            return min_from_counts_us(counts)
-        return percentile_from_counts_us(counts, ALL_PERCENTILES[stat])
-    if stat == "throughput":
+    elif stat == "throughput":
         return float(np.mean([r.throughput_msgs_per_s for r in results]))
-    if stat == "mean":
+    elif stat == "mean":
         n = sum(r.messages for r in results)
         return sum(r.mean_us * r.messages for r in results) / n
-    if stat == "hour_mean_range":
+    elif stat == "hour_mean_range":
         if not all(r.hour_means_us for r in results):
             raise ConfigError(
                 "statistic hour_mean_range needs a whole-day scenario ([day], no hour)"
             )
         return float(np.mean([max(r.hour_means_us) - min(r.hour_means_us) for r in results]))
-    counts = np.sum([r.counts for r in results if r.counts is not None], axis=0)
+    else:
+        counts = np.sum([r.counts for r in results if r.counts is not None], axis=0)
     if stat == "min":
         return min_from_counts_us(counts)
     return percentile_from_counts_us(counts, ALL_PERCENTILES[stat])

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from twin import dtypes
 from twin.dists import Dist
 from twin.fast import simulate
+from twin.kinds import Loop
 from twin.load import Load
-from twin.path import compile_path
+from twin.path import Hop, compile_path
 from twin.profile import Profile
 from twin.scenario import Scenario
 from twin.topology import Placement, build_path
@@ -38,20 +38,15 @@ TOLERANCE = 0.01  # relative change of the rate between two steps at which the s
 MAX_ITERATIONS = 12
 
 
-def _throughput(
-    scenario: Scenario,
-    profile: Profile,
-    placements: dict[str, Placement],
-    engine_service: Dist | None,
-    rate: float,
-) -> float:
-    """Messages a second of the closed loop on the path built at ``rate`` (a short run)."""
-    hops = build_path(scenario, profile, placements, engine_service, rate)
+def _throughput(scenario: Scenario, hops: list[Hop], rate: float) -> float:
+    """Messages a second of the closed loop on ``hops`` (a short run of about
+    :data:`RUN_MESSAGES` at ``rate``; a run too short for any round trip counts one, an upper
+    bound, and the next run, at that lower rate, is longer)."""
     load = Load.from_workload(scenario.workload)
     duration_us = RUN_MESSAGES / rate * 1e6
     short = replace(load, duration_us=duration_us, warmup_us=WARMUP_SHARE * duration_us)
     out = simulate(compile_path(hops), short)
-    return out.messages / (out.duration_us / 1e6)
+    return max(out.messages, 1) / (out.duration_us / 1e6)
 
 
 def operating_rate(
@@ -63,14 +58,18 @@ def operating_rate(
     """The rate (msg/s) at which to build ``scenario``'s path: an open loop's offered rate, a
     closed loop's throughput on the path built at that rate (module docstring)."""
     pacing = scenario.workload.rate_msgs_per_s
-    if Load.from_workload(scenario.workload).loop != dtypes.LOOP_CLOSED:
+    if scenario.workload.loop != Loop.CLOSED:
         return pacing
-    at_pacing = build_path(scenario, profile, placements, engine_service, pacing)
-    if at_pacing == build_path(scenario, profile, placements, engine_service, pacing / 2):
+
+    def path_at(rate: float) -> list[Hop]:
+        return build_path(scenario, profile, placements, engine_service, rate)
+
+    at_pacing = path_at(pacing)
+    if at_pacing == path_at(pacing / 2):
         return pacing
-    rate = min(pacing, _throughput(scenario, profile, placements, engine_service, pacing))
+    rate = min(pacing, _throughput(scenario, at_pacing, pacing))
     for _ in range(MAX_ITERATIONS):
-        measured = min(pacing, _throughput(scenario, profile, placements, engine_service, rate))
+        measured = min(pacing, _throughput(scenario, path_at(rate), rate))
         step = 0.5 * (measured - rate)
         rate += step
         if abs(step) <= TOLERANCE * rate:
