@@ -30,6 +30,11 @@ def format_result(result: RunResult) -> str:
         f"scenario {result.scenario}  engine {result.engine}  seed {result.seed}",
         f"target {result.rate_msgs_per_s:,.0f} msg/s",
     ]
+    if result.path_rate_msgs_per_s is not None:
+        lines.append(
+            f"  path built for {result.path_rate_msgs_per_s:,.0f} msg/s "
+            "(the closed loop's own throughput, not its pacing)"
+        )
     for role, where in result.placements.items():
         lines.append(f"  {role:8s} {where}")
     if not result.stable:

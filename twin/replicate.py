@@ -41,7 +41,7 @@ from twin.results import (
     summarise,
     unstable_result,
 )
-from twin.simulation import DEFAULT_ENGINE, Prepared
+from twin.simulation import DEFAULT_ENGINE, Prepared, with_path_rate
 from twin.uncertainty import Varied
 
 # Stream id keeping replication seeds apart from every other use of the scenario seed.
@@ -311,7 +311,7 @@ def run_prepared_replicated(
             for role, where in placements.items()
         }
     result = summarise(name, engine, shown.path, shown.load, replicated.output, placements)
-    return result, replicated
+    return with_path_rate(result, shown), replicated
 
 
 def _replaced(prepared: Prepared, k: int) -> Prepared:

@@ -154,6 +154,9 @@ class RunResult:
     spans_us: dict[str, dict[str, float]] = field(default_factory=dict)
     # Each span's histogram (twin.histogram layout, ns), for its .hgrm file.
     span_counts: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    # The rate the path's load-dependent parts were built for (msg/s): a closed loop's own
+    # throughput (twin.operating_point); None: ``rate_msgs_per_s``.
+    path_rate_msgs_per_s: float | None = None
 
     def cdf(self) -> tuple[np.ndarray, np.ndarray]:
         """The round trips' empirical CDF: (bucket floor in us, share of messages at or below).
@@ -225,6 +228,7 @@ class RunResult:
             ),
             "spans_us": {k: dict(v) for k, v in self.spans_us.items()} if self.stable else None,
             "throughput_msgs_per_s": self.throughput_msgs_per_s,
+            "path_rate_msgs_per_s": self.path_rate_msgs_per_s,
             "hops": [
                 {
                     "name": h.name,

@@ -210,7 +210,16 @@ def run_prepared(
     if prepared.is_saturated():
         return unstable_result(name, engine, prepared.path, prepared.load, prepared.placements)
     out = ENGINES[engine](prepared.path, prepared.load, progress)
-    return summarise(name, engine, prepared.path, prepared.load, out, prepared.placements)
+    result = summarise(name, engine, prepared.path, prepared.load, out, prepared.placements)
+    return with_path_rate(result, prepared)
+
+
+def with_path_rate(result: RunResult, prepared: Prepared) -> RunResult:
+    """``result`` saying the rate its path was built for, where that is not the target rate
+    (a closed loop's own throughput, :mod:`twin.operating_point`)."""
+    if prepared.path_rate_msgs_per_s == prepared.scenario.workload.rate_msgs_per_s:
+        return result
+    return replace(result, path_rate_msgs_per_s=prepared.path_rate_msgs_per_s)
 
 
 def hour_outputs(

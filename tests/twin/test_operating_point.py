@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from twin.console import format_result
 from twin.operating_point import TOLERANCE, operating_rate
 from twin.scenario import Scenario, load_scenario
 from twin.simulation import prepare, run_prepared, scenario_profile
@@ -29,6 +30,9 @@ def test_a_closed_loop_runs_on_the_path_of_its_own_throughput() -> None:
     assert rate < 0.2 * 400_000.0
     result = run_prepared(prepared)
     assert abs(result.throughput_msgs_per_s - rate) <= 0.03 * rate
+    # The run says so: in its JSON and in its report.
+    assert result.to_dict()["path_rate_msgs_per_s"] == rate
+    assert f"path built for {rate:,.0f} msg/s" in format_result(result)
     at_pacing = prepare(scenario.with_fields({"workload.loop": "open"}))
     assert at_pacing.path_rate_msgs_per_s == 400_000.0
     # Same seed, same search: the same rate on every call.
@@ -43,7 +47,10 @@ def test_a_closed_loop_that_keeps_its_pacing_is_built_for_it() -> None:
 
 def test_open_loops_and_rate_free_paths_keep_the_workload_rate() -> None:
     open_loop = _testbed(**{"workload.rate_msgs_per_s": 8_000.0})
-    assert prepare(open_loop).path_rate_msgs_per_s == 8_000.0
+    prepared = prepare(open_loop)
+    assert prepared.path_rate_msgs_per_s == 8_000.0
+    result = run_prepared(prepared)
+    assert result.path_rate_msgs_per_s is None and "path built" not in format_result(result)
     # An EC2 tier's path does not depend on the rate: no search, the pacing kept.
     ec2 = load_scenario(SCENARIOS / "tier1_peering_cpg.toml").with_fields(
         {"workload.loop": "closed", "workload.rate_msgs_per_s": 50_000.0}
