@@ -51,6 +51,7 @@ from calibration.testbed.fit import measured_parameters, tail_sigma
 from calibration.testbed.summary import median_summary, read_summary
 from twin.components.loopback import EVENTS_PER_MSG
 from twin.errors import MeasurementError, TwinError
+from twin.kinds import Tier
 from twin.percentiles import ALL_PERCENTILES
 from twin.profile import Parameter, Profile, load_profile, resolve_profile_path
 from twin.results import MESSAGE_KINDS, offered_utilization, rate_at_full_load
@@ -246,6 +247,30 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
     }
 
 
+def veth_extra(system: CorpusSystem, corpus: Sequence[CorpusSystem]) -> Parameter | None:
+    """A veth route's time over loopback, one way (``local_veth_us``): half the difference of
+    the p50s (medians over the runs) of its calibration point and of the same tool's loopback
+    route at the same conditions (the corpus's system whose scenario and calibration point's
+    overrides match but for the tier), measured the same day; at least 0. None for a system
+    that is not a veth route or has no such sibling."""
+    tier = "connectivity.tier"
+    point = system.point(system.calibrated_on)
+    if point.overrides.get(tier) != str(Tier.VETH):
+        return None
+    wanted = {**point.overrides, tier: str(Tier.LOOPBACK)}
+    for sibling in corpus:
+        base = sibling.point(sibling.calibrated_on)
+        if sibling.scenario == system.scenario and dict(base.overrides) == wanted:
+            veth_p50, loop_p50 = measured_point(point)["p50"], measured_point(base)["p50"]
+            assert veth_p50 is not None and loop_p50 is not None  # a p50 is always measured
+            return Parameter(
+                max(0.0, (veth_p50 - loop_p50) / 2),
+                f"measurement: half the p50 of {system.name} {point.id} ({veth_p50:.1f} us) "
+                f"less {sibling.name} {base.id} ({loop_p50:.1f} us), the same day",
+            )
+    return None
+
+
 def measured_point(point: CorpusPoint) -> dict[str, float | None]:
     """p50, p90, p99 (us) and throughput (msg/s) of a point: medians over its runs."""
     runs = [read(r) for r in point.runs]
@@ -288,7 +313,10 @@ def _stated(point: CorpusPoint | None) -> bool:
 
 
 def measured_prior(
-    system: CorpusSystem, prior: Profile, host: Mapping[str, Parameter] | None = None
+    system: CorpusSystem,
+    prior: Profile,
+    host: Mapping[str, Parameter] | None = None,
+    veth: Parameter | None = None,
 ) -> tuple[Profile, frozenset[str]]:
     """The prior with what the calibration point's runs measured directly, and those names.
 
@@ -305,7 +333,8 @@ def measured_prior(
     being their per-wake-up work, which the fit scales with the rest of their work. Every
     system takes what the wake-up probes measured of the lab's host (``host``:
     :func:`host_parameters`; by default the cold start :data:`WAKE_PROBE_COLD_US`), and a route
-    through the relay its work per event at the calibration point (:func:`relay_work`).
+    through the relay its work per event at the calibration point (:func:`relay_work`), and a
+    veth route its time over loopback (``veth``: :func:`veth_extra`).
     """
     point = system.point(system.calibrated_on)
     known: dict[str, Parameter] = dict(
@@ -315,6 +344,8 @@ def measured_prior(
     relay = relay_work(point)
     if relay is not None:
         known["local_relay_work_us"] = relay
+    if veth is not None:
+        known["local_veth_us"] = veth
     # Set, not measured: a native tool's wake-up CPU is its per-wake-up work, scaled with it.
     derived: dict[str, Parameter] = {}
     if _stated(point):
@@ -450,12 +481,15 @@ def _error_pct(measured: float | None, predicted: float | None) -> float | None:
     return 100.0 * (predicted - measured) / measured
 
 
-def system_matrix(system: CorpusSystem, manifest: Path, seed: int = 1) -> dict[str, Any]:
+def system_matrix(
+    system: CorpusSystem, manifest: Path, seed: int = 1, corpus: Sequence[CorpusSystem] = ()
+) -> dict[str, Any]:
     """One system's entry of the matrix (see the module docstring); the host's cold start is
     the corpus's (:func:`host_parameters` of the manifest's folder). ``seed``: the fit's common
     random numbers and quasi-random starts and every predicted run's seed."""
     host = host_parameters(manifest.parent)
-    prior, known = measured_prior(system, load_profile(resolve_profile_path("local")), host)
+    shipped = load_profile(resolve_profile_path("local"))
+    prior, known = measured_prior(system, shipped, host, veth_extra(system, corpus))
     calibrator = TwinCalibrator(
         prior=prior,
         max_nfev=CALIBRATION_NFEV,
@@ -564,7 +598,7 @@ def accuracy_matrix(
     systems = []
     for system in corpus:
         try:
-            systems.append(system_matrix(system, root / MANIFEST, seed))
+            systems.append(system_matrix(system, root / MANIFEST, seed, corpus))
         except TwinError as exc:
             raise type(exc)(f"{root / MANIFEST}: {system.name}: {exc}") from None
         if progress is not None:

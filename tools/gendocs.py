@@ -545,9 +545,14 @@ LOAD_MODELS = (  # (results file, the model that produced it), each on the same 
         "the calibration point's orders and cancels apart (each kind's p50) (commit 45d57a5)",
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_spread.json",
         "plus a socket wake-up's spread from the wake-up probe beside the corpus (sockperf; "
-        "the testbed keeps its timer's lateness)",
+        "the testbed keeps its timer's lateness) (commit 99d68c7)",
+    ),
+    (
+        LOAD_MATRIX,
+        "plus a veth route's time over loopback measured the same day: half the p50 difference "
+        "of its calibration point and the loopback route's",
     ),
 )
 

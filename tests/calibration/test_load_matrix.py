@@ -363,3 +363,35 @@ def test_the_fit_weighs_the_orders_and_the_cancels_of_its_point() -> None:
     _, known = matrix.measured_prior(sockperf, shipped, host)
     targets = matrix.calibration_targets(sockperf, lab / matrix.MANIFEST, known).targets
     assert all(t.kind is None for t in targets)
+
+
+def test_a_veth_route_takes_its_time_over_loopback_from_the_two_calibration_points() -> None:
+    """A veth route's ``local_veth_us`` is half the difference of its calibration point's p50
+    and that of the same tool's loopback route at the same conditions (never below 0), and
+    its prior carries it; a system that is not a veth route has none."""
+    from calibration import matrix
+    from twin.profile import load_profile, resolve_profile_path
+
+    lab = REPO / "calibration" / "data" / "load"
+    corpus = matrix.load_corpus(lab)
+    by_name = {s.name: s for s in corpus}
+
+    def p50(name: str) -> float:
+        system = by_name[name]
+        value = matrix.measured_point(system.point(system.calibrated_on))["p50"]
+        assert value is not None
+        return value
+
+    udp = matrix.veth_extra(by_name["sockperf-udp-veth"], corpus)
+    assert udp is not None
+    assert udp.value == pytest.approx((p50("sockperf-udp-veth") - p50("sockperf-udp-loopback")) / 2)
+    assert udp.value > 0 and "sockperf-udp-loopback" in udp.source
+    tcp = matrix.veth_extra(by_name["sockperf-tcp-veth"], corpus)
+    assert tcp is not None and tcp.value == max(
+        0.0, (p50("sockperf-tcp-veth") - p50("sockperf-tcp-loopback")) / 2
+    )
+    assert matrix.veth_extra(by_name["sockperf-udp-loopback"], corpus) is None
+    assert matrix.veth_extra(by_name["sockperf-udp-veth"], [by_name["sockperf-udp-veth"]]) is None
+    shipped = load_profile(resolve_profile_path("local"))
+    prior, known = matrix.measured_prior(by_name["sockperf-udp-veth"], shipped, veth=udp)
+    assert prior.value("local_veth_us") == udp.value and "local_veth_us" in known
