@@ -485,7 +485,8 @@ def system_matrix(
     system: CorpusSystem, manifest: Path, seed: int = 1, corpus: Sequence[CorpusSystem] = ()
 ) -> dict[str, Any]:
     """One system's entry of the matrix (see the module docstring); the host's cold start is
-    the corpus's (:func:`host_parameters` of the manifest's folder). ``seed``: the fit's common
+    the corpus's (:func:`host_parameters` of the manifest's folder); ``corpus``, its systems,
+    gives a veth route its loopback sibling (:func:`veth_extra`). ``seed``: the fit's common
     random numbers and quasi-random starts and every predicted run's seed."""
     host = host_parameters(manifest.parent)
     shipped = load_profile(resolve_profile_path("local"))
