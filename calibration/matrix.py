@@ -281,15 +281,22 @@ def measured_point(point: CorpusPoint) -> dict[str, float | None]:
     return out
 
 
+def kind_files(run: Path) -> dict[str, Path]:
+    """An order loop's run's histogram of each message kind (``order.hgrm``, ``cancel.hgrm``);
+    ``{}`` for a run that does not record them apart."""
+    files = {kind: run / f"{kind}.hgrm" for kind in MESSAGE_KINDS[2]}
+    return files if all(f.is_file() for f in files.values()) else {}
+
+
 def measured_kinds(point: CorpusPoint) -> dict[str, dict[str, float]]:
-    """Each message kind's p50, p90, p99 (us) of an order loop's runs (their ``order.hgrm`` and
-    ``cancel.hgrm``, medians over the runs); ``{}`` for runs that do not record them apart."""
+    """Each message kind's p50, p90, p99 (us) of an order loop's runs (:func:`kind_files`,
+    medians over the runs); ``{}`` for runs that do not record them apart."""
+    per_run = [kind_files(run) for run in point.runs]
+    if not all(per_run):
+        return {}
     out = {}
     for kind in MESSAGE_KINDS[2]:
-        files = [run / f"{kind}.hgrm" for run in point.runs]
-        if not all(f.is_file() for f in files):
-            return {}
-        runs = [read(f) for f in files]
+        runs = [read(files[kind]) for files in per_run]
         out[kind] = {
             key: statistics.median(m.percentile_us(float(key[1:])) for m in runs)
             for key in COMPARED
@@ -406,8 +413,9 @@ def calibration_targets(
     targets = []
     for point in points:
         for k, run in enumerate(point.runs):
+            run_id = f"{system.name}:{point.id}:run_{k}"
             entry = {
-                "id": f"{system.name}:{point.id}:run_{k}",
+                "id": run_id,
                 "measurement": str(run.resolve()),
                 "scenario": str(system.scenario),
                 "overrides": dict(point.overrides),
@@ -415,18 +423,14 @@ def calibration_targets(
             }
             run_targets = measurement_targets(manifest, f"{system.name} {point.id}", entry)
             targets.extend(run_targets)
-            targets.extend(_kind_targets(run_targets[0], run))
+            targets.extend(_kind_targets(run_targets[0], run_id, run))
     return base.with_targets(tuple(targets))
 
 
-def _kind_targets(pooled: Target, run: Path) -> list[Target]:
-    """The p50 of each message kind of an order loop's run (its ``order.hgrm`` and
-    ``cancel.hgrm``) beside its pooled percentiles (``pooled``, one of them): where the round
+def _kind_targets(pooled: Target, run_id: str, run: Path) -> list[Target]:
+    """The p50 of each message kind of an order loop's run (:func:`kind_files`) beside its
+    pooled percentiles (``pooled``, one of them; ``run_id`` their common id): where the round
     trip's costs fall, on the message that pays them (none for runs without the files)."""
-    files = {kind: run / f"{kind}.hgrm" for kind in MESSAGE_KINDS[2]}
-    if not all(f.is_file() for f in files.values()):
-        return []
-    run_id = pooled.id.rsplit(":", 1)[0]
     return [
         replace(
             pooled,
@@ -437,7 +441,7 @@ def _kind_targets(pooled: Target, run: Path) -> list[Target]:
             kind=kind,
             measurement=str(f.resolve()),
         )
-        for kind, f in files.items()
+        for kind, f in kind_files(run).items()
     ]
 
 
