@@ -550,9 +550,14 @@ LOAD_MODELS = (  # (results file, the model that produced it), each on the same 
         "the testbed keeps its timer's lateness) (commit 99d68c7)",
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_veth.json",
         "plus a veth route's time over loopback measured the same day: half the p50 difference "
-        "of its calibration point and the loopback route's",
+        "of its calibration point and the loopback route's (commit 16fa715)",
+    ),
+    (
+        LOAD_MATRIX,
+        "plus the stall for a thread woken next to sockperf's spinning sender (the server, the "
+        "receiver, the relay on the vCPU it shares): the rest of the spinner's time slice",
     ),
 )
 

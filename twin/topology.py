@@ -396,9 +396,9 @@ class _PathBuilder:
         transport = self.s.connectivity.transport
         hops = (
             loopback.client_send_hops(self.profile, rate, sender)
-            + loopback.path_hops("client→gateway", tier, self.profile, transport)
+            + loopback.path_hops("client→gateway", tier, self.profile, transport, sender)
             + loopback.gateway_hops(self.profile, rate, sender)
-            + loopback.path_hops("gateway→client", tier, self.profile, transport)
+            + loopback.path_hops("gateway→client", tier, self.profile, transport, sender)
             + loopback.client_receive_hops(self.profile, rate, sender)
         )
         workload = self.s.workload

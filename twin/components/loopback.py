@@ -16,6 +16,9 @@ in ``epoll_wait`` when idle: a one-server station that **sleeps when idle**
 
 A client whose sender spins (``hosts.client.sender``, :class:`twin.kinds.Sender`: sockperf) sends
 from ``client sender`` (never sleeps, holds a core) and reads replies on ``client receiver``.
+Every other thread of that host (the server, the receiver, the relay) may then, on waking, meet
+a **stall** too (:func:`waits_for_spinner`): woken on the vCPU the spinner holds, it waits for
+the rest of the spinner's time slice.
 
 A **wake-up** costs the scheduling latency (``local_wake``), the handlers' per-wake-up work
 (``{name}_wake_us``, the ``a`` of ``work per event = b + a / n``), the two scaled by ``1 -
@@ -256,9 +259,26 @@ def client_receive_hops(
                 profile, name, RECEIVER if spinning else CLIENT, rate_msgs_per_s, sender
             ),
             source=_provenance(profile, name),
-            may_stall=False,
+            may_stall=waits_for_spinner(sender),
         )
     ]
+
+
+def waits_for_spinner(sender: Sender) -> bool:
+    """Whether a thread woken by a socket's data may meet a stall (:func:`wake_stall`): only on a
+    host where the client's sender spins (:attr:`twin.kinds.Sender.SPINNING`).
+
+    A spinning thread is always runnable, so a thread woken on the vCPU it holds may wait for the
+    rest of the spinner's time slice instead of running at once: Linux's EEVDF scheduler
+    inhibits wake-up preemption until the running task has exhausted its slice or reached its
+    fair share (``RUN_TO_PARITY``, kernel/sched/features.h; the base slice 0.75 ms, scaled by
+    ``1 + log2(cpus)``), the uniform stall's bounded wait. Where every thread sleeps in its
+    wait, a socket's data wakes a thread that runs at once, and only the client's timer comes
+    late. How often and how long is the calibration's (``local_wake_stall_prob``,
+    ``local_wake_stall_mean_us``, ``local_wake_stall_shape``), fitted to the calibration
+    point's tail.
+    """
+    return sender == Sender.SPINNING
 
 
 # Draws of the kernel path's delay and of a wake-up's stall kept in the compiled path (fixed
@@ -276,10 +296,11 @@ def wake_stall(profile: Profile) -> Dist:
     ``local_wake_stall_prob`` a stall of mean ``local_wake_stall_mean_us``, else nothing.
 
     A stall is the client's timer reaching its sleeping thread late (the order's send lag,
-    measured in every testbed run): rare, long, likelier the longer it slept, never met by a
-    busy thread, and holding no CPU (the message arrives late, the vCPU free meanwhile), which
-    is what a lognormal wake-up alone cannot give (a tight body and a tail tens of times the
-    median that shrinks as the load keeps threads awake).
+    measured in every testbed run), or a thread woken next to a spinning one waiting for the
+    rest of its time slice (:func:`waits_for_spinner`): rare, long, likelier the longer it
+    slept, never met by a busy thread, and holding no CPU (the message arrives late, the vCPU
+    free meanwhile), which is what a lognormal wake-up alone cannot give (a tight body and a
+    tail tens of times the median that shrinks as the load keeps threads awake).
     Two shapes, the calibration keeping the one that fits its run (``local_wake_stall_shape``):
     exponential, a rare long preemption (a descheduled vCPU: a quiet host's tail), or uniform
     on ``[0, 2 x mean]``, the rest of another thread's time slice (a host whose cores are
@@ -308,9 +329,14 @@ def _path_delay(profile: Profile) -> Empirical:
 
 
 def path_hops(
-    label: str, tier: Tier, profile: Profile, transport: Transport = Transport.TCP
+    label: str,
+    tier: Tier,
+    profile: Profile,
+    transport: Transport = Transport.TCP,
+    sender: Sender = Sender.EVENT_LOOP,
 ) -> list[Hop]:
-    """The kernel path between the two processes, one direction (through the relay: twice)."""
+    """The kernel path between the two processes, one direction (through the relay: twice;
+    ``sender`` is the client's, whose spinning may stall the relay's wake-ups)."""
     fixed = profile.value("local_veth_us") if tier == Tier.VETH else 0.0
     names = ["local_path_median_us"]
     names += ["local_veth_us"] if tier == Tier.VETH else []
@@ -323,7 +349,7 @@ def path_hops(
     )
     if tier != Tier.RELAY:
         return [kernel]
-    relay = relay_hops(label, profile, transport)
+    relay = relay_hops(label, profile, transport, sender)
     return [kernel, *relay, _renamed(kernel, f"{label} relay→peer")]
 
 
@@ -340,12 +366,14 @@ def relay_thread(profile: Profile, transport: Transport) -> Station:
 
     It sleeps in its poll while it holds no message, and polls while it holds one until the
     message's deadline (:attr:`twin.path.Hop.holds`): a message that finds it asleep pays
-    the host's wake-up (``local_wake``, the halted vCPU's law as every sleeping thread; a
-    socket's data wakes it, not a timer, so no stall), one that comes while it holds an earlier
-    one does not. Over TCP it reads a chunk of the stream at a time: its work for it
-    (:func:`relay_pass_work`) per batch of messages waiting on a connection's side
-    (:attr:`twin.path.Station.batch_per_connection`), so the cost per message falls as the
-    load rises; over UDP every datagram is a read and a write of its own.
+    the host's wake-up (``local_wake``, the halted vCPU's law as every sleeping thread), one
+    that comes while it holds an earlier one does not. On a vCPU it shares (:func:`colocated`)
+    its wake-up may stall next to a spinning sender (:func:`waits_for_spinner`); apart it has no
+    idle time scale of its own for the stall's odds, and takes none. Over TCP it reads a chunk
+    of the stream at a time: its work for it (:func:`relay_pass_work`) per batch of messages
+    waiting on a connection's side (:attr:`twin.path.Station.batch_per_connection`), so the
+    cost per message falls as the load rises; over UDP every datagram is a read and a write of
+    its own.
     """
     cost = relay_pass_work(profile)
     tcp = transport == Transport.TCP and not cost.is_zero
@@ -359,7 +387,12 @@ def relay_thread(profile: Profile, transport: Transport) -> Station:
     return _halted(thread, profile)
 
 
-def relay_hops(label: str, profile: Profile, transport: Transport = Transport.TCP) -> list[Hop]:
+def relay_hops(
+    label: str,
+    profile: Profile,
+    transport: Transport = Transport.TCP,
+    sender: Sender = Sender.EVENT_LOOP,
+) -> list[Hop]:
     """The delaying relay (``twin testbed relay``): its thread (:func:`relay_thread`), then its
     drawn delay, the relay's configured law ``local_relay_floor_us + Exp(local_relay_mean_us)``:
     a pure delay, many messages may be held at once (over TCP a chunk's messages share their
@@ -373,7 +406,7 @@ def relay_hops(label: str, profile: Profile, transport: Transport = Transport.TC
             service=ZERO if thread.batch_per_connection else relay_pass_work(profile),
             station=thread,
             source=sources(profile, "local_relay_work_us", "local_wake_median_us"),
-            may_stall=False,
+            may_stall=waits_for_spinner(sender),
             holds=True,
         ),
         Hop(
@@ -403,7 +436,7 @@ def gateway_hops(
             service=_process_work(profile, name, rate_msgs_per_s, sender),
             station=_station(profile, name, GATEWAY, rate_msgs_per_s, sender, reads=True),
             source=_provenance(profile, name),
-            may_stall=False,
+            may_stall=waits_for_spinner(sender),
         )
     ]
 

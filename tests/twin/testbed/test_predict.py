@@ -434,3 +434,59 @@ def test_colocated_processes_queue_on_one_sleeping_vcpu():
     assert lingers[1] == pytest.approx(asleep["local_gateway_work"] * (gateway - means[1]))
     busy = prepare(load_scenario(SCENARIO).with_fields({"workload.rate_msgs_per_s": 1e5}), p)
     assert sorted(busy.path.station_names) == ["client process", "gateway process"]
+
+
+def _stall_flags(path) -> dict[str, bool]:  # noqa: ANN001
+    return {n: bool(f) for n, f in zip(path.hop_names, path.hops["may_stall"], strict=True)}
+
+
+def test_a_thread_woken_next_to_a_spinning_sender_may_stall():
+    """With a spinning sender every sleeping thread's wake-up (the server, the receiver, the
+    relay on the vCPU it shares) may meet the stall; with an event loop only the client's timer
+    may."""
+    from twin.simulation import prepare
+
+    apart = _profile(local_balance_imbalance_pct=0.0)
+    sockperf = load_scenario(ROOT / "twin" / "scenarios" / "local_sockperf.toml")
+    spinning = _stall_flags(prepare(sockperf, apart).path)
+    assert spinning["gateway read + engine + write"] and spinning["client receiver (read reply)"]
+    looping = _stall_flags(
+        prepare(sockperf.with_fields({"hosts.client.sender": "event-loop"}), apart).path
+    )
+    assert looping["client work (write; handle reply)"]
+    assert not looping["gateway read + engine + write"]
+    assert not looping["client wakes for the reply"]
+    for transport in ("udp", "tcp"):
+        relayed = _relay_path(transport, 117.0)
+        relay = [i for i, n in enumerate(relayed.hop_names) if n.endswith("relay thread")]
+        assert all(relayed.hops["may_stall"][relay])
+        st = int(relayed.hops["station"][relay[0]])
+        assert relayed.station_names[st] == loopback.SHARED_VCPU
+        assert relayed.distribution(relayed.station_wake[st], "stall").mean > 0
+
+
+@pytest.mark.parametrize("engine", ["fast", "des"])
+def test_a_spinning_senders_stall_adds_its_mean_at_every_wake_up(engine: str):
+    """At 1000 msg/s the server and the receiver sleep about 1 ms between messages, far longer
+    than their idle time scale, so with a stall of probability 1 every message waits a uniform
+    draw at each of the two wake-ups: the mean round trip grows by twice the stall's mean, in
+    both engines."""
+    from twin.simulation import prepare, run_prepared
+
+    sockperf = load_scenario(ROOT / "twin" / "scenarios" / "local_sockperf.toml").with_fields(
+        {"workload.rate_msgs_per_s": 1000, "workload.duration_s": 4.0}
+    )
+    mean_us, idle_us = 150.0, 50.0  # a stall after 1 ms asleep: 1 - exp(-20), certain
+    runs = {}
+    for prob in (0.0, 1.0):
+        p = _profile(
+            local_balance_imbalance_pct=0.0,
+            local_wake_stall_prob=prob,
+            local_wake_stall_mean_us=mean_us,
+            local_wake_stall_shape=1.0,
+            local_gateway_work_idle_us=idle_us,
+            local_client_work_idle_us=idle_us,
+        )
+        runs[prob] = run_prepared(prepare(sockperf, p), engine=engine)
+    grown = runs[1.0].rtt_us["mean"] - runs[0.0].rtt_us["mean"]
+    assert grown == pytest.approx(2 * mean_us, rel=0.05)
