@@ -16,9 +16,9 @@ in ``epoll_wait`` when idle: a one-server station that **sleeps when idle**
 
 A client whose sender spins (``hosts.client.sender``, :class:`twin.kinds.Sender`: sockperf) sends
 from ``client sender`` (never sleeps, holds a core) and reads replies on ``client receiver``.
-Every other thread of that host (the server, the receiver, the relay) may then, on waking, meet
-a **stall** too (:func:`waits_for_spinner`): woken on the vCPU the spinner holds, it waits for
-the rest of the spinner's time slice.
+Every other thread of that host (the server, the receiver, the relay on the vCPU it shares)
+may then, on waking, meet a **stall** too (:func:`waits_for_spinner`): woken on the vCPU the
+spinner holds, it waits for the rest of the spinner's time slice.
 
 A **wake-up** costs the scheduling latency (``local_wake``), the handlers' per-wake-up work
 (``{name}_wake_us``, the ``a`` of ``work per event = b + a / n``), the two scaled by ``1 -
