@@ -263,11 +263,13 @@ def test_a_bad_wake_probe_is_one_line(tmp_path, capsys) -> None:
     assert "wakeprobe.json: not a wake-up probe" in err and err.count("\n") == 1
 
 
-def test_the_matrix_reports_its_spread_over_seeds(capsys) -> None:
+def test_the_matrix_reports_its_spread_over_seeds(capsys, tmp_path) -> None:
     """--seeds K re-runs the whole matrix with seeds 1..K: one summary value per seed, the
     default run's seed (1) among them with the same summary, and the range printed."""
-    assert main(["validate", "--matrix", str(CORPUS), "--seeds", "2", "--json"]) == 0
-    matrix = json.loads(capsys.readouterr().out)
+    out = tmp_path / "matrix.json"
+    assert main(["validate", "--matrix", str(CORPUS), "--seeds", "2", "--json-out", str(out)]) == 0
+    assert "over seeds 1, 2: within goal" in capsys.readouterr().out
+    matrix = json.loads(out.read_text())
     spread = matrix["seed_spread"]
     assert spread["seeds"] == [1, 2]
     for key in ("p50_median_abs_err_pct", "p99_median_abs_err_pct", "share_within_goal"):
@@ -277,8 +279,6 @@ def test_the_matrix_reports_its_spread_over_seeds(capsys) -> None:
         matrix["summary"]["p50_median_abs_err_pct"]
     )
     assert spread["p50_median_abs_err_pct"][1] != spread["p50_median_abs_err_pct"][0]
-    assert main(["validate", "--matrix", str(CORPUS), "--seeds", "2"]) == 0
-    assert "over seeds 1, 2: within goal" in capsys.readouterr().out
 
 
 def test_seeds_without_a_matrix_is_refused(capsys) -> None:
