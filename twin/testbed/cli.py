@@ -178,9 +178,10 @@ def cmd_relay(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    from twin.testbed.cluster import run_cluster_lab
+    from twin.testbed.cluster import check_cluster_lab, run_cluster_lab
     from twin.testbed.wakeprobe import CLUSTER_GAPS_US, write_probe
 
+    check_cluster_lab(args.layout, args.rates, args.duration, args.kill_leader_at)
     if args.probe_burst:
         # The host's wake-up cold start beside the runs (its time constant: the model's).
         Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -304,6 +304,24 @@ def _finish(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
         raise TopologyError(f"the load client failed: {err.decode()[-300:]}")
 
 
+def check_cluster_lab(
+    layout_names: list[str],
+    rates: list[float],
+    duration_s: float,
+    kill_leader_at_s: float | None = None,
+) -> None:
+    """Refuse a cluster lab's arguments before any of its work starts (:class:`ConfigError`,
+    naming the flag): known layouts, rates above 0, a leader's loss inside the run."""
+    for name in layout_names:
+        Layout.named(name)
+    if not rates or any(r <= 0 for r in rates):
+        raise ConfigError(f"--rates {rates}: give rates > 0")
+    if kill_leader_at_s is not None and not 0 < kill_leader_at_s < duration_s:
+        raise ConfigError(
+            f"--kill-leader-at {kill_leader_at_s}: must fall inside the run (0..{duration_s} s)"
+        )
+
+
 def run_cluster_lab(
     layout_name: str,
     rates: list[float],
@@ -316,15 +334,10 @@ def run_cluster_lab(
     """Measure one layout at each rate (a fresh cluster per rate: no run inherits another's log),
     then, with ``probe_burst`` K, the burst probe (the lowest rate's writes in bursts of K: runs
     key ``probe``), then optionally the leader's loss; returns the layout's summary."""
+    check_cluster_lab([layout_name], rates, duration_s, kill_leader_at_s)
     layout = Layout.named(layout_name)
     # SIGTERM unwinds like Ctrl-C: every namespace and member is torn down, finished runs kept.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    if not rates or any(r <= 0 for r in rates):
-        raise ConfigError(f"--rates {rates}: give rates > 0")
-    if kill_leader_at_s is not None and not 0 < kill_leader_at_s < duration_s:
-        raise ConfigError(
-            f"--kill-leader-at {kill_leader_at_s}: must fall inside the run (0..{duration_s} s)"
-        )
     base = out_dir / layout.name
     base.mkdir(parents=True, exist_ok=True)
     runs: dict[str, Any] = {}

@@ -63,14 +63,21 @@ def test_a_three_member_cluster_takes_writes_and_survives_its_leader(tmp_path: P
     ]
 
 
-def test_a_kill_outside_the_run_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_kill_outside_the_run_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Refused before any work: no wake-up probe, no folder."""
     from twin.cli import main
 
+    out = tmp_path / "cluster"
     code = main(["testbed", "cluster", "--rates", "50", "--duration", "2", "--kill-leader-at",
-                 "5", "--out", "/tmp/unused-cluster"])  # fmt: skip
+                 "5", "--out", str(out)])  # fmt: skip
     assert code == 2
     err = capsys.readouterr().err
     assert "--kill-leader-at" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+    assert main(["testbed", "cluster", "--rates", "50", "--layout", "moon", "--out", str(out)]) == 2
+    assert "--layout 'moon'" in capsys.readouterr().err and not out.exists()
 
 
 def test_fsync_probe_times_real_flushes(tmp_path: Path) -> None:
