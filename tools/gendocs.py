@@ -491,28 +491,35 @@ def load_kinds() -> str:
     return _table(header, "lrrrrrrr", rows)
 
 
-LOAD_MODELS = (  # (results file, the model that produced it), each on the same corpus
+# The days the load corpus was measured (calibration/data/load): the first one's testbed runs carry
+# its load client's pauses (its recorder stopped the loop 15-18 ms a second at 128k msg/s).
+CORPUS_PAUSES, CORPUS_NOW = "2026-11-25", "2026-11-26"
+LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
         "baseline (the model of 2026-11-24, commit 6bf06e8): scheduling cold start fitted, rare "
         "stalls on the kernel path",
+        CORPUS_PAUSES,
     ),
     (
         "calibration/validation/load_matrix_stalls.json",
         "rare stalls met by threads waking after long sleeps; the lab host's scheduling cold "
         "start from the wake-up probe; no interpreter cold start or bookkeeping for native "
         "tools (commit 64fc472)",
+        CORPUS_PAUSES,
     ),
     (
         "calibration/validation/load_matrix_probes.json",
         "plus each system's burst probe (the testbed's marginal work, sockperf's latency in "
         "bursts of 16 as a calibration target), the wake-up probe beside the corpus, and "
         "sockperf's spinning sender with its receiver thread (commit 0a795e5)",
+        CORPUS_PAUSES,
     ),
     (
         "calibration/validation/load_matrix_colocated.json",
         "plus the testbed's two processes on one vCPU while it has spare capacity (Linux's "
         "load balancer, imbalance_pct 117), each on its own above (commit dbd0066)",
+        CORPUS_PAUSES,
     ),
     (
         "calibration/validation/load_matrix_reads.json",
@@ -520,17 +527,20 @@ LOAD_MODELS = (  # (results file, the model that produced it), each on the same 
         "only (a late arrival that holds no CPU), the kernel path as work of the shared vCPU "
         "(its handler work and bookkeeping less that path, in the share of events that find "
         "the thread idle) (commit b34ada4)",
+        CORPUS_PAUSES,
     ),
     (
         "calibration/validation/load_matrix_spinning.json",
         "plus sockperf's server and receiver on one vCPU, the one its spinning sender leaves, "
         "while it has spare capacity (the same rule), the way back as that vCPU's work "
         "(commit abce47f)",
+        CORPUS_PAUSES,
     ),
     (
         "calibration/validation/load_matrix_halt.json",
         "plus a vCPU idle for a few microseconds not yet halted: each sleeping thread's "
         "wake-up scaled by the halt probe's law (commit c5f4a94)",
+        CORPUS_PAUSES,
     ),
     (
         "calibration/validation/load_matrix_relay.json",
@@ -538,26 +548,38 @@ LOAD_MODELS = (  # (results file, the model that produced it), each on the same 
         "it has spare capacity, reading TCP a chunk of a connection's side at a time, its work "
         "measured at the calibration point; a closed loop of one connection apart "
         "(commit abfcb14)",
+        CORPUS_PAUSES,
     ),
     (
         "calibration/validation/load_matrix_kinds.json",
         "plus a closed loop's path built at its own throughput, not its pacing; the fit weighs "
         "the calibration point's orders and cancels apart (each kind's p50) (commit 45d57a5)",
+        CORPUS_PAUSES,
     ),
     (
         "calibration/validation/load_matrix_spread.json",
         "plus a socket wake-up's spread from the wake-up probe beside the corpus (sockperf; "
         "the testbed keeps its timer's lateness) (commit 99d68c7)",
+        CORPUS_PAUSES,
     ),
     (
         "calibration/validation/load_matrix_veth.json",
         "plus a veth route's time over loopback measured the same day: half the p50 difference "
         "of its calibration point and the loopback route's (commit 16fa715)",
+        CORPUS_PAUSES,
+    ),
+    (
+        "calibration/validation/load_matrix_spinner.json",
+        "plus the stall for a thread woken next to sockperf's spinning sender (the server, the "
+        "receiver, the relay on the vCPU it shares): the rest of the spinner's time slice "
+        "(commit 4a111b6)",
+        CORPUS_PAUSES,
     ),
     (
         LOAD_MATRIX,
-        "plus the stall for a thread woken next to sockperf's spinning sender (the server, the "
-        "receiver, the relay on the vCPU it shares): the rest of the spinner's time slice",
+        "the same model on the corpus re-measured with the load client's recorder folding as "
+        "it goes",
+        CORPUS_NOW,
     ),
 )
 
@@ -565,21 +587,22 @@ LOAD_MODELS = (  # (results file, the model that produced it), each on the same 
 def load_before_after() -> str:
     """The matrix's summary for each model issue 17 measured, oldest first."""
     rows = []
-    for path, model in LOAD_MODELS:
+    for path, model, corpus in LOAD_MODELS:
         data = _load(path)
         sm = data["summary"]
         rows.append(
             (
                 model,
+                corpus,
                 f"{sm['p50_median_abs_err_pct']:.0f}%",
                 f"{sm['p99_median_abs_err_pct']:.0f}%",
                 f"{sm['share_within_goal']:.0%} of {sm['points_under_load_limit']}",
                 _seed_range(data.get("seed_spread")),
             )
         )
-    header = ("model", "median abs err p50", "median abs err p99", "within goal",
+    header = ("model", "corpus", "median abs err p50", "median abs err p99", "within goal",
               "over seeds: within goal / p50 / p99")  # fmt: skip
-    return _table(header, "lrrrr", rows)
+    return _table(header, "llrrrr", rows)
 
 
 def _seed_range(spread: dict[str, Any] | None) -> str:
