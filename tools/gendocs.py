@@ -491,8 +491,9 @@ def load_kinds() -> str:
     return _table(header, "lrrrrrrr", rows)
 
 
-# The days the load corpus was measured (calibration/data/load): the first one's testbed runs carry
-# its load client's pauses (its recorder stopped the loop 15-18 ms a second at 128k msg/s).
+# The days the load corpus was measured: calibration/data/load, and the first one kept as
+# calibration/data/load_2026-11-25, whose testbed runs carry its load client's pauses (its
+# recorder stopped the loop 15-18 ms a second at 128k msg/s).
 CORPUS_PAUSES, CORPUS_NOW = "2026-11-25", "2026-11-26"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
