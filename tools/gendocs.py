@@ -494,33 +494,33 @@ def load_kinds() -> str:
 # The days the load corpus was measured: calibration/data/load, and the first one kept as
 # calibration/data/load_2026-11-25, whose testbed runs carry its load client's pauses (its
 # recorder stopped the loop 15-18 ms a second at 128k msg/s).
-CORPUS_PAUSES, CORPUS_NOW = "2026-11-25", "2026-11-26"
+PAUSED_CORPUS_DAY, CORPUS_DAY = "2026-11-25", "2026-11-26"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
         "baseline (the model of 2026-11-24, commit 6bf06e8): scheduling cold start fitted, rare "
         "stalls on the kernel path",
-        CORPUS_PAUSES,
+        PAUSED_CORPUS_DAY,
     ),
     (
         "calibration/validation/load_matrix_stalls.json",
         "rare stalls met by threads waking after long sleeps; the lab host's scheduling cold "
         "start from the wake-up probe; no interpreter cold start or bookkeeping for native "
         "tools (commit 64fc472)",
-        CORPUS_PAUSES,
+        PAUSED_CORPUS_DAY,
     ),
     (
         "calibration/validation/load_matrix_probes.json",
         "plus each system's burst probe (the testbed's marginal work, sockperf's latency in "
         "bursts of 16 as a calibration target), the wake-up probe beside the corpus, and "
         "sockperf's spinning sender with its receiver thread (commit 0a795e5)",
-        CORPUS_PAUSES,
+        PAUSED_CORPUS_DAY,
     ),
     (
         "calibration/validation/load_matrix_colocated.json",
         "plus the testbed's two processes on one vCPU while it has spare capacity (Linux's "
         "load balancer, imbalance_pct 117), each on its own above (commit dbd0066)",
-        CORPUS_PAUSES,
+        PAUSED_CORPUS_DAY,
     ),
     (
         "calibration/validation/load_matrix_reads.json",
@@ -528,20 +528,20 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         "only (a late arrival that holds no CPU), the kernel path as work of the shared vCPU "
         "(its handler work and bookkeeping less that path, in the share of events that find "
         "the thread idle) (commit b34ada4)",
-        CORPUS_PAUSES,
+        PAUSED_CORPUS_DAY,
     ),
     (
         "calibration/validation/load_matrix_spinning.json",
         "plus sockperf's server and receiver on one vCPU, the one its spinning sender leaves, "
         "while it has spare capacity (the same rule), the way back as that vCPU's work "
         "(commit abce47f)",
-        CORPUS_PAUSES,
+        PAUSED_CORPUS_DAY,
     ),
     (
         "calibration/validation/load_matrix_halt.json",
         "plus a vCPU idle for a few microseconds not yet halted: each sleeping thread's "
         "wake-up scaled by the halt probe's law (commit c5f4a94)",
-        CORPUS_PAUSES,
+        PAUSED_CORPUS_DAY,
     ),
     (
         "calibration/validation/load_matrix_relay.json",
@@ -549,38 +549,38 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         "it has spare capacity, reading TCP a chunk of a connection's side at a time, its work "
         "measured at the calibration point; a closed loop of one connection apart "
         "(commit abfcb14)",
-        CORPUS_PAUSES,
+        PAUSED_CORPUS_DAY,
     ),
     (
         "calibration/validation/load_matrix_kinds.json",
         "plus a closed loop's path built at its own throughput, not its pacing; the fit weighs "
         "the calibration point's orders and cancels apart (each kind's p50) (commit 45d57a5)",
-        CORPUS_PAUSES,
+        PAUSED_CORPUS_DAY,
     ),
     (
         "calibration/validation/load_matrix_spread.json",
         "plus a socket wake-up's spread from the wake-up probe beside the corpus (sockperf; "
         "the testbed keeps its timer's lateness) (commit 99d68c7)",
-        CORPUS_PAUSES,
+        PAUSED_CORPUS_DAY,
     ),
     (
         "calibration/validation/load_matrix_veth.json",
         "plus a veth route's time over loopback measured the same day: half the p50 difference "
         "of its calibration point and the loopback route's (commit 16fa715)",
-        CORPUS_PAUSES,
+        PAUSED_CORPUS_DAY,
     ),
     (
         "calibration/validation/load_matrix_spinner.json",
         "plus the stall for a thread woken next to sockperf's spinning sender (the server, the "
         "receiver, the relay on the vCPU it shares): the rest of the spinner's time slice "
         "(commit 4a111b6)",
-        CORPUS_PAUSES,
+        PAUSED_CORPUS_DAY,
     ),
     (
         LOAD_MATRIX,
         "the same model on the corpus re-measured with the load client's recorder folding as "
         "it goes",
-        CORPUS_NOW,
+        CORPUS_DAY,
     ),
 )
 

@@ -170,7 +170,7 @@ class IntervalRecorder:
         self.next_ns = base_ns + self.interval_ns
         self.interval_start_ns = base_ns
         self.pending: dict[str, list[int]] = {k: [] for k in KINDS}
-        self.interval = {k: empty_counts() for k in KINDS}
+        self.interval_counts = {k: empty_counts() for k in KINDS}
         self.totals = {name: empty_counts() for name in ("all", *KINDS)}
         # Closed intervals not yet logged: start and end (ns), nonzero counts indices, counts.
         self.closed: list[tuple[int, int, np.ndarray, np.ndarray]] = []
@@ -185,6 +185,7 @@ class IntervalRecorder:
         self.writer.output_legend()
 
     def maybe_rotate(self, now_ns: int) -> None:
+        """Once a pass: fold each full pending list, close every interval ended by ``now_ns``."""
         for kind in KINDS:
             if len(self.pending[kind]) >= FOLD_SAMPLES:
                 self._fold(kind)
@@ -195,7 +196,7 @@ class IntervalRecorder:
     def _fold(self, kind: str) -> None:
         pending = self.pending[kind]
         if pending:
-            record_us(self.interval[kind], np.asarray(pending, dtype=np.float64) / 1e3)
+            record_us(self.interval_counts[kind], np.asarray(pending, dtype=np.float64) / 1e3)
             pending.clear()
 
     def rotate(self, end_ns: int) -> None:
@@ -203,9 +204,9 @@ class IntervalRecorder:
         interval = empty_counts()
         for kind in KINDS:
             self._fold(kind)
-            self.totals[kind] += self.interval[kind]
-            interval += self.interval[kind]
-            self.interval[kind] = empty_counts()
+            self.totals[kind] += self.interval_counts[kind]
+            interval += self.interval_counts[kind]
+            self.interval_counts[kind] = empty_counts()
         self.totals["all"] += interval
         nonzero = np.flatnonzero(interval)
         if len(nonzero):
