@@ -285,6 +285,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
         plan = replace(plan, repeats=args.repeats)
     if args.duration is not None:
         plan = replace(plan, duration_s=args.duration)
+    if args.calibration_duration is not None:
+        plan = replace(plan, calibration_duration_s=args.calibration_duration)
     command = "twin testbed lab " + " ".join(sys.argv[3:])
     result = run_lab(
         Path(args.out), plan, command, lambda line: print(line, file=sys.stderr, flush=True)
@@ -599,6 +601,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="a small plan (tests, a first look)")
     p.add_argument("--repeats", type=positive_int, metavar="N", help="override the plan's")
     p.add_argument("--duration", type=positive_float, metavar="S", help="seconds per run")
+    p.add_argument(
+        "--calibration-duration",
+        type=positive_float,
+        metavar="S",
+        help="seconds per run of each system's calibration point and burst probe",
+    )
     p.set_defaults(run=cmd_lab)
 
     p = tsub.add_parser(

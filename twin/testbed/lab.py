@@ -18,6 +18,9 @@ hits every point alike):
   system is calibrated on, never predicted; a batch's later messages wait for the work of the
   earlier ones, which is what tells the marginal work per message, hence the saturation, at
   a load too low to show it otherwise;
+* each system's calibration point and its burst probe for :attr:`LabPlan.calibration_duration_s`
+  a run (15 s), every other point for :attr:`LabPlan.duration_s` (2 s): the fit takes the
+  calibration point's whole distribution, tails included, from these runs alone;
 * once, before the first pass, the **wake-up probe** (:mod:`twin.testbed.wakeprobe`, into
   ``DIR/wakeprobe.json``; and with every other core kept awake by spinning processes, into
   ``DIR/wakeprobe_busy.json``; and with a sender that spins for each reply and gaps down to
@@ -39,7 +42,7 @@ import os
 import platform
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +97,10 @@ class LabPlan:
     sockperf_routes: tuple[Route, ...] = (Route.LOOPBACK, Route.VETH, Route.RELAY)
     repeats: int = 3
     duration_s: float = 2.0
+    # Seconds per run of each system's calibration point and its burst probe: at the lowest rate
+    # a 2 s run holds about 1,000 orders, and the tails the fit takes from them moved run to run
+    # (timer lateness p99.9 150 to 1,617 us on 2026-11-26; docs/design-notes.md).
+    calibration_duration_s: float = 15.0
     warmup_s: float = 0.5
     relay: RelayDelay = field(default_factory=RelayDelay)
     # Group sizes of the testbed's burst probe (none: no probe); sockperf's ``--burst`` (1: none).
@@ -102,9 +109,15 @@ class LabPlan:
     wake_probe_samples: int = 300  # per gap; 0: no wake-up probe
 
     def __post_init__(self) -> None:
-        if self.repeats < 1 or self.duration_s <= 0 or self.warmup_s < 0:
+        if (
+            self.repeats < 1
+            or self.duration_s <= 0
+            or self.calibration_duration_s <= 0
+            or self.warmup_s < 0
+        ):
             raise ConfigError(
-                f"lab plan: repeats {self.repeats} (>= 1), duration {self.duration_s} s (> 0), "
+                f"lab plan: repeats {self.repeats} (>= 1), duration {self.duration_s} s and "
+                f"calibration duration {self.calibration_duration_s} s (> 0), "
                 f"warm-up {self.warmup_s} s (>= 0)"
             )
         if any(n < 1 for n in self.probe_bursts) or self.sockperf_probe_burst < 1:
@@ -127,6 +140,7 @@ QUICK = LabPlan(
     sockperf_routes=(Route.LOOPBACK,),
     repeats=1,
     duration_s=0.5,
+    calibration_duration_s=0.7,
     warmup_s=0.2,
     probe_bursts=(1, 4),
     sockperf_probe_burst=4,
@@ -136,13 +150,15 @@ QUICK = LabPlan(
 
 @dataclass(frozen=True)
 class Point:
-    """One operating point of one system: its conditions and how to measure one run of it."""
+    """One operating point of one system: its conditions and how to measure one run of it
+    (``measure(out, repeat, duration_s)``, the run's seconds being :attr:`duration_s`)."""
 
     system: str
     id: str
     conditions: dict[str, Any]
     overrides: dict[str, Any]
-    measure: Callable[[Path, int], Path]
+    measure: Callable[[Path, int, float], Path]
+    duration_s: float
     probe: bool = False  # the system's burst probe: calibrated on, never predicted
 
     def run_dir(self, root: Path, repeat: int) -> Path:
@@ -160,12 +176,12 @@ def _testbed_point(
 ) -> Point:
     from twin.testbed.campaign import measure
 
-    def go(out: Path, repeat: int) -> Path:
+    def go(out: Path, repeat: int, duration_s: float) -> Path:
         measure(
             out,
             rate_msgs_per_s=rate,
             connections=conns,
-            duration_s=plan.duration_s,
+            duration_s=duration_s,
             warmup_s=plan.warmup_s,
             topology=topology,
             loop=loop,
@@ -187,6 +203,7 @@ def _testbed_point(
             "workload.rate_msgs_per_s": rate,
         },
         go,
+        plan.duration_s,
         probe=bool(burst_sizes),
     )
 
@@ -219,11 +236,10 @@ def _sockperf_points(plan: LabPlan) -> Iterator[Point]:
 
             def run(
                 mps: float | None, protocol: Transport, route: Route, burst: int = 1
-            ) -> Callable[[Path, int], Path]:
-                spec = SockperfRun(protocol, route, mps, plan.duration_s, plan.relay, burst)
-
-                def go(out: Path, repeat: int) -> Path:
+            ) -> Callable[[Path, int, float], Path]:
+                def go(out: Path, repeat: int, duration_s: float) -> Path:
                     del repeat  # sockperf's schedule is evenly spaced: no seed
+                    spec = SockperfRun(protocol, route, mps, duration_s, plan.relay, burst)
                     return measure_sockperf(out, spec)
 
                 return go
@@ -239,6 +255,7 @@ def _sockperf_points(plan: LabPlan) -> Iterator[Point]:
                     "hosts.client.sender": str(Sender.EVENT_LOOP),  # one thread, no receiver
                 },
                 run(None, protocol, route),
+                plan.duration_s,
             )
             # The probe (at the lowest rate, in bursts) first, then each rate one at a time.
             probe = plan.sockperf_probe_burst
@@ -266,12 +283,32 @@ def _sockperf_points(plan: LabPlan) -> Iterator[Point]:
                     conditions,
                     overrides,
                     run(rate, protocol, route, burst),
+                    plan.duration_s,
                     probe=burst > 1,
                 )
 
 
 def plan_points(plan: LabPlan) -> list[Point]:
-    return [*_testbed_points(plan), *_sockperf_points(plan)]
+    """Every point of the plan, in order; each system's calibration point and burst probe run
+    :attr:`LabPlan.calibration_duration_s`, the others :attr:`LabPlan.duration_s`."""
+    points = [*_testbed_points(plan), *_sockperf_points(plan)]
+    calibrated = {
+        (name, _calibration_point([p for p in pts if not p.probe]))
+        for name, pts in _by_system(points).items()
+    }
+    return [
+        replace(p, duration_s=plan.calibration_duration_s)
+        if p.probe or (p.system, p.id) in calibrated
+        else p
+        for p in points
+    ]
+
+
+def _by_system(points: list[Point]) -> dict[str, list[Point]]:
+    systems: dict[str, list[Point]] = {}
+    for p in points:
+        systems.setdefault(p.system, []).append(p)
+    return systems
 
 
 def _calibration_point(points: list[Point]) -> str:
@@ -298,11 +335,8 @@ def _complete(run_dir: Path) -> Path | None:
 
 def manifest(root: Path, plan: LabPlan, points: list[Point], command: str) -> dict[str, Any]:
     """The corpus manifest for what is on disk now (runs that finished)."""
-    systems: dict[str, list[Point]] = {}
-    for p in points:
-        systems.setdefault(p.system, []).append(p)
     out = []
-    for name, pts in systems.items():
+    for name, pts in _by_system(points).items():
         scenario = SOCKPERF_SCENARIO if name.startswith("sockperf") else SCENARIOS["testbed"]
 
         def row(p: Point) -> dict[str, Any]:
@@ -392,7 +426,7 @@ def run_lab(
             if _complete(out) is not None:
                 continue
             started = time.monotonic()
-            point.measure(out, repeat)
+            point.measure(out, repeat, point.duration_s)
             write_json(root / MANIFEST, manifest(root, plan, points, command))
             if progress is not None:
                 progress(

@@ -16,6 +16,7 @@ import pytest
 
 from calibration import read
 from twin.cli import main
+from twin.testbed.lab import LabPlan, plan_points
 from twin.testbed.processes import stop
 
 
@@ -108,6 +109,15 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
             measured = read(out / run)
             assert measured.count and measured.count > 100
             assert measured.conditions["busy_pct"] is not None  # host conditions beside it
+    # The calibration point and the probe ran the plan's calibration duration, the rest less.
+    testbed = next(s for s in manifest["systems"] if s["tool"] == "twin testbed")
+    calibrated = {testbed["calibrated_on"], "burst-probe"}
+    for point in [*testbed["points"], testbed["probe"]]:
+        summary = json.loads((out / point["runs"][0] / "summary.json").read_text())
+        expected = manifest["plan"][
+            "calibration_duration_s" if point["id"] in calibrated else "duration_s"
+        ]
+        assert summary["conditions"]["duration_s"] == expected
     sockperf = next(s for s in manifest["systems"] if s["tool"] == "sockperf")
     assert sockperf["probe"]["overrides"]["workload.burst"] == 4
     host = json.loads((out / sockperf["probe"]["runs"][0] / "host.json").read_text())
@@ -126,6 +136,24 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
     assert time.monotonic() - started < 5
     after = out / manifest["systems"][0]["points"][0]["runs"][0] / "rtt.hgrm"
     assert after.stat().st_mtime == stamp
+
+
+def test_each_systems_calibration_point_and_probe_run_the_calibration_duration():
+    plan = LabPlan(calibration_duration_s=9.0)
+    points = plan_points(plan)
+    longer = {(p.system, p.id) for p in points if p.duration_s == 9.0}
+    systems = {p.system for p in points}
+    assert len(systems) == 8
+    expected = {
+        (system, point_id)
+        for system in systems
+        for point_id in (
+            "burst-probe",
+            "open-c1-r1000" if system.startswith("testbed") else "under-load-r1000",
+        )
+    }
+    assert longer == expected
+    assert all(p.duration_s == plan.duration_s for p in points if (p.system, p.id) not in longer)
 
 
 def test_the_cli_offers_the_probes_waiters():
