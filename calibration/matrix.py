@@ -69,7 +69,8 @@ KIND_TOLERANCE = 0.05
 KEPT_UP_SHARE = 0.95
 GOAL_P50_PCT = 15.0
 GOAL_P99_PCT = 25.0
-# Simulated seconds per predicted point and calibration evaluation (the runs measured 2 s).
+# Simulated seconds per predicted point (the runs measured 2 s); a calibration evaluation
+# simulates as many seconds as the calibration point's runs recorded, and no fewer.
 PREDICT_DURATION_S = 2.0
 CALIBRATION_NFEV = 15
 # The lab host's scheduling cold start, measured by the wake-up probe on the lab's day rather than
@@ -412,6 +413,7 @@ def calibration_targets(
         points.append(system.probe)
     targets = []
     for point in points:
+        duration_s = max(PREDICT_DURATION_S, round(recorded_seconds(point)))
         for k, run in enumerate(point.runs):
             run_id = f"{system.name}:{point.id}:run_{k}"
             entry = {
@@ -419,12 +421,24 @@ def calibration_targets(
                 "measurement": str(run.resolve()),
                 "scenario": str(system.scenario),
                 "overrides": dict(point.overrides),
-                "duration_s": PREDICT_DURATION_S,
+                "duration_s": duration_s,
             }
             run_targets = measurement_targets(manifest, f"{system.name} {point.id}", entry)
             targets.extend(run_targets)
             targets.extend(_kind_targets(run_targets[0], run_id, run))
     return base.with_targets(tuple(targets))
+
+
+def recorded_seconds(point: CorpusPoint) -> float:
+    """How many seconds of round trips a point's runs recorded: the median over its runs of
+    their count over their achieved rate (0 when none states both)."""
+    seconds = []
+    for run in point.runs:
+        m = read(run)
+        achieved = _achieved(m)
+        if m.count and achieved:
+            seconds.append(m.count / achieved)
+    return statistics.median(seconds) if seconds else 0.0
 
 
 def _kind_targets(pooled: Target, run_id: str, run: Path) -> list[Target]:

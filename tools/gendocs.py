@@ -491,10 +491,13 @@ def load_kinds() -> str:
     return _table(header, "lrrrrrrr", rows)
 
 
-# The days the load corpus was measured: calibration/data/load, and the first one kept as
-# calibration/data/load_2026-11-25, whose testbed runs carry its load client's pauses (its
-# recorder stopped the loop 15-18 ms a second at 128k msg/s).
-PAUSED_CORPUS_DAY, CORPUS_DAY = "2026-11-25", "2026-11-26"
+# When each load corpus was measured: calibration/data/load_2026-11-25, whose testbed runs carry
+# its load client's pauses (its recorder stopped the loop 15-18 ms a second at 128k msg/s);
+# calibration/data/load_2026-11-26_2s, its calibration points 2 s a run like the others; and
+# calibration/data/load, its calibration points 15 s a run.
+PAUSED_CORPUS_DAY = "2026-11-25"
+SHORT_CORPUS_DAY = "2026-11-26 06:00"
+CORPUS_DAY = "2026-11-26 08:00"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -577,10 +580,10 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         PAUSED_CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_recorder.json",
         "the same model on the corpus re-measured with the load client's recorder folding as "
         "it goes",
-        CORPUS_DAY,
+        SHORT_CORPUS_DAY,
     ),
 )
 

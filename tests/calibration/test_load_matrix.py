@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -331,8 +332,6 @@ def test_the_fit_weighs_the_orders_and_the_cancels_of_its_point() -> None:
     cancels (order.hgrm, cancel.hgrm) beside the pooled percentiles, and the twin predicts such
     a target from that kind's round trips alone (the run's own per-kind percentile);
     sockperf's echo has no kinds, so no such targets."""
-    from dataclasses import replace
-
     from calibration import matrix
     from calibration.calibrate import evaluate_targets
     from calibration.readers import read
@@ -382,16 +381,40 @@ def test_a_veth_route_takes_its_time_over_loopback_from_the_two_calibration_poin
         assert value is not None
         return value
 
-    udp = matrix.veth_extra(by_name["sockperf-udp-veth"], corpus)
+    routes = {
+        name: matrix.veth_extra(by_name[f"{name}-veth"], corpus)
+        for name in ("sockperf-udp", "sockperf-tcp", "testbed")
+    }
+    for name, extra in routes.items():
+        assert extra is not None and f"{name}-loopback" in extra.source
+        difference = (p50(f"{name}-veth") - p50(f"{name}-loopback")) / 2
+        assert extra.value == pytest.approx(max(0.0, difference))
+    udp = routes["sockperf-udp"]
     assert udp is not None
-    assert udp.value == pytest.approx((p50("sockperf-udp-veth") - p50("sockperf-udp-loopback")) / 2)
-    assert udp.value > 0 and "sockperf-udp-loopback" in udp.source
-    tcp = matrix.veth_extra(by_name["sockperf-tcp-veth"], corpus)
-    assert tcp is not None and tcp.value == max(
-        0.0, (p50("sockperf-tcp-veth") - p50("sockperf-tcp-loopback")) / 2
-    )
     assert matrix.veth_extra(by_name["sockperf-udp-loopback"], corpus) is None
     assert matrix.veth_extra(by_name["sockperf-udp-veth"], [by_name["sockperf-udp-veth"]]) is None
     shipped = load_profile(resolve_profile_path("local"))
     prior, known = matrix.measured_prior(by_name["sockperf-udp-veth"], shipped, veth=udp)
     assert prior.value("local_veth_us") == udp.value and "local_veth_us" in known
+
+
+def test_the_fit_simulates_as_many_seconds_as_its_point_recorded() -> None:
+    """The lab runs each calibration point longer than the points it predicts; a run's recorded
+    seconds (its count over its achieved rate) are what its summary states, and the fit
+    simulates as many (never fewer than a predicted point's)."""
+    from calibration import matrix
+
+    lab = REPO / "calibration" / "data" / "load"
+    for system in matrix.load_corpus(lab):
+        point = system.point(system.calibrated_on)
+        recorded = matrix.recorded_seconds(point)
+        others = [matrix.recorded_seconds(p) for p in system.points if p is not point]
+        assert recorded > 5 * max(others)
+        if (point.runs[0] / "summary.json").is_file():
+            for run in point.runs:
+                stated = json.loads((run / "summary.json").read_text())["conditions"]
+                assert matrix.recorded_seconds(
+                    replace(point, runs=(run,))
+                ) == pytest.approx(stated["duration_s"], rel=0.05)
+        targets = matrix.calibration_targets(system, lab / matrix.MANIFEST).targets
+        assert {t.duration_s for t in targets if point.id in t.id} == {round(recorded)}
