@@ -585,6 +585,12 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         "it goes",
         SHORT_CORPUS_DAY,
     ),
+    (
+        LOAD_MATRIX,
+        "the same model on the corpus re-measured with each calibration point and its burst "
+        "probe 15 s a run (the others 2 s), the fit simulating as many seconds as they recorded",
+        CORPUS_DAY,
+    ),
 )
 
 
