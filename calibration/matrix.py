@@ -340,7 +340,8 @@ def measured_prior(
     interpreter cold start and no bookkeeping after a wake-up (``linger``), a wake-up's CPU
     being their per-wake-up work, which the fit scales with the rest of their work. Every
     system takes what the wake-up probes measured of the lab's host (``host``:
-    :func:`host_parameters`; by default the cold start :data:`WAKE_PROBE_COLD_US`), and a route
+    :func:`host_parameters`; by default the cold start :data:`WAKE_PROBE_COLD_US`, where a
+    testbed system's fit starts its own cold start from, free group ``cold``), and a route
     through the relay its work per event at the calibration point (:func:`relay_work`), and a
     veth route its time over loopback (``veth``: :func:`veth_extra`).
     """
@@ -364,6 +365,10 @@ def measured_prior(
             else None
         )
         known.update(measured_parameters(summary, f"{system.name} {point.id}", probe))
+        # The probe's small process is where the fit starts: the testbed's cold start after a
+        # sleep (its system calls and event loop, beyond the handlers' own) is fitted to the
+        # calibration point's orders, which come after one, and cancels, which do not.
+        derived["local_wake_cold_us"] = known.pop("local_wake_cold_us")
     else:
         for name in EVENTS_PER_MSG:
             known[f"{name}_cold_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)

@@ -586,9 +586,16 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         SHORT_CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_longer.json",
         "the same model on the corpus re-measured with each calibration point and its burst "
         "probe 15 s a run (the others 2 s), the fit simulating as many seconds as they recorded",
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        "plus the bookkeeping left on a shared vCPU yielding to the thread a send wakes "
+        "(wake-up preemption: it keeps the vCPU awake, delays no message), and the testbed's "
+        "cold start after a sleep fitted to its calibration point's orders and cancels",
         CORPUS_DAY,
     ),
 )

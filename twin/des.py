@@ -80,6 +80,7 @@ class _Model:
         self.halt_tau_us = [float(x) for x in wake["halt_tau_us"]]
         self.linger = [self._sampler(h, "linger", path) for h in hops]
         self.linger_per_batch = [bool(x) for x in hops["linger_per_batch"]]
+        self.linger_yields = [bool(x) for x in hops["linger_yields"]]
         self.may_stall = [bool(x) for x in hops["may_stall"]]
         self.allowance = [int(x) for x in hops["allowance"]]
         self.allowance_us = [float(x) for x in hops["allowance_us"]]
@@ -237,11 +238,17 @@ class _Model:
                 cooled = -np.expm1(-idle_us / self.cold_tau_us[st])
                 linger += self.linger_cold_us[st] * cooled
         left_behind = self.linger[i]
+        yielded = 0.0
         if left_behind is not None and (led or not self.linger_per_batch[i]):
-            linger += left_behind()
+            if self.linger_yields[i]:
+                yielded = left_behind()
+            else:
+                linger += left_behind()
         if self.in_window(env.now):
-            self.busy[st] += s + linger
+            self.busy[st] += s + linger + yielded
         yield env.timeout(s)
+        if yielded > 0:  # awake through it, no server held
+            self.held_until[st] = max(self.held_until[st], env.now + linger + yielded)
         if linger > 0:
             env.process(self.release_after(st, req, linger))
         else:

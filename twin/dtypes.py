@@ -52,6 +52,9 @@ HOP_DTYPE = np.dtype(
         # 1: the linger is left only by a message that took a new batch at the last batching
         # station it visited (work a batch causes once).
         ("linger_per_batch", np.int64),
+        # 1: the linger yields to later arrivals: the station stays awake through it, no
+        # server held (twin.path.Hop.linger_yields).
+        ("linger_yields", np.int64),
         # The token bucket (twin.path.Allowance) the message takes credit from on arriving at
         # the station (index into the compiled path's allowances, or -1), and how much, in
         # microseconds of the sustained rate.

@@ -205,7 +205,11 @@ class Hop:
     without delaying the message (a station's ``linger_us`` is paid after a wake-up only). With
     ``linger_per_batch`` only a message that took a new batch at the last batching station it
     visited leaves it (work a batch causes once: a replicated log's append to its followers);
-    such a hop needs a batching station before it on the path.
+    such a hop needs a batching station before it on the path. With ``linger_yields`` the
+    linger yields to every later arrival (a thread that a message wakes on the CPU it shares
+    runs before the waker's remaining work: Linux's wake-up preemption): it keeps the station
+    awake (an arrival meanwhile pays no wake-up) and counts in its busy time, but holds no
+    server, so it delays no message (preemptive priority for the messages' work).
 
     ``allowance``, ``allowance_us``: the token bucket (:class:`Allowance`) the message takes
     ``allowance_us`` of credit from (microseconds of the sustained rate: a packet's ``1e6 /
@@ -239,6 +243,7 @@ class Hop:
     whole_read: bool = False
     linger: Dist = ZERO
     linger_per_batch: bool = False
+    linger_yields: bool = False
     allowance: Allowance | None = None
     allowance_us: float = 0.0
     may_stall: bool = True
@@ -263,6 +268,8 @@ class Hop:
             )
         if self.linger_per_batch and self.linger.is_zero:
             raise ModelError(f"Hop {self.name!r}: linger_per_batch without a linger")
+        if self.linger_yields and self.linger.is_zero:
+            raise ModelError(f"Hop {self.name!r}: linger_yields without a linger")
         if not reader and (not self.per_read.is_zero or self.per_record_us != 0 or self.whole_read):
             raise ModelError(
                 f"Hop {self.name!r}: per_read, per_record_us and whole_read belong to the "
@@ -522,6 +529,7 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
             hop.linger
         )
         row["linger_per_batch"] = int(hop.linger_per_batch)
+        row["linger_yields"] = int(hop.linger_yields)
         row["may_stall"] = int(hop.may_stall)
         row["holds"] = int(hop.holds)
         row["allowance_us"] = hop.allowance_us

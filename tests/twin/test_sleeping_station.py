@@ -439,6 +439,49 @@ def test_work_left_behind_queues_later_messages_as_mg1() -> None:
     assert path.station_service_mean_us()[0] == pytest.approx(SERVICE_US + linger)
 
 
+def _yielding(linger_us: float) -> CompiledPath:
+    """Service 1 us, a wake-up of 3 us, and ``linger_us`` left behind that yields."""
+    station = Station("vCPU", 1, wake=Const(3.0))
+    hop = Hop("work", "test", service=Const(1.0), station=station, linger=Const(linger_us),
+              linger_yields=True)  # fmt: skip
+    return compile_path([hop])
+
+
+def test_work_that_yields_delays_no_message() -> None:
+    """Arrivals every 10 us, service 1 us, a wake-up of 3 us, 4 us left behind that yields
+    (``linger_yields``): the station is awake until 8 us after each arrival and has slept 2 us
+    when the next comes, which pays the wake-up: every round trip 4 us, busy 4 + 4 in 10."""
+    load = replace(poisson_load(0.1, 4_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+    for simulate in (fast.simulate, des.simulate):
+        out = simulate(_yielding(4.0), load)
+        assert out.rtt_sum_us / out.messages == pytest.approx(4.0, rel=1e-6), simulate
+        assert out.station_busy_us[0] / out.duration_us == pytest.approx(0.8, rel=2e-3)
+
+
+def test_work_that_yields_keeps_its_station_awake() -> None:
+    """The same with 7 us left behind: a woken message leaves at 4 us and the station stays
+    awake until 11, so the next (at 10) is served at once (1 us) and keeps it awake until 18;
+    the one after (at 20) wakes it again. Round trips alternate 4 and 1 us, busy 4 + 7 + 1 + 7
+    in 20 us."""
+    load = replace(poisson_load(0.1, 4_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+    _assert_two_round_trips(_yielding(7.0), load, (1.0, 4.0), 2.5, busy=(19 / 20, 2e-3))
+
+
+def test_work_that_yields_keeps_the_queue_of_its_messages_mg1() -> None:
+    """Exponential service (mean 1 us) and 0.5 us left behind that yields: the messages queue as
+    in an M/M/1 queue of their own work alone, ``E[T] = E[S] / (1 - lambda E[S])`` (the work left
+    behind, unlike :func:`test_work_left_behind_queues_later_messages_as_mg1`'s, waits for them)."""
+    lam = 0.5
+    expected = SERVICE_US / (1 - lam * SERVICE_US)
+    hop = Hop("work", "test", service=Exponential(SERVICE_US), station=Station("core", 1),
+              linger=Const(0.5), linger_yields=True)  # fmt: skip
+    path = compile_path([hop])
+    for engine, messages in (("fast", 400_000), ("des", 40_000)):
+        result = run_replications(path, poisson_load(lam, messages, seed=17), 8, engine=engine)
+        low, high = covering_interval(result.estimates["mean"], result.ci95["mean"])
+        assert low <= expected <= high, (engine, low, expected, high)
+
+
 def test_a_host_wakes_only_when_all_its_cores_are_idle() -> None:
     """Two servers, a wake-up of 3 us (on the path) and a cold linger of 20 us
     (``1 - exp(-gap / 1 us)``: all of it after a long idle), arrivals in pairs 1000 us apart:
@@ -495,6 +538,8 @@ def test_station_and_hop_settings_are_checked() -> None:
         Station("vCPUs", 2, linger_cold_us=1.0)
     with pytest.raises(ValueError, match="linger is work left on a station"):
         Hop("work", "test", linger=Const(1.0))
+    with pytest.raises(ValueError, match="linger_yields without a linger"):
+        Hop("work", "test", station=Station("core", 1), linger_yields=True)
     with pytest.raises(ValueError, match="linger_per_batch without a linger"):
         Hop("work", "test", station=Station("nic", 1), linger_per_batch=True)
     with pytest.raises(ValueError, match="needs a batching station earlier"):

@@ -80,6 +80,7 @@ FLAG_LINGERS_PER_BATCH = 64  # ... only if the message leads its batch (slot_i[:
 FLAG_ALLOWANCE = 128  # the hop takes credit from a token bucket (HI_ALLOWANCE, hop_allowance_us)
 FLAG_BATCH_PER_CONNECTION = 256  # its station's batches are per connection (slot_i[:, SI_CONN])
 FLAG_HOLDS = 512  # its station holds the message through the next hop's delay (Hop.holds)
+FLAG_LINGER_YIELDS = 1024  # its linger keeps the station awake, no server held (Hop.linger_yields)
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none), then
 # the stall's (drawn at hops flagged FLAG_STALLS, see twin.path.Station.stall), then
@@ -611,6 +612,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     n_row = table_lengths[row]
                     s += tables[row, min(int(u * n_row), n_row - 1)]
                 linger = 0.0
+                yielded = 0.0
                 if flags & FLAG_BATCHES:
                     slot_i[slot, SI_LED] = 0
                     conn = 0
@@ -660,11 +662,16 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         hop_il[hi + np.uint64(HI_LINGER_Q)], hop_il[hi + np.uint64(HI_LINGER_ROW)],
                         quantiles, tables, table_lengths, s0, s1, s2, s3,
                     )  # fmt: skip
-                    linger += x
+                    if flags & FLAG_LINGER_YIELDS:
+                        yielded = x
+                    else:
+                        linger += x
                 done_t = start + s
                 server_free_us[pick] = done_t + linger
+                if yielded > 0.0:  # awake through it, no server held
+                    station_held_us[st] = max(station_held_us[st], done_t + linger + yielded)
                 if warmup_us <= start < end_us:
-                    busy_us[st] += s + linger
+                    busy_us[st] += s + linger + yielded
                 if record:
                     hop_sum_us[h] += done_t - enter
                     closes = hop_il[hi + np.uint64(HI_SPAN_CLOSE)]

@@ -112,6 +112,7 @@ def hop_tables(
     hop_i[queued, k.HI_FLAGS] |= np.where(may_stall, k.FLAG_STALLS, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_code"] != Zero.code, k.FLAG_LINGERS, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_per_batch"] != 0, k.FLAG_LINGERS_PER_BATCH, 0)
+    hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_yields"] != 0, k.FLAG_LINGER_YIELDS, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["allowance"] >= 0, k.FLAG_ALLOWANCE, 0)
     hop_i[:, k.HI_ALLOWANCE] = hops["allowance"]
     hop_i[:, k.HI_FLAGS] |= np.where(hops["holds"] != 0, k.FLAG_HOLDS, 0)
