@@ -95,6 +95,10 @@ NATIVE_COLD_SOURCE = (
     "wake-up (the testbed's Python processes measured theirs); a wake-up's CPU is its handlers' "
     "per-wake-up work, and the host's cold start is local_wake_cold_us"
 )
+NATIVE_SOCKET_WAKE_SOURCE = (
+    "assumption: a native tool's calibration point has no timer (its sender spins), so the "
+    "wake-up its fit finds is a socket's already"
+)
 # Quasi-random starting points of the fit (TwinCalibrator ``starts``): one low-load point's
 # percentiles move in steps with the factors, and a local fit from the prior alone stalls.
 CALIBRATION_STARTS = 128
@@ -213,7 +217,8 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
     sleeping :data:`COLD_START_GAP_US` less after the shortest sleep (:data:`WAKE_PROBE_COLD_US`
     for a corpus without a probe), and when an idle vCPU halts (``wakeprobe_halt``,
     :func:`calibration.halt.halt_parameters`; the committed :data:`calibration.halt.HALT_PROBE`
-    for a corpus without one). The busy-host probe (``wakeprobe_busy``) is not read."""
+    for a corpus without one); with the busy-host probe beside it (``wakeprobe_busy``, every
+    other core kept awake), a socket's wake-up on a halted vCPU (:func:`socket_wake`)."""
     root = Path(root)
     try:
         names = json.loads((root / MANIFEST).read_text())
@@ -244,7 +249,40 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
             f"{where}: a socket's wake-up spread, one-way latency p99 {after_gap['p99']:.1f} us "
             f"over p50 {after_gap['p50']:.1f} us after {COLD_START_GAP_US:g} us asleep",
         ),
+        **socket_wake(root, names.get("wakeprobe_busy"), idle_path, idle),
         **halt,
+    }
+
+
+def socket_wake(
+    root: Path, busy_name: object, idle_path: Path, idle: Mapping[float, Mapping[str, float]]
+) -> dict[str, Parameter]:
+    """A socket's wake-up of a thread asleep on a halted vCPU (``local_socket_wake_us``,
+    ``local_socket_wake_sigma``): the idle host's one-way latency less the busy host's (the
+    kernel path and an awake vCPU's wake-up), medians after the shortest sleep both probes
+    took, the spread the idle host's after :data:`COLD_START_GAP_US`; none without a busy-host
+    probe (``busy_name``, the manifest's ``wakeprobe_busy``)."""
+    if not isinstance(busy_name, str):
+        return {}
+    busy_path, busy = _probe(root, busy_name)
+    common = sorted(set(idle) & set(busy))
+    if not common:
+        raise MeasurementError(f"{busy_path}: no sleep in common with {idle_path.name}")
+    gap = common[0]
+    halted, awake = idle[gap]["p50"], busy[gap]["p50"]
+    after = idle[COLD_START_GAP_US]
+    where = (
+        f"measurement: twin testbed wakeprobe beside the corpus ({idle_path.name} less "
+        f"{busy_path.name}): one-way latency p50 {halted:.1f} us to a thread that slept {gap:g} "
+        f"us, {awake:.1f} us with the other cores kept awake"
+    )
+    return {
+        "local_socket_wake_us": Parameter(max(0.0, halted - awake), where),
+        "local_socket_wake_sigma": Parameter(
+            tail_sigma(after["p50"], after["p99"]),
+            f"{where}; spread p99 {after['p99']:.1f} over p50 {after['p50']:.1f} us after "
+            f"{COLD_START_GAP_US:g} us asleep",
+        ),
     }
 
 
@@ -370,6 +408,7 @@ def measured_prior(
         # calibration point's orders, which come after one, and cancels, which do not.
         derived["local_wake_cold_us"] = known.pop("local_wake_cold_us")
     else:
+        known["local_socket_wake_us"] = Parameter(0.0, NATIVE_SOCKET_WAKE_SOURCE)
         for name in EVENTS_PER_MSG:
             known[f"{name}_cold_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)
             known[f"{name}_linger_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)

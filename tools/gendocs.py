@@ -592,10 +592,18 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_yields.json",
         "plus the bookkeeping left on a shared vCPU yielding to the thread a send wakes "
         "(wake-up preemption: it keeps the vCPU awake, delays no message), and the testbed's "
-        "cold start after a sleep fitted to its calibration point's orders and cancels",
+        "cold start after a sleep fitted to its calibration point's orders and cancels "
+        "(commit 093f03c)",
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        "plus a socket's wake-up from the wake-up probes (idle less busy host) where the "
+        "testbed's fitted one is its timer's, and the ack's bookkeeping after the cancel its "
+        "handler writes",
         CORPUS_DAY,
     ),
 )

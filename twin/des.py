@@ -81,6 +81,9 @@ class _Model:
         self.linger = [self._sampler(h, "linger", path) for h in hops]
         self.linger_per_batch = [bool(x) for x in hops["linger_per_batch"]]
         self.linger_yields = [bool(x) for x in hops["linger_yields"]]
+        # A hop's own wake-up in place of its station's (twin.path.Hop.wake).
+        self.own_wake = [bool(x) for x in hops["own_wake"]]
+        self.hop_wake = [self._sampler(h, "wake", path) for h in hops]
         self.may_stall = [bool(x) for x in hops["may_stall"]]
         self.allowance = [int(x) for x in hops["allowance"]]
         self.allowance_us = [float(x) for x in hops["allowance_us"]]
@@ -122,9 +125,10 @@ class _Model:
     def in_window(self, t: float) -> bool:
         return self.load.warmup_us <= t < self.load.end_us
 
-    def wake_up_us(self, station: int, idle_us: float) -> float:
-        """What waking ``station`` after ``idle_us`` of idleness adds to a service."""
-        draw = self.wake[station]
+    def wake_up_us(self, station: int, idle_us: float, hop: int = -1) -> float:
+        """What waking ``station`` after ``idle_us`` of idleness adds to a service (at ``hop``:
+        its own wake-up if it has one)."""
+        draw = self.hop_wake[hop] if hop >= 0 and self.own_wake[hop] else self.wake[station]
         cold = self.cold_us[station]
         extra = draw() if draw is not None else 0.0
         share = self.halt_share[station]
@@ -232,18 +236,17 @@ class _Model:
                 taken[c] = env.now
         linger = 0.0
         if idle_us > 0:
-            s += self.wake_up_us(st, idle_us)
+            s += self.wake_up_us(st, idle_us, i)
             linger = self.linger_us[st]
             if self.linger_cold_us[st] > 0:
                 cooled = -np.expm1(-idle_us / self.cold_tau_us[st])
                 linger += self.linger_cold_us[st] * cooled
         left_behind = self.linger[i]
-        yielded = 0.0
         if left_behind is not None and (led or not self.linger_per_batch[i]):
-            if self.linger_yields[i]:
-                yielded = left_behind()
-            else:
-                linger += left_behind()
+            linger += left_behind()
+        yielded = 0.0
+        if self.linger_yields[i]:
+            yielded, linger = linger, 0.0
         if self.in_window(env.now):
             self.busy[st] += s + linger + yielded
         yield env.timeout(s)

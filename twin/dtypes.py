@@ -64,6 +64,13 @@ HOP_DTYPE = np.dtype(
         ("may_stall", np.int64),
         # 1: its station holds the message through the next hop, awake meanwhile (Hop.holds).
         ("holds", np.int64),
+        # 1: the hop's own wake-up (a distribution as above) replaces its station's when it
+        # wakes it (twin.path.Hop.wake).
+        ("own_wake", np.int64),
+        ("wake_code", np.int64),
+        ("wake_p0", np.float64),
+        ("wake_p1", np.float64),
+        ("wake_p2", np.float64),
     ],
     align=True,
 )

@@ -205,11 +205,13 @@ class Hop:
     without delaying the message (a station's ``linger_us`` is paid after a wake-up only). With
     ``linger_per_batch`` only a message that took a new batch at the last batching station it
     visited leaves it (work a batch causes once: a replicated log's append to its followers);
-    such a hop needs a batching station before it on the path. With ``linger_yields`` the
-    linger yields to every later arrival (a thread that a message wakes on the CPU it shares
-    runs before the waker's remaining work: Linux's wake-up preemption): it keeps the station
-    awake (an arrival meanwhile pays no wake-up) and counts in its busy time, but holds no
-    server, so it delays no message (preemptive priority for the messages' work).
+    such a hop needs a batching station before it on the path. With ``linger_yields`` what the
+    visit leaves behind (its ``linger`` and, when it woke the station, the station's
+    ``linger_us``) yields to every later arrival (a thread that a message wakes on the CPU it
+    shares runs before the waker's remaining work: Linux's wake-up preemption; a handler that
+    writes the next message before its bookkeeping): it keeps the station awake (an arrival
+    meanwhile pays no wake-up) and counts in its busy time, but holds no server, so it delays no
+    message (preemptive priority for the messages' work).
 
     ``allowance``, ``allowance_us``: the token bucket (:class:`Allowance`) the message takes
     ``allowance_us`` of credit from (microseconds of the sustained rate: a packet's ``1e6 /
@@ -220,6 +222,10 @@ class Hop:
     has passed, and polls instead of sleeping meanwhile (a relay releasing each message at its
     deadline): an arrival then finds it awake. Holding takes no server: other messages are
     served meanwhile.
+
+    ``wake``: the wake-up this visit pays when it finds its sleeping station idle, in place of
+    the station's own (what wakes the thread here: a socket's data rather than a timer's
+    expiry, say); None: the station's. Scaled, cold and stalling as the station's wake-up.
 
     ``may_stall``: whether a wake-up of the station at this hop may meet its ``stall``
     (:class:`Station`); False for a visit whose wake-up comes another way (a socket's data
@@ -248,6 +254,7 @@ class Hop:
     allowance_us: float = 0.0
     may_stall: bool = True
     holds: bool = False
+    wake: Dist | None = None
 
     def __post_init__(self) -> None:
         self._check_allowance()
@@ -268,8 +275,14 @@ class Hop:
             )
         if self.linger_per_batch and self.linger.is_zero:
             raise ModelError(f"Hop {self.name!r}: linger_per_batch without a linger")
-        if self.linger_yields and self.linger.is_zero:
-            raise ModelError(f"Hop {self.name!r}: linger_yields without a linger")
+        if self.linger_yields and (self.station is None or reader):
+            raise ModelError(
+                f"Hop {self.name!r}: linger_yields needs a station that is not a reader"
+            )
+        if self.wake is not None and (reader or self.station is None):
+            raise ModelError(
+                f"Hop {self.name!r}: a wake-up of its own needs a station that is not a reader"
+            )
         if not reader and (not self.per_read.is_zero or self.per_record_us != 0 or self.whole_read):
             raise ModelError(
                 f"Hop {self.name!r}: per_read, per_record_us and whole_read belong to the "
@@ -532,6 +545,10 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
         row["linger_yields"] = int(hop.linger_yields)
         row["may_stall"] = int(hop.may_stall)
         row["holds"] = int(hop.holds)
+        row["own_wake"] = int(hop.wake is not None)
+        (row["wake_code"], row["wake_p0"], row["wake_p1"], row["wake_p2"]) = encode(
+            hop.wake if hop.wake is not None else ZERO
+        )
         row["allowance_us"] = hop.allowance_us
         row["allowance"] = -1
         if hop.allowance is not None:

@@ -69,6 +69,13 @@ NO_HALT = {
     ),
     "local_vcpu_halt_tau_us": Parameter(0.0, "assumption: no halt time (local_vcpu_halt_share 0)"),
 }
+# ... and a socket's wake-up the fitted one: a campaign records no wake-up probes.
+NO_SOCKET_WAKE = {
+    "local_socket_wake_us": Parameter(
+        0.0, "assumption: no wake-up probes beside a campaign; a socket's wake-up is the fitted one"
+    ),
+    "local_socket_wake_sigma": Parameter(0.0, "assumption: no socket wake-up of its own"),
+}
 ENGINE = "fast"  # the compiled engine: the fit calls the twin a few dozen times
 FITTED = (
     "local_path_floor_us",
@@ -290,7 +297,13 @@ def fitted_profile(
         0.0, "assumption: veth adds nothing over loopback until a veth run is fitted"
     )
     return make_profile(
-        {"local_balance_imbalance_pct": NO_COLOCATION, **NO_HALT, **measured, **params}
+        {
+            "local_balance_imbalance_pct": NO_COLOCATION,
+            **NO_HALT,
+            **NO_SOCKET_WAKE,
+            **measured,
+            **params,
+        }
     )
 
 

@@ -219,6 +219,37 @@ def _with_probes(corpus: Path, manifest: dict) -> None:
     manifest["wakeprobe"] = "wakeprobe.json"
 
 
+def _with_busy_probe(corpus: Path, manifest: dict) -> None:
+    """The wake-up probes of :func:`_with_probes` and a busy-host probe beside them."""
+    _with_probes(corpus, manifest)
+    busy = {
+        "percentiles_us": {"10.0": {"p50": 6.5, "p99": 9.0}, "1000.0": {"p50": 7.0, "p99": 12.0}}
+    }
+    (corpus / "wakeprobe_busy.json").write_text(json.dumps(busy))
+    manifest["wakeprobe_busy"] = "wakeprobe_busy.json"
+
+
+def test_a_sockets_wake_up_is_the_idle_probe_less_the_busy_one(tmp_path) -> None:
+    """With a busy-host probe beside the idle one, a socket's wake-up on a halted vCPU is their
+    p50 difference after the shortest sleep both took (30.0 - 6.5 us), its spread the idle
+    probe's after 1 ms; the testbed's prior takes it (its fitted wake-up is its timer's), a
+    native tool's is 0 (its calibration point has no timer). Without the busy probe: none."""
+    from calibration import matrix
+    from twin.profile import load_profile, resolve_profile_path
+
+    host = matrix.host_parameters(_broken_corpus(tmp_path, _with_busy_probe))
+    assert host["local_socket_wake_us"].value == pytest.approx(23.5)
+    assert "wakeprobe_busy.json" in host["local_socket_wake_us"].source
+    assert host["local_socket_wake_sigma"].value == pytest.approx(math.log(1.5) / 2.3263, rel=1e-4)
+    assert "local_socket_wake_us" not in matrix.host_parameters(CORPUS)
+    shipped = load_profile(resolve_profile_path("local"))
+    systems = {s.name: s for s in matrix.load_corpus(CORPUS)}
+    testbed, _ = matrix.measured_prior(systems["testbed-loopback"], shipped, host)
+    assert testbed.value("local_socket_wake_us") == pytest.approx(23.5)
+    sockperf, known = matrix.measured_prior(systems["sockperf-udp-loopback"], shipped, host)
+    assert sockperf.value("local_socket_wake_us") == 0 and "local_socket_wake_us" in known
+
+
 def test_a_corpus_probes_are_calibrated_on_never_predicted(tmp_path) -> None:
     """A system's burst probe is part of what it is calibrated on: a latency-only probe
     (sockperf) adds its runs as targets with its overrides, a testbed probe feeds the measured
@@ -413,8 +444,8 @@ def test_the_fit_simulates_as_many_seconds_as_its_point_recorded() -> None:
         if (point.runs[0] / "summary.json").is_file():
             for run in point.runs:
                 stated = json.loads((run / "summary.json").read_text())["conditions"]
-                assert matrix.recorded_seconds(
-                    replace(point, runs=(run,))
-                ) == pytest.approx(stated["duration_s"], rel=0.05)
+                assert matrix.recorded_seconds(replace(point, runs=(run,))) == pytest.approx(
+                    stated["duration_s"], rel=0.05
+                )
         targets = matrix.calibration_targets(system, lab / matrix.MANIFEST).targets
         assert {t.duration_s for t in targets if point.id in t.id} == {round(recorded)}

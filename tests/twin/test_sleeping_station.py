@@ -16,7 +16,7 @@ import pytest
 from tests.twin import queueing_theory as qt
 from tests.twin.fast.test_fast_theory import covering_interval, poisson_load
 from twin import des, dtypes
-from twin.dists import Const, Exponential
+from twin.dists import ZERO, Const, Exponential
 from twin.errors import ModelError
 from twin.fast import engine as fast
 from twin.histogram import to_hdr
@@ -467,6 +467,18 @@ def test_work_that_yields_keeps_its_station_awake() -> None:
     _assert_two_round_trips(_yielding(7.0), load, (1.0, 4.0), 2.5, busy=(19 / 20, 2e-3))
 
 
+def test_a_wake_ups_linger_yields_too() -> None:
+    """A station's linger after a wake-up (15 us) at a visit whose work yields: arrivals every
+    10 us, wake-up 3 us, service 1 us. The woken message leaves at 4 us, the next finds the
+    station awake (until 19) and is served at once, the one after finds it asleep again: round
+    trips alternate 4 and 1 us, where the linger held on the server gives 1 and 7
+    (:func:`test_a_woken_station_lingers_busy_after_its_message_leaves`); busy 4 + 15 + 1 in 20."""
+    station = Station("thread", 1, wake=Const(3.0), linger_us=15.0)
+    hop = Hop("work", "test", service=Const(1.0), station=station, linger_yields=True)
+    load = replace(poisson_load(0.1, 4_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+    _assert_two_round_trips(compile_path([hop]), load, (1.0, 4.0), 2.5, busy=(1.0, 2e-3))
+
+
 def test_work_that_yields_keeps_the_queue_of_its_messages_mg1() -> None:
     """Exponential service (mean 1 us) and 0.5 us left behind that yields: the messages queue as
     in an M/M/1 queue of their own work alone, ``E[T] = E[S] / (1 - lambda E[S])`` (the work left
@@ -480,6 +492,27 @@ def test_work_that_yields_keeps_the_queue_of_its_messages_mg1() -> None:
         result = run_replications(path, poisson_load(lam, messages, seed=17), 8, engine=engine)
         low, high = covering_interval(result.estimates["mean"], result.ci95["mean"])
         assert low <= expected <= high, (engine, low, expected, high)
+
+
+@pytest.mark.parametrize(("own_us", "rtt_us"), [(None, 13.0), (1.0, 11.0), (0.0, 10.0)])
+def test_a_visit_pays_its_own_wake_up(own_us: float | None, rtt_us: float) -> None:
+    """One thread visited twice a message, 5 us apart (a pure delay between): arrivals every
+    100 us find it asleep both times. The first visit pays the station's wake-up (3 us), the
+    second its own (``Hop.wake``: 1 us, or none) or, without one, the station's: round trips
+    4 + 5 + 4, 4 + 5 + 2 and 4 + 5 + 1 us."""
+    thread = Station("thread", 1, wake=Const(3.0))
+    own = None if own_us is None else (Const(own_us) if own_us > 0 else ZERO)
+    path = compile_path(
+        [
+            Hop("timer", "test", service=Const(1.0), station=thread),
+            Hop("way", "test", fixed_us=5.0),
+            Hop("socket", "test", service=Const(1.0), station=thread, wake=own),
+        ]
+    )
+    load = replace(poisson_load(0.01, 2_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+    for simulate in (fast.simulate, des.simulate):
+        out = simulate(path, load)
+        assert out.rtt_sum_us / out.messages == pytest.approx(rtt_us, rel=1e-9), simulate
 
 
 def test_a_host_wakes_only_when_all_its_cores_are_idle() -> None:
@@ -538,8 +571,10 @@ def test_station_and_hop_settings_are_checked() -> None:
         Station("vCPUs", 2, linger_cold_us=1.0)
     with pytest.raises(ValueError, match="linger is work left on a station"):
         Hop("work", "test", linger=Const(1.0))
-    with pytest.raises(ValueError, match="linger_yields without a linger"):
-        Hop("work", "test", station=Station("core", 1), linger_yields=True)
+    with pytest.raises(ValueError, match="a wake-up of its own needs a station"):
+        Hop("work", "test", wake=Const(1.0))
+    with pytest.raises(ValueError, match="linger_yields needs a station"):
+        Hop("work", "test", linger_yields=True)
     with pytest.raises(ValueError, match="linger_per_batch without a linger"):
         Hop("work", "test", station=Station("nic", 1), linger_per_batch=True)
     with pytest.raises(ValueError, match="needs a batching station earlier"):

@@ -20,9 +20,10 @@ Every other thread of that host (the server, the receiver, the relay on the vCPU
 may then, on waking, meet a **stall** too (:func:`waits_for_spinner`): woken on the vCPU the
 spinner holds, it waits for the rest of the spinner's time slice.
 
-A **wake-up** costs the scheduling latency (``local_wake``), the handlers' per-wake-up work
-(``{name}_wake_us``, the ``a`` of ``work per event = b + a / n``), the two scaled by ``1 -
-local_vcpu_halt_share x exp(-idle / local_vcpu_halt_tau_us)`` (a vCPU idle for a few
+A **wake-up** costs the scheduling latency (``local_wake``; where a socket's data wakes the
+thread and the wake-up probes measured one, a socket's, :func:`socket_wake`), the handlers'
+per-wake-up work (``{name}_wake_us``, the ``a`` of ``work per event = b + a / n``), the two
+scaled by ``1 - local_vcpu_halt_share x exp(-idle / local_vcpu_halt_tau_us)`` (a vCPU idle for a few
 microseconds has not halted yet), and a **cold start** ``cold * (1 - exp(-idle /
 {name}_idle_us))``; where the timer wakes the client for an order, with that
 probability too, a rare **stall** (:func:`wake_stall`: a late timer, no CPU held). The service
@@ -148,12 +149,9 @@ def _station(
     latency, so this share is an upper bound on the wake-up's own).
     """
     speed = _speed_ratio(profile, name, rate, sender)
-    latency = stage(profile, "local_wake")
     handler = speed * profile.value(f"{name}_wake_us")
     per_read = reads and handler > 0
-    wake = ShiftedLognormal(
-        latency.shift_us + (0.0 if per_read else handler), latency.median_us, latency.sigma
-    )
+    wake = _with_handler(stage(profile, "local_wake"), 0.0 if per_read else handler)
     thread = Station(
         label,
         1,
@@ -166,6 +164,37 @@ def _station(
         stall=wake_stall(profile),
     )
     return _halted(thread, profile)
+
+
+def _with_handler(latency: ShiftedLognormal, handler_us: float) -> ShiftedLognormal:
+    """A wake-up: the scheduling ``latency`` shifted by the handlers' per-wake-up work."""
+    return replace(latency, shift_us=latency.shift_us + handler_us)
+
+
+def socket_wake(
+    profile: Profile, name: str, rate: float, sender: Sender, reads: bool = False
+) -> Dist | None:
+    """The wake-up a thread of process ``name`` pays when a socket's data wakes it, where that
+    is not its station's own (:attr:`twin.path.Hop.wake`): with an event-loop client, whose
+    station's wake-up is fitted where the client's timer is the cycle's only wake-up (the
+    calibration point), a socket's is the wake-up probes' (``local_socket_wake_us``,
+    ``local_socket_wake_sigma``: one way to a thread asleep on a halted vCPU less to one on a
+    busy host, the kernel path being the model's own), shifted by the handlers' per-wake-up work
+    as :func:`_station`'s. None without a measured one, or where every wake-up is a socket's (a
+    spinning sender has no timer)."""
+    latency = _socket_latency(profile, sender)
+    if latency is None:
+        return None
+    handler = _speed_ratio(profile, name, rate, sender) * profile.value(f"{name}_wake_us")
+    return _with_handler(latency, 0.0 if reads and handler > 0 else handler)
+
+
+def _socket_latency(profile: Profile, sender: Sender) -> ShiftedLognormal | None:
+    """A socket's scheduling latency (:func:`socket_wake` without the handlers' work)."""
+    median = profile.value("local_socket_wake_us")
+    if median <= 0 or sender == Sender.SPINNING:
+        return None
+    return ShiftedLognormal(0.0, median, profile.value("local_socket_wake_sigma"))
 
 
 def _halted(station: Station, profile: Profile) -> Station:
@@ -244,9 +273,10 @@ def client_receive_hops(
     """The client's thread returning from its wait for the reply (the round trip's end).
 
     With an event loop: no work of its own (the reply's handling is in the next message's work,
-    or the cycle's), but a wake-up if the client slept, or a wait for its current work if it
-    was busy. With a spinning sender, the receiver thread reads the reply (its work) after a
-    wake-up if it slept.
+    or the cycle's), but a wake-up if the client slept (a socket's, :func:`socket_wake`), or a
+    wait for its current work if it was busy; the bookkeeping after that wake-up yields
+    (:attr:`twin.path.Hop.linger_yields`): the ack's handler writes the cancel first. With a
+    spinning sender, the receiver thread reads the reply (its work) after a wake-up if it slept.
     """
     name = "local_client_work"
     spinning = sender == Sender.SPINNING
@@ -260,6 +290,9 @@ def client_receive_hops(
             ),
             source=_provenance(profile, name),
             may_stall=waits_for_spinner(sender),
+            wake=socket_wake(profile, name, rate_msgs_per_s, sender),
+            # The ack's handler writes the cancel before its bookkeeping.
+            linger_yields=not spinning,
         )
     ]
 
@@ -437,6 +470,7 @@ def gateway_hops(
             station=_station(profile, name, GATEWAY, rate_msgs_per_s, sender, reads=True),
             source=_provenance(profile, name),
             may_stall=waits_for_spinner(sender),
+            wake=socket_wake(profile, name, rate_msgs_per_s, sender, reads=True),
         )
     ]
 
@@ -590,7 +624,8 @@ def shared_vcpu_hops(
                 station=vcpu,
                 service=service,
                 linger=Const(linger) if linger else ZERO,
-                linger_yields=linger > 0,
+                linger_yields=True,
+                wake=None if hop.wake is None else _socket_latency(profile, sender),
             )
         )
     return out

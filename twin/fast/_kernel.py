@@ -68,6 +68,9 @@ HI_LINGER_Q, HI_LINGER_ROW, HI_ALLOWANCE = 14, 15, 16
 # connection apart keeps a batch per connection and visit, at batch_taken_us[station,
 # visit * connections + connection].
 HI_VISIT = 17
+# The quantile table and empirical row of the hop's own wake-up (read at hops flagged
+# FLAG_OWN_WAKE; twin.path.Hop.wake).
+HI_WAKE_Q, HI_WAKE_ROW = 18, 19
 HOP_I_COLS = 32  # a power of two: a row start is a shift
 # Bits of hop_i[:, HI_FLAGS].
 FLAG_IN_ORDER = 1  # the hop's arrivals come in time order: no calendar event needed
@@ -80,6 +83,7 @@ FLAG_LINGERS_PER_BATCH = 64  # ... only if the message leads its batch (slot_i[:
 FLAG_ALLOWANCE = 128  # the hop takes credit from a token bucket (HI_ALLOWANCE, hop_allowance_us)
 FLAG_BATCH_PER_CONNECTION = 256  # its station's batches are per connection (slot_i[:, SI_CONN])
 FLAG_HOLDS = 512  # its station holds the message through the next hop's delay (Hop.holds)
+FLAG_OWN_WAKE = 2048  # a wake-up of its own in place of its station's (HI_WAKE_Q, HI_WAKE_ROW)
 FLAG_LINGER_YIELDS = 1024  # its linger keeps the station awake, no server held (Hop.linger_yields)
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none), then
@@ -643,10 +647,14 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     # growing with how long it sat idle.
                     gap = t - idle_since
                     g, f, s0, s1, s2, s3 = grid_point(s0, s1, s2, s3)
-                    q = np.uint64(station_wake_i[st, WI_Q]) + g
+                    if flags & FLAG_OWN_WAKE:
+                        q = np.uint64(hop_il[hi + np.uint64(HI_WAKE_Q)]) + g
+                        row = hop_il[hi + np.uint64(HI_WAKE_ROW)]
+                    else:
+                        q = np.uint64(station_wake_i[st, WI_Q]) + g
+                        row = station_wake_i[st, WI_ROW]
                     lo = quantiles[q]
                     woke = lo + (quantiles[q + np.uint64(1)] - lo) * f
-                    row = station_wake_i[st, WI_ROW]
                     if row >= 0:
                         u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
                         n_row = table_lengths[row]
@@ -662,10 +670,10 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         hop_il[hi + np.uint64(HI_LINGER_Q)], hop_il[hi + np.uint64(HI_LINGER_ROW)],
                         quantiles, tables, table_lengths, s0, s1, s2, s3,
                     )  # fmt: skip
-                    if flags & FLAG_LINGER_YIELDS:
-                        yielded = x
-                    else:
-                        linger += x
+                    linger += x
+                if flags & FLAG_LINGER_YIELDS:
+                    yielded = linger
+                    linger = 0.0
                 done_t = start + s
                 server_free_us[pick] = done_t + linger
                 if yielded > 0.0:  # awake through it, no server held

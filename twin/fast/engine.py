@@ -75,6 +75,7 @@ def hop_tables(
         hop_i[h, k.HI_SERVICE_Q], hop_i[h, k.HI_SERVICE_ROW] = tables.encode(row, "service")
         hop_i[h, k.HI_READ_Q], hop_i[h, k.HI_READ_ROW] = tables.encode(row, "read")
         hop_i[h, k.HI_LINGER_Q], hop_i[h, k.HI_LINGER_ROW] = tables.encode(row, "linger")
+        hop_i[h, k.HI_WAKE_Q], hop_i[h, k.HI_WAKE_ROW] = tables.encode(row, "wake")
     wake = path.station_wake
     station_wake_i = np.array(
         [
@@ -113,6 +114,7 @@ def hop_tables(
     hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_code"] != Zero.code, k.FLAG_LINGERS, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_per_batch"] != 0, k.FLAG_LINGERS_PER_BATCH, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["linger_yields"] != 0, k.FLAG_LINGER_YIELDS, 0)
+    hop_i[:, k.HI_FLAGS] |= np.where(hops["own_wake"] != 0, k.FLAG_OWN_WAKE, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["allowance"] >= 0, k.FLAG_ALLOWANCE, 0)
     hop_i[:, k.HI_ALLOWANCE] = hops["allowance"]
     hop_i[:, k.HI_FLAGS] |= np.where(hops["holds"] != 0, k.FLAG_HOLDS, 0)

@@ -434,6 +434,39 @@ def test_colocated_processes_queue_on_one_sleeping_vcpu():
     assert lingers[1] == pytest.approx(asleep["local_gateway_work"] * (gateway - means[1]))
     busy = prepare(load_scenario(SCENARIO).with_fields({"workload.rate_msgs_per_s": 1e5}), p)
     assert sorted(busy.path.station_names) == ["client process", "gateway process"]
+    # The bookkeeping yields to the thread a send wakes: it delays no message.
+    assert all(bool(path.hops["linger_yields"][i]) for i in on_vcpu)
+
+
+def test_a_socket_wakes_a_thread_as_the_probes_measured():
+    """With a measured socket wake-up the gateway's read and the client's reply pay it when they
+    wake their thread (its median, the handler work on top for the client, none for the gateway,
+    which pays it per read); the client's write keeps its station's (the timer's, fitted). The
+    reply's bookkeeping yields (the ack's handler writes the cancel first). Without one, or with
+    a spinning sender (no timer), every visit pays its station's."""
+    from twin.simulation import prepare
+
+    rate = 2e5
+    scenario = load_scenario(SCENARIO).with_fields({"workload.rate_msgs_per_s": rate})
+    p = _profile(local_socket_wake_us=21.7, local_socket_wake_sigma=0.3)
+    path = prepare(scenario, p).path
+    own = dict(zip(path.hop_names, path.hops["own_wake"], strict=True))
+    assert own == {
+        "client work (write; handle reply)": 0,
+        "client→gateway loopback": 0,
+        "gateway read + engine + write": 1,
+        "gateway→client loopback": 0,
+        "client wakes for the reply": 1,
+    }
+    speed = loopback._speed_ratio(p, "local_client_work", rate, Sender.EVENT_LOOP)
+    reply = loopback.socket_wake(p, "local_client_work", rate, Sender.EVENT_LOOP)
+    gateway = loopback.socket_wake(p, "local_gateway_work", rate, Sender.EVENT_LOOP, reads=True)
+    assert reply.median_us == gateway.median_us == 21.7 and reply.sigma == 0.3
+    assert reply.shift_us == pytest.approx(speed * p.value("local_client_work_wake_us"))
+    assert gateway.shift_us == 0.0
+    assert list(path.hops["linger_yields"]) == [0, 0, 0, 0, 1]
+    assert loopback.socket_wake(p, "local_client_work", rate, Sender.SPINNING) is None
+    assert loopback.socket_wake(_profile(), "local_client_work", rate, Sender.EVENT_LOOP) is None
 
 
 def _stall_flags(path) -> dict[str, bool]:  # noqa: ANN001
