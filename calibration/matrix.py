@@ -218,7 +218,7 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
     for a corpus without a probe), and when an idle vCPU halts (``wakeprobe_halt``,
     :func:`calibration.halt.halt_parameters`; the committed :data:`calibration.halt.HALT_PROBE`
     for a corpus without one); with the busy-host probe beside it (``wakeprobe_busy``, every
-    other core kept awake), a socket's wake-up on a halted vCPU (:func:`socket_wake`)."""
+    other core kept awake), a socket's wake-up on a halted vCPU (:func:`socket_wake_parameters`)."""
     root = Path(root)
     try:
         names = json.loads((root / MANIFEST).read_text())
@@ -249,12 +249,12 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
             f"{where}: a socket's wake-up spread, one-way latency p99 {after_gap['p99']:.1f} us "
             f"over p50 {after_gap['p50']:.1f} us after {COLD_START_GAP_US:g} us asleep",
         ),
-        **socket_wake(root, names.get("wakeprobe_busy"), idle_path, idle),
+        **socket_wake_parameters(root, names.get("wakeprobe_busy"), idle_path, idle),
         **halt,
     }
 
 
-def socket_wake(
+def socket_wake_parameters(
     root: Path, busy_name: object, idle_path: Path, idle: Mapping[float, Mapping[str, float]]
 ) -> dict[str, Parameter]:
     """A socket's wake-up of a thread asleep on a halted vCPU (``local_socket_wake_us``,
