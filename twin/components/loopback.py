@@ -235,6 +235,7 @@ def _provenance(profile: Profile, name: str) -> str:
         f"{name}_cold_us",
         f"{name}_linger_us",
         "local_wake_median_us",
+        "local_socket_wake_us",
         "local_background_threads",
     )
 

@@ -83,8 +83,8 @@ FLAG_LINGERS_PER_BATCH = 64  # ... only if the message leads its batch (slot_i[:
 FLAG_ALLOWANCE = 128  # the hop takes credit from a token bucket (HI_ALLOWANCE, hop_allowance_us)
 FLAG_BATCH_PER_CONNECTION = 256  # its station's batches are per connection (slot_i[:, SI_CONN])
 FLAG_HOLDS = 512  # its station holds the message through the next hop's delay (Hop.holds)
-FLAG_OWN_WAKE = 2048  # a wake-up of its own in place of its station's (HI_WAKE_Q, HI_WAKE_ROW)
 FLAG_LINGER_YIELDS = 1024  # its linger keeps the station awake, no server held (Hop.linger_yields)
+FLAG_OWN_WAKE = 2048  # a wake-up of its own in place of its station's (HI_WAKE_Q, HI_WAKE_ROW)
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none), then
 # the stall's (drawn at hops flagged FLAG_STALLS, see twin.path.Station.stall), then
