@@ -51,7 +51,7 @@ from calibration.testbed.fit import measured_parameters, tail_sigma
 from calibration.testbed.summary import median_summary, read_summary
 from twin.components.loopback import EVENTS_PER_MSG
 from twin.errors import MeasurementError, TwinError
-from twin.kinds import Tier
+from twin.kinds import Sender, Tier
 from twin.percentiles import ALL_PERCENTILES
 from twin.profile import Parameter, Profile, load_profile, resolve_profile_path
 from twin.results import MESSAGE_KINDS, offered_utilization, rate_at_full_load
@@ -95,9 +95,9 @@ NATIVE_COLD_SOURCE = (
     "wake-up (the testbed's Python processes measured theirs); a wake-up's CPU is its handlers' "
     "per-wake-up work, and the host's cold start is local_wake_cold_us"
 )
-NATIVE_SOCKET_WAKE_SOURCE = (
-    "assumption: a native tool's calibration point has no timer (its sender spins), so the "
-    "wake-up its fit finds is a socket's already"
+SPINNER_SOCKET_WAKE_SOURCE = (
+    "assumption: the calibration point's sender spins (no timer), so the wake-up its fit finds "
+    "is a socket's already"
 )
 # Quasi-random starting points of the fit (TwinCalibrator ``starts``): one low-load point's
 # percentiles move in steps with the factors, and a local fit from the prior alone stalls.
@@ -379,7 +379,9 @@ def measured_prior(
     being their per-wake-up work, which the fit scales with the rest of their work. Every
     system takes what the wake-up probes measured of the lab's host (``host``:
     :func:`host_parameters`; by default the cold start :data:`WAKE_PROBE_COLD_US`, where a
-    testbed system's fit starts its own cold start from, free group ``cold``), and a route
+    testbed system's fit starts its own cold start from, free group ``cold``; no socket's
+    wake-up of its own where the calibration point's sender spins, its fitted wake-up being a
+    socket's), and a route
     through the relay its work per event at the calibration point (:func:`relay_work`), and a
     veth route its time over loopback (``veth``: :func:`veth_extra`).
     """
@@ -408,11 +410,12 @@ def measured_prior(
         # calibration point's orders, which come after one, and cancels, which do not.
         derived["local_wake_cold_us"] = known.pop("local_wake_cold_us")
     else:
-        known["local_socket_wake_us"] = Parameter(0.0, NATIVE_SOCKET_WAKE_SOURCE)
         for name in EVENTS_PER_MSG:
             known[f"{name}_cold_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)
             known[f"{name}_linger_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)
             derived[f"{name}_wake_cpu_us"] = replace(prior[f"{name}_wake_us"], fitted=False)
+    if _scenario(system, point, 1).hosts["client"].sender == Sender.SPINNING:
+        known["local_socket_wake_us"] = Parameter(0.0, SPINNER_SOCKET_WAKE_SOURCE)
     params = {**prior.params, **known, **derived}
     return replace(prior, params=MappingProxyType(params)), frozenset(known)
 

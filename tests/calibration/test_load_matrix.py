@@ -232,8 +232,9 @@ def _with_busy_probe(corpus: Path, manifest: dict) -> None:
 def test_a_sockets_wake_up_is_the_idle_probe_less_the_busy_one(tmp_path) -> None:
     """With a busy-host probe beside the idle one, a socket's wake-up on a halted vCPU is their
     p50 difference after the shortest sleep both took (30.0 - 6.5 us), its spread the idle
-    probe's after 1 ms; the testbed's prior takes it (its fitted wake-up is its timer's), a
-    native tool's is 0 (its calibration point has no timer). Without the busy probe: none."""
+    probe's after 1 ms; the testbed's prior takes it (its fitted wake-up is its timer's),
+    sockperf's is 0 (its calibration point's sender spins: no timer). Without the busy probe:
+    none."""
     from calibration import matrix
     from twin.profile import load_profile, resolve_profile_path
 
