@@ -238,29 +238,34 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
     shortest = min(idle)
     after_gap, after_shortest = idle[COLD_START_GAP_US], idle[shortest]
     where = f"measurement: twin testbed wakeprobe beside the corpus ({idle_path.name})"
+    spread = Parameter(
+        tail_sigma(after_gap["p50"], after_gap["p99"]),
+        f"{where}: a socket's wake-up spread, one-way latency p99 {after_gap['p99']:.1f} us "
+        f"over p50 {after_gap['p50']:.1f} us after {COLD_START_GAP_US:g} us asleep",
+    )
     return {
         "local_wake_cold_us": Parameter(
             max(0.0, after_gap["p50"] - after_shortest["p50"]),
             f"{where}: one-way latency p50 {after_shortest['p50']:.1f} us to a thread that "
             f"slept {shortest:g} us, {after_gap['p50']:.1f} us after {COLD_START_GAP_US:g} us",
         ),
-        "local_wake_sigma": Parameter(
-            tail_sigma(after_gap["p50"], after_gap["p99"]),
-            f"{where}: a socket's wake-up spread, one-way latency p99 {after_gap['p99']:.1f} us "
-            f"over p50 {after_gap['p50']:.1f} us after {COLD_START_GAP_US:g} us asleep",
-        ),
-        **socket_wake_parameters(root, names.get("wakeprobe_busy"), idle_path, idle),
+        "local_wake_sigma": spread,
+        **socket_wake_parameters(root, names.get("wakeprobe_busy"), idle_path, idle, spread),
         **halt,
     }
 
 
 def socket_wake_parameters(
-    root: Path, busy_name: object, idle_path: Path, idle: Mapping[float, Mapping[str, float]]
+    root: Path,
+    busy_name: object,
+    idle_path: Path,
+    idle: Mapping[float, Mapping[str, float]],
+    spread: Parameter,
 ) -> dict[str, Parameter]:
     """A socket's wake-up of a thread asleep on a halted vCPU (``local_socket_wake_us``,
     ``local_socket_wake_sigma``): the idle host's one-way latency less the busy host's (the
     kernel path and an awake vCPU's wake-up), medians after the shortest sleep both probes
-    took, the spread the idle host's after :data:`COLD_START_GAP_US`; none without a busy-host
+    took, the ``spread`` the idle host's (:func:`host_parameters`); none without a busy-host
     probe (``busy_name``, the manifest's ``wakeprobe_busy``)."""
     if not isinstance(busy_name, str):
         return {}
@@ -270,7 +275,6 @@ def socket_wake_parameters(
         raise MeasurementError(f"{busy_path}: no sleep in common with {idle_path.name}")
     gap = common[0]
     halted, awake = idle[gap]["p50"], busy[gap]["p50"]
-    after = idle[COLD_START_GAP_US]
     where = (
         f"measurement: twin testbed wakeprobe beside the corpus ({idle_path.name} less "
         f"{busy_path.name}): one-way latency p50 {halted:.1f} us to a thread that slept {gap:g} "
@@ -278,11 +282,7 @@ def socket_wake_parameters(
     )
     return {
         "local_socket_wake_us": Parameter(max(0.0, halted - awake), where),
-        "local_socket_wake_sigma": Parameter(
-            tail_sigma(after["p50"], after["p99"]),
-            f"{where}; spread p99 {after['p99']:.1f} over p50 {after['p50']:.1f} us after "
-            f"{COLD_START_GAP_US:g} us asleep",
-        ),
+        "local_socket_wake_sigma": spread,
     }
 
 

@@ -244,14 +244,14 @@ class _Model:
         left_behind = self.linger[i]
         if left_behind is not None and (led or not self.linger_per_batch[i]):
             linger += left_behind()
+        if self.in_window(env.now):
+            self.busy[st] += s + linger
         yielded = 0.0
         if self.linger_yields[i]:
             yielded, linger = linger, 0.0
-        if self.in_window(env.now):
-            self.busy[st] += s + linger + yielded
         yield env.timeout(s)
         if yielded > 0:  # awake through it, no server held
-            self.held_until[st] = max(self.held_until[st], env.now + linger + yielded)
+            self.held_until[st] = max(self.held_until[st], env.now + yielded)
         if linger > 0:
             env.process(self.release_after(st, req, linger))
         else:

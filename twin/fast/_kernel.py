@@ -616,7 +616,6 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     n_row = table_lengths[row]
                     s += tables[row, min(int(u * n_row), n_row - 1)]
                 linger = 0.0
-                yielded = 0.0
                 if flags & FLAG_BATCHES:
                     slot_i[slot, SI_LED] = 0
                     conn = 0
@@ -671,15 +670,13 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         quantiles, tables, table_lengths, s0, s1, s2, s3,
                     )  # fmt: skip
                     linger += x
-                if flags & FLAG_LINGER_YIELDS:
-                    yielded = linger
-                    linger = 0.0
-                done_t = start + s
-                server_free_us[pick] = done_t + linger
-                if yielded > 0.0:  # awake through it, no server held
-                    station_held_us[st] = max(station_held_us[st], done_t + linger + yielded)
                 if warmup_us <= start < end_us:
-                    busy_us[st] += s + linger + yielded
+                    busy_us[st] += s + linger
+                done_t = start + s
+                if flags & FLAG_LINGER_YIELDS:  # awake through it, no server held
+                    station_held_us[st] = max(station_held_us[st], done_t + linger)
+                    linger = 0.0
+                server_free_us[pick] = done_t + linger
                 if record:
                     hop_sum_us[h] += done_t - enter
                     closes = hop_il[hi + np.uint64(HI_SPAN_CLOSE)]
