@@ -78,6 +78,15 @@ class _Model:
         self.linger_cold_us = [float(x) for x in wake["linger_cold_us"]]
         self.halt_share = [float(x) for x in wake["halt_share"]]
         self.halt_tau_us = [float(x) for x in wake["halt_tau_us"]]
+        # The host's halt polling (twin.path.HaltPolling): its law per station, and each
+        # station's current window (closed at the start).
+        self.poll_law = [
+            (float(w["poll_max_us"]), float(w["poll_grow"]), float(w["poll_grow_start_us"]),
+             float(w["poll_shrink"]))
+            for w in wake
+        ]  # fmt: skip
+        self.poll_window_us = [0.0] * len(wake)
+        self.wake_work_us = [float(x) for x in wake["wake_work_us"]]
         self.linger = [self._sampler(h, "linger", path) for h in hops]
         self.linger_per_batch = [bool(x) for x in hops["linger_per_batch"]]
         self.linger_yields = [bool(x) for x in hops["linger_yields"]]
@@ -133,10 +142,27 @@ class _Model:
         extra = draw() if draw is not None else 0.0
         share = self.halt_share[station]
         if share > 0:
-            extra *= 1.0 - share * np.exp(-idle_us / self.halt_tau_us[station])
+            polled = self.polled(station, idle_us)
+            extra *= 1.0 - share * (1.0 if polled else np.exp(-idle_us / self.halt_tau_us[station]))
+        extra += self.wake_work_us[station]
         if cold > 0:
             extra += cold * -np.expm1(-idle_us / self.cold_tau_us[station])
         return extra
+
+    def polled(self, station: int, idle_us: float) -> bool:
+        """Whether the host still polled ``station``'s vCPU when a wake-up came after
+        ``idle_us`` halted; adapts the station's window to that halt (:class:`twin.path.HaltPolling`)."""
+        max_us, grow, start_us, shrink = self.poll_law[station]
+        if max_us <= 0:
+            return False
+        window = self.poll_window_us[station]
+        if idle_us <= window:
+            return True
+        if window > 0 and idle_us > max_us:
+            self.poll_window_us[station] = window / shrink if shrink > 0 else 0.0
+        elif window < max_us and idle_us < max_us:
+            self.poll_window_us[station] = min(max(window * grow, start_us), max_us)
+        return False
 
     def idle_since(self, station: int) -> float:
         """When ``station`` last went idle: its server freed, or the last hold ended."""

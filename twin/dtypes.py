@@ -84,7 +84,11 @@ HOP_DTYPE = np.dtype(
 # (before the thread sleeps again). All zero: no wake-up. ``batch_*``: the cost drawn once per
 # batch a batching station takes (zero: no batches), per connection with ``batch_per_connection``.
 # ``halt_share``, ``halt_tau_us``: the drawn wake-up is scaled by
-# ``1 - halt_share * exp(-gap / halt_tau_us)`` (a vCPU woken before it halted; zero: not scaled).
+# ``1 - halt_share * exp(-gap / halt_tau_us)`` (a vCPU woken before it halted; zero: not scaled),
+# or by ``1 - halt_share`` when the host still polled the halted vCPU (``poll_*``: the adaptive
+# window of twin.path.HaltPolling, its maximum, growth factor, first window and shrink divisor;
+# a maximum of zero: no polling). ``wake_work_us``: the woken thread's work added to every
+# wake-up (the station's draw or a hop's own), never scaled.
 WAKE_DTYPE = np.dtype(
     [
         ("wake_code", np.int64),
@@ -107,6 +111,11 @@ WAKE_DTYPE = np.dtype(
         ("batch_per_connection", np.int64),  # 1: one batch per connection (twin.path.Station)
         ("halt_share", np.float64),
         ("halt_tau_us", np.float64),
+        ("poll_max_us", np.float64),
+        ("poll_grow", np.float64),
+        ("poll_grow_start_us", np.float64),
+        ("poll_shrink", np.float64),
+        ("wake_work_us", np.float64),
     ],
     align=True,
 )

@@ -54,6 +54,40 @@ class Allowance:
 
 
 @dataclass(frozen=True)
+class HaltPolling:
+    """The hypervisor's adaptive halt polling of a vCPU (KVM's ``halt_poll_ns``: the kernel's
+    "The KVM halt polling system", virt/kvm/halt-polling.rst).
+
+    When a vCPU halts, the host polls for a wake-up for up to the vCPU's current **window**
+    before it gives the core to its scheduler; a wake-up within the window finds the vCPU still
+    running on its core and costs what one right after it went idle costs (``1 - halt_share``
+    of the drawn wake-up, :attr:`Station.halt_share`). After each halt of ``gap`` the window
+    adapts: unchanged if ``gap <= window``; divided by ``shrink`` (0: reset to 0) if the window
+    is open and ``gap > max_us``; else, if ``gap < max_us``, multiplied by ``grow`` (at least
+    ``grow_start_us``, at most ``max_us``). So a thread woken regularly every ``gap < max_us``
+    soon wakes from polling, and one woken every millisecond never does.
+
+    Units: microseconds. Invariants: ``max_us > 0``, ``grow >= 1``, ``0 < grow_start_us``,
+    ``shrink >= 0`` (0 or >= 1); the window starts closed (0) and stays in ``[0, max_us]``.
+    """
+
+    max_us: float
+    grow: float = 2.0
+    grow_start_us: float = 10.0
+    shrink: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not (self.max_us > 0 and math.isfinite(self.max_us)):
+            raise ModelError(f"HaltPolling: max_us must be > 0, got {self.max_us}")
+        if not (self.grow >= 1 and math.isfinite(self.grow)):
+            raise ModelError(f"HaltPolling: grow must be >= 1, got {self.grow}")
+        if not (self.grow_start_us > 0 and math.isfinite(self.grow_start_us)):
+            raise ModelError(f"HaltPolling: grow_start_us must be > 0, got {self.grow_start_us}")
+        if not (self.shrink == 0 or (self.shrink >= 1 and math.isfinite(self.shrink))):
+            raise ModelError(f"HaltPolling: shrink must be 0 or >= 1, got {self.shrink}")
+
+
+@dataclass(frozen=True)
 class Station:
     """A finite-capacity FIFO resource: ``servers`` messages can be in service at once.
 
@@ -78,6 +112,11 @@ class Station:
     wake-up (the draw of ``wake``) is mostly the halted vCPU's: woken after ``gap`` it is scaled
     by ``1 - halt_share * exp(-gap / halt_tau_us)``, so a station woken moments after it went idle
     pays ``1 - halt_share`` of it (the halt probe, ``twin testbed wakeprobe --waiter spins``).
+    ``halt_poll``: the host polls the halted vCPU for an adaptive window (:class:`HaltPolling`);
+    a wake-up within it pays ``1 - halt_share`` of the draw too (needs ``halt_share > 0``).
+    ``wake_work_us``: the woken thread's own work on every wake-up (its handlers' per-wake-up
+    system calls), added to the wake-up (the station's draw or a hop's own) and never scaled:
+    a vCPU still awake saves the scheduling latency, not the work.
 
     ``linger_us``: after serving the message that woke it, the server stays busy that long
     before it can serve the next (its work off that message's path: bookkeeping, going back to
@@ -134,6 +173,8 @@ class Station:
     batch_per_connection: bool = False
     halt_share: float = 0.0
     halt_tau_us: float = 0.0
+    halt_poll: HaltPolling | None = None
+    wake_work_us: float = 0.0
 
     def __post_init__(self) -> None:
         if self.batch_per_connection and self.batch.is_zero:
@@ -168,6 +209,10 @@ class Station:
                 f"Station {self.name!r}: cold_tau_us must be > 0 with a stall, "
                 f"got {self.cold_tau_us}"
             )
+        if not (self.wake_work_us >= 0 and math.isfinite(self.wake_work_us)):
+            raise ModelError(
+                f"Station {self.name!r}: wake_work_us must be >= 0, got {self.wake_work_us}"
+            )
         if not (self.linger_us >= 0 and math.isfinite(self.linger_us)):
             raise ModelError(f"Station {self.name!r}: linger_us must be >= 0, got {self.linger_us}")
         if not (self.linger_cold_us >= 0 and math.isfinite(self.linger_cold_us)):
@@ -183,6 +228,11 @@ class Station:
                 f"Station {self.name!r}: halt_tau_us must be > 0 with a halt_share, "
                 f"got {self.halt_tau_us}"
             )
+        if self.halt_poll is not None and not self.halt_share > 0:
+            raise ModelError(
+                f"Station {self.name!r}: halt_poll needs a halt_share > 0 (what a polled "
+                f"wake-up saves)"
+            )
         if self.linger_cold_us > 0 and (self.reader or not self.cold_tau_us > 0):
             raise ModelError(
                 f"Station {self.name!r}: linger_cold_us needs cold_tau_us > 0 and a station "
@@ -193,7 +243,8 @@ class Station:
     def sleeps(self) -> bool:
         """Whether an arrival to the idle station pays a wake-up, a cold start or a stall."""
         drawn = not (self.wake.is_zero and self.stall.is_zero)
-        return drawn or self.cold_us > 0 or self.linger_us > 0 or self.linger_cold_us > 0
+        fixed = (self.cold_us, self.wake_work_us, self.linger_us, self.linger_cold_us)
+        return drawn or any(x > 0 for x in fixed)
 
 
 @dataclass(frozen=True)
@@ -412,7 +463,8 @@ class CompiledPath:
         wake = self.station_wake
         drawn = (wake["wake_code"] != ZERO.code) | (wake["stall_code"] != ZERO.code)
         lingers = (wake["linger_us"] > 0) | (wake["linger_cold_us"] > 0)
-        return np.asarray(drawn | (wake["cold_us"] > 0) | lingers)
+        work = (wake["cold_us"] > 0) | (wake["wake_work_us"] > 0)
+        return np.asarray(drawn | work | lingers)
 
     def station_service_mean_us(self) -> np.ndarray:
         """Mean time each station's servers spend on one message per round trip (sum over its
@@ -588,6 +640,12 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
         wake[k]["batch_per_connection"] = int(st.batch_per_connection)
         wake[k]["halt_share"] = st.halt_share
         wake[k]["halt_tau_us"] = st.halt_tau_us
+        wake[k]["wake_work_us"] = st.wake_work_us
+        if st.halt_poll is not None:
+            wake[k]["poll_max_us"] = st.halt_poll.max_us
+            wake[k]["poll_grow"] = st.halt_poll.grow
+            wake[k]["poll_grow_start_us"] = st.halt_poll.grow_start_us
+            wake[k]["poll_shrink"] = st.halt_poll.shrink
         (wake[k]["stall_code"], wake[k]["stall_p0"], wake[k]["stall_p1"], wake[k]["stall_p2"]) = (
             encode(st.stall)
         )

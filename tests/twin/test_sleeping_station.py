@@ -21,7 +21,7 @@ from twin.errors import ModelError
 from twin.fast import engine as fast
 from twin.histogram import to_hdr
 from twin.load import Load
-from twin.path import CompiledPath, Hop, Station, compile_path
+from twin.path import CompiledPath, HaltPolling, Hop, Station, compile_path
 from twin.replicate import run_replications
 
 SERVICE_US = 1.0
@@ -115,6 +115,66 @@ def test_a_vcpu_woken_before_it_halted_pays_less_of_the_wake_up(
         assert out.station_busy_us[0] / out.duration_us == pytest.approx(
             (1.0 + wake) / spacing_us, rel=2e-3
         )
+
+
+@pytest.mark.parametrize(
+    ("spacing_us", "max_us", "rtt_us"),
+    [(100.0, 200.0, 4.0), (100.0, 50.0, 7.0), (1000.0, 200.0, 7.0)],
+    ids=["polled", "window-too-short", "halts-too-long"],
+)
+def test_a_vcpu_woken_within_the_hosts_polling_window_pays_less(
+    spacing_us: float, max_us: float, rtt_us: float
+) -> None:
+    """Evenly spaced arrivals, service 1 us, wake-up 6 us of which a polled vCPU saves half (a
+    halt time of 0.01 us: halted at once). Halts of 93 us grow the window 10, 20, 40, 80, 160 us
+    (grow 2): from the sixth on, every wake-up comes within it, round trips 1 + 3 us; with a
+    window of at most 50 us, or halts of 993 us beyond the 200 us maximum, never: 1 + 6 us."""
+    polling = HaltPolling(max_us=max_us, grow=2.0, grow_start_us=10.0, shrink=2.0)
+    station = Station(
+        "thread", 1, wake=Const(6.0), halt_share=0.5, halt_tau_us=0.01, halt_poll=polling
+    )
+    path = compile_path([Hop("work", "test", service=Const(1.0), station=station)])
+    load = replace(poisson_load(1.0 / spacing_us, 4_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+    for simulate in (fast.simulate, des.simulate):
+        out = simulate(path, load)
+        assert to_hdr(out.counts).get_value_at_percentile(50) / 1e3 == pytest.approx(
+            rtt_us, rel=2e-3
+        ), simulate
+        assert out.rtt_sum_us / out.messages == pytest.approx(rtt_us, rel=1e-2), simulate
+
+
+@pytest.mark.parametrize(
+    ("shrink", "values_us", "mean_us"), [(2.0, (15.0, 18.0), 16.5), (0.0, (18.0, 18.0), 18.0)]
+)
+def test_a_long_halt_shrinks_the_polling_window(
+    shrink: float, values_us: tuple[float, float], mean_us: float
+) -> None:
+    """One thread visited twice a message, 4 us apart, messages 1000 us apart; wake-up 6 us,
+    half saved when polled. Each long halt shrinks the window and each short one (4 us) finds it
+    or grows it: halved (shrink 2) it alternates 5 us (the short halt polled: 7 + 4 + 4 us) and
+    2.5 us (grown back to 10 us: 7 + 4 + 7 us); reset (shrink 0) the short halt never is."""
+    polling = HaltPolling(max_us=200.0, grow=2.0, grow_start_us=10.0, shrink=shrink)
+    thread = Station(
+        "thread", 1, wake=Const(6.0), halt_share=0.5, halt_tau_us=0.01, halt_poll=polling
+    )
+    path = compile_path(
+        [
+            Hop("read", "test", service=Const(1.0), station=thread),
+            Hop("way", "test", fixed_us=4.0),
+            Hop("write", "test", service=Const(1.0), station=thread),
+        ]
+    )
+    load = replace(poisson_load(0.001, 4_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+    busy = (mean_us - 4.0) / 1000
+    _assert_two_round_trips(path, load, values_us, mean_us, busy=(busy, 1e-2))
+
+
+def test_halt_polling_is_checked() -> None:
+    with pytest.raises(ModelError, match="halt_share"):
+        Station("thread", 1, wake=Const(6.0), halt_poll=HaltPolling(max_us=200.0))
+    for bad in ({"max_us": 0.0}, {"max_us": 200.0, "grow": 0.5}, {"max_us": 200.0, "shrink": 0.5}):
+        with pytest.raises(ModelError, match="HaltPolling"):
+            HaltPolling(**bad)
 
 
 def test_a_halt_share_needs_a_halt_time() -> None:

@@ -22,9 +22,11 @@ spinner holds, it waits for the rest of the spinner's time slice.
 
 A **wake-up** costs the scheduling latency (``local_wake``; where a socket's data wakes the
 thread and the wake-up probes measured one, a socket's, :func:`socket_wake`), the handlers'
-per-wake-up work (``{name}_wake_us``, the ``a`` of ``work per event = b + a / n``), the two
+per-wake-up work (``{name}_wake_us``, the ``a`` of ``work per event = b + a / n``), the first
 scaled by ``1 - local_vcpu_halt_share x exp(-idle / local_vcpu_halt_tau_us)`` (a vCPU idle for a few
-microseconds has not halted yet), and a **cold start** ``cold * (1 - exp(-idle /
+microseconds has not halted yet) or by ``1 - local_vcpu_halt_share`` where the host still polled
+the halted vCPU (KVM's adaptive halt polling, ``local_vcpu_halt_poll_*``: a thread woken
+regularly every 200 us or less soon wakes from polling), and a **cold start** ``cold * (1 - exp(-idle /
 {name}_idle_us))``; where the timer wakes the client for an order, with that
 probability too, a rare **stall** (:func:`wake_stall`: a late timer, no CPU held). The service
 is the marginal work per event (``b``); a wake-up's CPU off the path (``{name}_linger_us``)
@@ -50,7 +52,7 @@ from twin.components.stages import sources, stage
 from twin.dists import ZERO, Const, Dist, Empirical, Exponential, ShiftedLognormal
 from twin.errors import ModelError
 from twin.kinds import Sender, Tier, Transport
-from twin.path import Hop, Station
+from twin.path import HaltPolling, Hop, Station
 from twin.profile import Profile
 
 CLIENT, GATEWAY = "client process", "gateway process"
@@ -137,25 +139,26 @@ def _station(
 ) -> Station:
     """A process's thread: one server that sleeps when idle (wake-up, cold start, linger).
 
-    The wake-up is the thread's scheduling latency (``local_wake``) shifted by the per-wake-up
-    handler work; the handler work, its cold start and the linger after it run at the cores'
+    The wake-up is the thread's scheduling latency (``local_wake``) and the per-wake-up handler
+    work (:attr:`twin.path.Station.wake_work_us`, which the vCPU's halt does not scale); the
+    handler work, its cold start and the linger after it run at the cores'
     speed at this rate relative to the calibration rate. A thread that ``reads`` each connection
     apart (the gateway's event loop: one read, one engine call and one write per connection
     with data) pays that handler work per read instead (:attr:`twin.path.Station.batch`, per
     connection): a message that finds its connection's earlier message still waiting shares
     its read, so the work fades as the load rises on few connections, not on many. A thread
-    woken moments after it slept finds its vCPU not yet halted and pays less of the drawn
-    wake-up, handler work included (:func:`_halted`; the halt probe measures the whole one-way
-    latency, so this share is an upper bound on the wake-up's own).
+    woken moments after it slept, or while the host still polls its halted vCPU, pays less of
+    the scheduling latency (:func:`_halted`; the halt probe measures the whole one-way latency,
+    so this share is an upper bound on the latency's own).
     """
     speed = _speed_ratio(profile, name, rate, sender)
     handler = speed * profile.value(f"{name}_wake_us")
     per_read = reads and handler > 0
-    wake = _with_handler(stage(profile, "local_wake"), 0.0 if per_read else handler)
     thread = Station(
         label,
         1,
-        wake=wake,
+        wake=stage(profile, "local_wake"),
+        wake_work_us=0.0 if per_read else handler,
         batch=Const(handler) if per_read else ZERO,
         batch_per_connection=per_read,
         cold_us=speed * profile.value(f"{name}_cold_us") + profile.value("local_wake_cold_us"),
@@ -166,31 +169,15 @@ def _station(
     return _halted(thread, profile)
 
 
-def _with_handler(latency: ShiftedLognormal, handler_us: float) -> ShiftedLognormal:
-    """A wake-up: the scheduling ``latency`` shifted by the handlers' per-wake-up work."""
-    return replace(latency, shift_us=latency.shift_us + handler_us)
-
-
-def socket_wake(
-    profile: Profile, name: str, rate: float, sender: Sender, reads: bool = False
-) -> Dist | None:
-    """The wake-up a thread of process ``name`` pays when a socket's data wakes it, where that
-    is not its station's own (:attr:`twin.path.Hop.wake`): with an event-loop client, whose
-    station's wake-up is fitted where the client's timer is the cycle's only wake-up (the
-    calibration point), a socket's is the wake-up probes' (``local_socket_wake_us``,
-    ``local_socket_wake_sigma``: one way to a thread asleep on a halted vCPU less to one on a
-    busy host, the kernel path being the model's own), shifted by the handlers' per-wake-up work
-    as :func:`_station`'s. None without a measured one, or where every wake-up is a socket's (a
-    spinning sender has no timer)."""
-    latency = _socket_latency(profile, sender)
-    if latency is None:
-        return None
-    handler = _speed_ratio(profile, name, rate, sender) * profile.value(f"{name}_wake_us")
-    return _with_handler(latency, 0.0 if reads and handler > 0 else handler)
-
-
-def _socket_latency(profile: Profile, sender: Sender) -> ShiftedLognormal | None:
-    """A socket's scheduling latency (:func:`socket_wake` without the handlers' work)."""
+def socket_wake(profile: Profile, sender: Sender) -> Dist | None:
+    """The scheduling latency a thread pays when a socket's data wakes it, where that is not its
+    station's own (:attr:`twin.path.Hop.wake`; the handlers' work is the station's
+    ``wake_work_us`` either way): with an event-loop client, whose station's wake-up is fitted
+    where the client's timer is the cycle's only wake-up (the calibration point), a socket's is
+    the wake-up probes' (``local_socket_wake_us``, ``local_socket_wake_sigma``: one way to a
+    thread asleep on a halted vCPU less to one on a busy host, the kernel path being the model's
+    own). None without a measured one, or where every wake-up is a socket's (a spinning sender
+    has no timer)."""
     median = profile.value("local_socket_wake_us")
     if median <= 0 or sender == Sender.SPINNING:
         return None
@@ -200,11 +187,29 @@ def _socket_latency(profile: Profile, sender: Sender) -> ShiftedLognormal | None
 def _halted(station: Station, profile: Profile) -> Station:
     """``station`` whose wake-up depends on its vCPU's idle time: an idle vCPU halts after about
     ``local_vcpu_halt_tau_us``, and one woken before costs ``1 - local_vcpu_halt_share`` of the
-    wake-up (:attr:`twin.path.Station.halt_share`)."""
+    wake-up (:attr:`twin.path.Station.halt_share`), as does one woken while the host still polls
+    the halted vCPU (KVM's adaptive window, ``local_vcpu_halt_poll_*``, :class:`HaltPolling`;
+    a maximum window of 0: none)."""
     share = profile.value("local_vcpu_halt_share")
     if share <= 0:
         return station
-    return replace(station, halt_share=share, halt_tau_us=profile.value("local_vcpu_halt_tau_us"))
+    window = profile.value("local_vcpu_halt_poll_us")
+    polling = (
+        HaltPolling(
+            max_us=window,
+            grow=profile.value("local_vcpu_halt_poll_grow"),
+            grow_start_us=profile.value("local_vcpu_halt_poll_grow_start_us"),
+            shrink=profile.value("local_vcpu_halt_poll_shrink"),
+        )
+        if window > 0
+        else None
+    )
+    return replace(
+        station,
+        halt_share=share,
+        halt_tau_us=profile.value("local_vcpu_halt_tau_us"),
+        halt_poll=polling,
+    )
 
 
 def _work(profile: Profile, name: str, events: float, speed: float) -> Dist:
@@ -291,7 +296,7 @@ def client_receive_hops(
             ),
             source=_provenance(profile, name),
             may_stall=waits_for_spinner(sender),
-            wake=socket_wake(profile, name, rate_msgs_per_s, sender),
+            wake=socket_wake(profile, sender),
             # The ack's handler writes the cancel before its bookkeeping.
             linger_yields=not spinning,
         )
@@ -471,7 +476,7 @@ def gateway_hops(
             station=_station(profile, name, GATEWAY, rate_msgs_per_s, sender, reads=True),
             source=_provenance(profile, name),
             may_stall=waits_for_spinner(sender),
-            wake=socket_wake(profile, name, rate_msgs_per_s, sender, reads=True),
+            wake=socket_wake(profile, sender),
         )
     ]
 
@@ -626,7 +631,7 @@ def shared_vcpu_hops(
                 service=service,
                 linger=Const(linger) if linger else ZERO,
                 linger_yields=True,
-                wake=None if hop.wake is None else _socket_latency(profile, sender),
+                wake=None if hop.wake is None else socket_wake(profile, sender),
             )
         )
     return out

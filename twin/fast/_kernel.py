@@ -93,11 +93,18 @@ FLAG_OWN_WAKE = 2048  # a wake-up of its own in place of its station's (HI_WAKE_
 # it batches per connection); station_cold the cold start's size (us),
 # the inverse of its idle time constant (1/us), how long the woken server lingers busy after
 # the message leaves (us), the size of that linger's cold part (us), and the share of the drawn
-# wake-up a vCPU woken before it halted saves and the inverse of its halt time (1/us).
+# wake-up a vCPU woken before it halted saves and the inverse of its halt time (1/us), then
+# the host's halt polling (twin.path.HaltPolling: its maximum window, us, 0 for none; growth
+# factor; first window, us; shrink divisor, 0 to reset), and the woken thread's work added to
+# every wake-up, never scaled (us). station_poll_us: each station's current
+# polling window (us).
 # station_held_us: when each station's last hold ends (twin.path.Hop.holds): it sleeps only from
 # the later of that and its servers freeing.
 WI_Q, WI_ROW, WI_STALL_Q, WI_STALL_ROW, WI_BATCH_Q, WI_BATCH_ROW = 0, 1, 2, 3, 4, 5
-WC_COLD, WC_INV_TAU, WC_LINGER, WC_LINGER_COLD, WC_HALT_SHARE, WC_INV_HALT_TAU = range(6)
+(
+    WC_COLD, WC_INV_TAU, WC_LINGER, WC_LINGER_COLD, WC_HALT_SHARE, WC_INV_HALT_TAU,
+    WC_POLL_MAX, WC_POLL_GROW, WC_POLL_START, WC_POLL_SHRINK, WC_WAKE_WORK,
+) = range(11)  # fmt: skip
 # Columns of allowance_f, one row per token bucket (twin.path.Allowance): its depth, the credit
 # owed to it (depth less content, plus what messages waiting for it still need: it drains at one
 # microsecond per microsecond) and when that was last updated.
@@ -215,12 +222,34 @@ def _draw(q, row, quantiles, tables, table_lengths, s0, s1, s2, s3):  # noqa: AN
 
 
 @njit(cache=True)
-def _halt_scale(st, idle, station_cold):  # noqa: ANN001, ANN202
+def _polled(st, idle, station_cold, station_poll_us):  # noqa: ANN001, ANN202
+    """Whether the host still polled the station's halted vCPU when a wake-up came after
+    ``idle`` us; adapts its window to that halt (twin.path.HaltPolling)."""
+    max_us = station_cold[st, WC_POLL_MAX]
+    if max_us <= 0:
+        return False
+    window = station_poll_us[st]
+    if idle <= window:
+        return True
+    if window > 0 and idle > max_us:
+        shrink = station_cold[st, WC_POLL_SHRINK]
+        station_poll_us[st] = window / shrink if shrink > 0 else 0.0
+    elif window < max_us and idle < max_us:
+        grown = max(window * station_cold[st, WC_POLL_GROW], station_cold[st, WC_POLL_START])
+        station_poll_us[st] = min(grown, max_us)
+    return False
+
+
+@njit(cache=True)
+def _halt_scale(st, idle, station_cold, station_poll_us):  # noqa: ANN001, ANN202
     """What share of its drawn wake-up a station pays after ``idle`` us asleep:
-    ``1 - halt_share * exp(-idle / halt_tau)`` (1 without a halt share)."""
+    ``1 - halt_share * exp(-idle / halt_tau)``, ``1 - halt_share`` if the host still polled
+    its vCPU (1 without a halt share)."""
     share = station_cold[st, WC_HALT_SHARE]
     if share <= 0:
         return 1.0
+    if _polled(st, idle, station_cold, station_poll_us):
+        return 1.0 - share
     return 1.0 - share * np.exp(-idle * station_cold[st, WC_INV_HALT_TAU])
 
 
@@ -247,6 +276,7 @@ def _first_work(  # noqa: PLR0913
     hop_i,
     station_wake_i,
     station_cold,
+    station_poll_us,
     quantiles,
     tables,
     table_lengths,
@@ -267,7 +297,8 @@ def _first_work(  # noqa: PLR0913
             table_lengths, s0, s1, s2, s3,
         )  # fmt: skip
         cold = station_cold[st, WC_COLD] * -np.expm1(-idle * station_cold[st, WC_INV_TAU])
-        work += x * _halt_scale(st, idle, station_cold) + cold
+        scale = _halt_scale(st, idle, station_cold, station_poll_us)
+        work += x * scale + station_cold[st, WC_WAKE_WORK] + cold
     return work, s0, s1, s2, s3
 
 
@@ -413,6 +444,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     allowance_f: np.ndarray,
     connections: int,
     station_held_us: np.ndarray,
+    station_poll_us: np.ndarray,
 ) -> int:
     """Advance the simulation until done, paused at ``horizon_us``, or out of slots."""
     n_hops = hop_i.shape[0]
@@ -548,7 +580,8 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 poll = t if t > free_t else free_t
                 work, s0, s1, s2, s3 = _first_work(
                     hop, st, t - free_t if t > free_t else 0.0, hop_i, station_wake_i,
-                    station_cold, quantiles, tables, table_lengths, s0, s1, s2, s3,
+                    station_cold, station_poll_us, quantiles, tables, table_lengths,
+                    s0, s1, s2, s3,
                 )  # fmt: skip
                 reader_f[st, RF_POLL] = poll
                 reader_f[st, RF_WORK] = work
@@ -658,7 +691,8 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
                         n_row = table_lengths[row]
                         woke += tables[row, min(int(u * n_row), n_row - 1)]
-                    s += woke * _halt_scale(st, gap, station_cold)  # not yet halted: less
+                    s += woke * _halt_scale(st, gap, station_cold, station_poll_us)
+                    s += station_cold[st, WC_WAKE_WORK]
                     cooled = -np.expm1(-gap * station_cold[st, WC_INV_TAU])
                     s += station_cold[st, WC_COLD] * cooled
                     linger = station_cold[st, WC_LINGER] + station_cold[st, WC_LINGER_COLD] * cooled

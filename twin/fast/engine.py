@@ -94,6 +94,11 @@ def hop_tables(
             wake["linger_cold_us"],
             wake["halt_share"],
             np.divide(1.0, halt_tau, out=np.zeros(len(halt_tau)), where=halt_tau > 0),
+            wake["poll_max_us"],
+            wake["poll_grow"],
+            wake["poll_grow_start_us"],
+            wake["poll_shrink"],
+            wake["wake_work_us"],
         ]
     )
     stalls = wake["stall_code"] != Zero.code
@@ -201,6 +206,7 @@ class _Run:
             (path.n_stations, load.accounts * visits if per_connection else 1), -np.inf
         )
         self.station_held_us = np.zeros(path.n_stations)  # when each hold ends (Hop.holds)
+        self.station_poll_us = np.zeros(path.n_stations)  # halt polling's windows (closed)
         # One histogram per message of a cycle (the order loop's order and cancel).
         self.counts = np.tile(empty_counts(), (load.messages_per_cycle, 1))
         self.hop_sum_us = np.zeros(path.n_hops)
@@ -275,6 +281,7 @@ class _Run:
                 self.allowance_f,
                 int(load.accounts),
                 self.station_held_us,
+                self.station_poll_us,
             )
         )
 
