@@ -8,6 +8,14 @@ model scales a sleeping station's drawn wake-up the same way
 (:attr:`twin.path.Station.halt_share`, ``local_vcpu_halt_share`` and ``local_vcpu_halt_tau_us``).
 The kernel path and an awake vCPU's wake-up are inside ``L`` and scale with it: ``share`` is
 the measured one-way ratio, an upper bound on the wake-up's own.
+
+Whether and how long the hypervisor polls a halted vCPU (KVM's adaptive halt polling,
+:class:`twin.path.HaltPolling`, ``local_vcpu_halt_poll_us``) shows two ways. In a **steady** halt
+probe (``--order steady``) each gap's samples come in one run, the window settles on the gap, and
+a wake-up costs the polled vCPU's latency up to the longest window and a halted one's beyond
+(:func:`poll_window`). A shuffled halt probe replayed through KVM's window in the order it took
+its samples tells the wake-ups the window would have polled from the others: on a host that
+polls they are cheaper (:func:`polling_saving`).
 """
 
 from __future__ import annotations
@@ -21,10 +29,18 @@ import numpy as np
 from scipy import optimize
 
 from twin.errors import MeasurementError
+from twin.path import HaltPolling
 from twin.profile import Parameter
+from twin.testbed.wakeprobe import GapOrder, gap_sequence
 
 # The committed halt probe (this VM, 2026-11-25), for a corpus measured before the lab ran one.
 HALT_PROBE = Path(__file__).resolve().parent / "data" / "halt_probe" / "wakeprobe_halt.json"
+# The steady halt probe and a shuffled one of a host that polls (this VM, 2026-11-26; the
+# corpora's hosts did not): the evidence for KVM's window (docs/design-notes.md).
+STEADY_PROBE = HALT_PROBE.with_name("wakeprobe_steady.json")
+POLLING_HALT_PROBE = HALT_PROBE.with_name("wakeprobe_halt_polling.json")
+# A host polls when a polled wake-up's latency is this share of a halted one's below it at least.
+MIN_POLL_SAVING = 0.25
 # Idle-time bins (us) the medians are taken over; a bin needs this many samples.
 IDLE_EDGES_US = (0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 13.0, 16.0, 20.0, 30.0, 50.0, 100.0, 200.0)
 MIN_BIN_SAMPLES = 10
@@ -45,20 +61,71 @@ def _samples(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return latency, idle
 
 
-def halt_law(path: Path) -> tuple[float, float, float]:
-    """``(share, tau_us, halted_us)`` fitted to a halt probe's binned medians (module docstring)."""
+def replayed(path: Path, polling: HaltPolling) -> np.ndarray:
+    """Which of a halt probe's samples (in :func:`_samples`' order) came within ``polling``'s
+    window: the samples replayed in the order the probe took them
+    (:func:`twin.testbed.wakeprobe.gap_sequence`) through the window's rule
+    (:meth:`twin.path.HaltPolling.adapt`, from a closed window)."""
+    _, idle = _samples(path)
+    probe = json.loads(path.read_text())
+    try:
+        order = GapOrder(probe.get("order", GapOrder.SHUFFLED))
+        sequence = gap_sequence(probe["gaps_us"], int(probe["samples"]), probe["seed"], order)
+        first, start = {}, 0
+        for gap, values in probe["latency_us"].items():
+            first[gap] = start
+            start += len(values)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise MeasurementError(f"{path}: not a halt probe ({exc})") from None
+    taken = dict.fromkeys(first, 0)
+    polled = np.zeros(len(idle), dtype=bool)
+    window = 0.0
+    for gap, recorded in sequence:
+        key = str(float(gap))
+        if not recorded or key not in first or taken[key] >= len(probe["latency_us"][key]):
+            continue
+        k = first[key] + taken[key]
+        taken[key] += 1
+        polled[k], window = polling.adapt(window, float(idle[k]))
+    return polled
+
+
+def polling_saving(path: Path, polling: HaltPolling) -> float:
+    """What the host's polling saved in a shuffled halt probe (:func:`replayed`): per gap with
+    :data:`MIN_BIN_SAMPLES` samples polled and as many not, ``1 - median(polled) / median(not
+    polled)``; the median over those gaps (0 without one)."""
+    latency, _ = _samples(path)
+    polled = replayed(path, polling)
+    probe = json.loads(path.read_text())
+    ratios, start = [], 0
+    for values in probe["latency_us"].values():
+        part = slice(start, start + len(values))
+        start += len(values)
+        yes, no = latency[part][polled[part]], latency[part][~polled[part]]
+        if min(len(yes), len(no)) >= MIN_BIN_SAMPLES:
+            ratios.append(float(np.median(yes) / np.median(no)))
+    return 1.0 - float(np.median(ratios)) if ratios else 0.0
+
+
+def halt_law(path: Path, polling: HaltPolling | None = None) -> tuple[float, float, float]:
+    """``(share, tau_us, halted_us)`` fitted to a halt probe's binned medians (module docstring);
+    on a host that polls (``polling``: its window), the samples its window would have polled
+    (:func:`replayed`) binned apart and fitted to ``L_halted * (1 - share)``."""
     latency, idle = _samples(path)
-    x, y = [], []
-    for lo, hi in pairwise(IDLE_EDGES_US):
-        chosen = (idle >= lo) & (idle < hi)
-        if chosen.sum() >= MIN_BIN_SAMPLES:
-            x.append(float(np.median(idle[chosen])))
-            y.append(float(np.median(latency[chosen])))
+    polled = replayed(path, polling) if polling is not None else np.zeros(len(idle), dtype=bool)
+    x, y, c = [], [], []
+    for within in (False, True):
+        for lo, hi in pairwise(IDLE_EDGES_US):
+            chosen = (idle >= lo) & (idle < hi) & (polled == within)
+            if chosen.sum() >= MIN_BIN_SAMPLES:
+                x.append(float(np.median(idle[chosen])))
+                y.append(float(np.median(latency[chosen])))
+                c.append(within)
     if len(x) < 4:
         raise MeasurementError(f"{path}: a halt probe needs idle times in 4 bins or more")
-    xs, ys = np.asarray(x), np.asarray(y)
+    xs, ys, cs = np.asarray(x), np.asarray(y), np.asarray(c)
     fit = optimize.least_squares(
-        lambda p: p[0] * (1.0 - p[1] * np.exp(-xs / p[2])) - ys,
+        lambda p: p[0] * (1.0 - p[1] * np.where(cs, 1.0, np.exp(-xs / p[2]))) - ys,
         [float(ys.max()), 0.5, 5.0],
         bounds=([0.0, 0.0, 0.1], [math.inf, 1.0, 1000.0]),
     )
@@ -66,15 +133,76 @@ def halt_law(path: Path) -> tuple[float, float, float]:
     return share, tau, halted
 
 
-def halt_parameters(path: Path) -> dict[str, Parameter]:
-    """``local_vcpu_halt_share`` and ``local_vcpu_halt_tau_us`` measured by a halt probe."""
-    share, tau, halted = halt_law(path)
+def halt_parameters(path: Path, polling: HaltPolling | None = None) -> dict[str, Parameter]:
+    """``local_vcpu_halt_share`` and ``local_vcpu_halt_tau_us`` measured by a halt probe (on a
+    host that polls, ``polling``: :func:`halt_law`)."""
+    share, tau, halted = halt_law(path, polling)
     source = (
         f"measurement: twin testbed wakeprobe --waiter spins ({path.name}): one-way latency "
         f"{halted:.1f} us x (1 - {share:.2f} exp(-idle / {tau:.1f} us)) fitted to its medians "
         f"by idle time"
+        + ("" if polling is None else ", the wake-ups KVM's window polls apart (1 - share)")
     )
     return {
         "local_vcpu_halt_share": Parameter(share, source),
         "local_vcpu_halt_tau_us": Parameter(tau, source),
     }
+
+
+def poll_window(path: Path) -> tuple[float, float, float]:
+    """``(window_us, polled_us, halted_us)`` of a steady halt probe: the median latencies after
+    its shortest and its longest gap, and the longest window the host polls, halfway (in the
+    receiver's median idle time) between the longest gap whose median latency is nearer the
+    polled one and the next gap; a window of 0 where the longest gap's latency is not
+    :data:`MIN_POLL_SAVING` dearer (the host does not poll)."""
+    try:
+        probe = json.loads(path.read_text())
+        if probe.get("waiter") != "spins" or probe.get("order") != "steady":
+            raise ValueError("not a spinning sender's steady gaps (waiter spins, order steady)")
+        gaps = sorted(probe["latency_us"], key=float)
+        latency = [float(np.median(probe["latency_us"][g])) for g in gaps]
+        idle = [float(np.median(probe["idle_us"][g])) for g in gaps]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise MeasurementError(f"{path}: not a steady halt probe ({exc})") from None
+    if len(gaps) < 3:
+        raise MeasurementError(f"{path}: a steady halt probe needs 3 gaps or more")
+    polled, halted = latency[0], latency[-1]
+    if halted - polled < MIN_POLL_SAVING * halted:
+        return 0.0, polled, halted
+    middle = 0.5 * (polled + halted)
+    last = max(i for i, x in enumerate(latency) if x < middle)
+    if last == len(gaps) - 1:
+        raise MeasurementError(f"{path}: no gap beyond the polling window")
+    return 0.5 * (idle[last] + idle[last + 1]), polled, halted
+
+
+def poll_window_parameters(path: Path) -> dict[str, Parameter]:
+    """``local_vcpu_halt_poll_us`` measured by a steady halt probe (:func:`poll_window`)."""
+    window, polled, halted = poll_window(path)
+    where = f"measurement: twin testbed wakeprobe --waiter spins --order steady ({path.name})"
+    if window <= 0:
+        source = (
+            f"{where}: one-way latency p50 {polled:.1f} us after its shortest steady sleeps, "
+            f"{halted:.1f} us after its longest: no polling window"
+        )
+    else:
+        source = (
+            f"{where}: one-way latency p50 {polled:.1f} us after steady short sleeps, "
+            f"{halted:.1f} us after long ones; the step at {window:.0f} us of sleep"
+        )
+    return {"local_vcpu_halt_poll_us": Parameter(window, source)}
+
+
+def polling_parameters(path: Path, polling: HaltPolling) -> dict[str, Parameter]:
+    """``local_vcpu_halt_poll_us`` from a shuffled halt probe (:func:`polling_saving`):
+    ``polling``'s window where the wake-ups it would have polled were :data:`MIN_POLL_SAVING`
+    cheaper or more, else 0 (the host does not poll)."""
+    saving = polling_saving(path, polling)
+    polls = saving >= MIN_POLL_SAVING
+    source = (
+        f"measurement: twin testbed wakeprobe --waiter spins ({path.name}) replayed through "
+        f"KVM's window (at most {polling.max_us:g} us, grow {polling.grow:g}, shrink "
+        f"{polling.shrink:g}): the wake-ups it polls {saving:.0%} cheaper than the others, "
+        + ("the host polls" if polls else "the host does not poll")
+    )
+    return {"local_vcpu_halt_poll_us": Parameter(polling.max_us if polls else 0.0, source)}

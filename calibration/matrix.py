@@ -43,13 +43,18 @@ from types import MappingProxyType
 from typing import Any
 
 from calibration.calibrate import TwinCalibrator
-from calibration.halt import HALT_PROBE, halt_parameters
+from calibration.halt import (
+    HALT_PROBE,
+    halt_parameters,
+    poll_window_parameters,
+    polling_parameters,
+)
 from calibration.measurement import Measurement
 from calibration.readers import read
 from calibration.targets import Target, TargetSet, load_targets, measurement_targets
 from calibration.testbed.fit import measured_parameters, tail_sigma
 from calibration.testbed.summary import median_summary, read_summary
-from twin.components.loopback import EVENTS_PER_MSG
+from twin.components.loopback import EVENTS_PER_MSG, halt_polling
 from twin.errors import MeasurementError, TwinError
 from twin.kinds import Sender, Tier
 from twin.percentiles import ALL_PERCENTILES
@@ -217,7 +222,10 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
     sleeping :data:`COLD_START_GAP_US` less after the shortest sleep (:data:`WAKE_PROBE_COLD_US`
     for a corpus without a probe), and when an idle vCPU halts (``wakeprobe_halt``,
     :func:`calibration.halt.halt_parameters`; the committed :data:`calibration.halt.HALT_PROBE`
-    for a corpus without one); with the busy-host probe beside it (``wakeprobe_busy``, every
+    for a corpus without one), how long the host polls a halted vCPU (``wakeprobe_steady``,
+    :func:`calibration.halt.poll_window_parameters`; without one, whether it polls at all, from
+    the halt probe, :func:`calibration.halt.polling_parameters`); with the busy-host probe
+    beside it (``wakeprobe_busy``, every
     other core kept awake), a socket's wake-up on a halted vCPU (:func:`socket_wake_parameters`)."""
     root = Path(root)
     try:
@@ -226,7 +234,17 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
     except (OSError, ValueError):
         names = {}  # load_corpus says what is wrong with the manifest
     halt_name = names.get("wakeprobe_halt")
-    halt = halt_parameters(root / halt_name if isinstance(halt_name, str) else HALT_PROBE)
+    halt_path = root / halt_name if isinstance(halt_name, str) else HALT_PROBE
+    steady_name = names.get("wakeprobe_steady")
+    kvm = halt_polling(load_profile(resolve_profile_path("local")))
+    poll: dict[str, Parameter] = {}
+    if isinstance(steady_name, str):
+        poll = poll_window_parameters(root / steady_name)
+    elif kvm is not None:
+        poll = polling_parameters(halt_path, kvm)
+    window = poll["local_vcpu_halt_poll_us"].value if poll else 0.0
+    polling = replace(kvm, max_us=window) if kvm is not None and window > 0 else None
+    halt = halt_parameters(halt_path, polling) | poll
     idle_name = names.get("wakeprobe")
     if not isinstance(idle_name, str):
         return {"local_wake_cold_us": Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE), **halt}

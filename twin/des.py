@@ -28,7 +28,7 @@ from twin import dtypes
 from twin.dists import Draw
 from twin.histogram import empty_counts, record_us
 from twin.load import Load
-from twin.path import CompiledPath
+from twin.path import CompiledPath, HaltPolling
 from twin.results import EngineOutput, Progress
 
 # Stream id separating the engine's draws from placement's (same seed, different streams).
@@ -78,11 +78,15 @@ class _Model:
         self.linger_cold_us = [float(x) for x in wake["linger_cold_us"]]
         self.halt_share = [float(x) for x in wake["halt_share"]]
         self.halt_tau_us = [float(x) for x in wake["halt_tau_us"]]
-        # The host's halt polling (twin.path.HaltPolling): its law per station, and each
+        # The host's halt polling (twin.path.HaltPolling) per station (None: none), and each
         # station's current window (closed at the start).
-        self.poll_law = [
-            (float(w["poll_max_us"]), float(w["poll_grow"]), float(w["poll_grow_start_us"]),
-             float(w["poll_shrink"]))
+        self.polling = [
+            HaltPolling(
+                float(w["poll_max_us"]), float(w["poll_grow"]), float(w["poll_grow_start_us"]),
+                float(w["poll_shrink"]),
+            )
+            if w["poll_max_us"] > 0
+            else None
             for w in wake
         ]  # fmt: skip
         self.poll_window_us = [0.0] * len(wake)
@@ -134,35 +138,31 @@ class _Model:
     def in_window(self, t: float) -> bool:
         return self.load.warmup_us <= t < self.load.end_us
 
-    def wake_up_us(self, station: int, idle_us: float, hop: int = -1) -> float:
+    def wake_up(self, station: int, idle_us: float, hop: int = -1) -> tuple[float, float]:
         """What waking ``station`` after ``idle_us`` of idleness adds to a service (at ``hop``:
-        its own wake-up if it has one)."""
+        its own wake-up if it has one), and how far it cooled (``1 - exp(-idle / cold_tau)``;
+        0 if the host still polled its vCPU, which never left its core)."""
         draw = self.hop_wake[hop] if hop >= 0 and self.own_wake[hop] else self.wake[station]
-        cold = self.cold_us[station]
         extra = draw() if draw is not None else 0.0
         share = self.halt_share[station]
+        polled = share > 0 and self.polled(station, idle_us)
         if share > 0:
-            polled = self.polled(station, idle_us)
-            extra *= 1.0 - share * (1.0 if polled else np.exp(-idle_us / self.halt_tau_us[station]))
+            awake = 1.0 if polled else np.exp(-idle_us / self.halt_tau_us[station])
+            extra *= 1.0 - share * awake
         extra += self.wake_work_us[station]
-        if cold > 0:
-            extra += cold * -np.expm1(-idle_us / self.cold_tau_us[station])
-        return extra
+        tau = self.cold_tau_us[station]
+        cooled = 0.0 if polled or tau <= 0 else float(-np.expm1(-idle_us / tau))
+        return extra + self.cold_us[station] * cooled, cooled
 
     def polled(self, station: int, idle_us: float) -> bool:
         """Whether the host still polled ``station``'s vCPU when a wake-up came after
-        ``idle_us`` halted; adapts the station's window to that halt (:class:`twin.path.HaltPolling`)."""
-        max_us, grow, start_us, shrink = self.poll_law[station]
-        if max_us <= 0:
+        ``idle_us`` halted; adapts the station's window to that halt
+        (:meth:`twin.path.HaltPolling.adapt`)."""
+        polling = self.polling[station]
+        if polling is None:
             return False
-        window = self.poll_window_us[station]
-        if idle_us <= window:
-            return True
-        if window > 0 and idle_us > max_us:
-            self.poll_window_us[station] = window / shrink if shrink > 0 else 0.0
-        elif window < max_us and idle_us < max_us:
-            self.poll_window_us[station] = min(max(window * grow, start_us), max_us)
-        return False
+        polled, self.poll_window_us[station] = polling.adapt(self.poll_window_us[station], idle_us)
+        return polled
 
     def idle_since(self, station: int) -> float:
         """When ``station`` last went idle: its server freed, or the last hold ended."""
@@ -233,10 +233,13 @@ class _Model:
         resource = self.resources[st]
         stall = self.stall[st]
         if stall is not None and self.may_stall[i] and resource.count == 0 and not resource.queue:
-            # Waking the sleeping station, it may stall (the likelier the longer it slept): the
-            # message arrives that much later, the servers free for others meanwhile.
+            # Waking the sleeping station, it may stall (the likelier the longer it slept; never
+            # within the host's polling window): the message arrives that much later, the
+            # servers free for others meanwhile.
             idle_us = env.now - self.idle_since(st)
-            if idle_us > 0 and self.rng.random() < -np.expm1(-idle_us / self.cold_tau_us[st]):
+            polled = idle_us <= self.poll_window_us[st]  # the vCPU never left its core
+            odds = -np.expm1(-idle_us / self.cold_tau_us[st])
+            if idle_us > 0 and not polled and self.rng.random() < odds:
                 late = stall()
                 if late > 0:
                     yield env.timeout(late)
@@ -262,11 +265,9 @@ class _Model:
                 taken[c] = env.now
         linger = 0.0
         if idle_us > 0:
-            s += self.wake_up_us(st, idle_us, i)
-            linger = self.linger_us[st]
-            if self.linger_cold_us[st] > 0:
-                cooled = -np.expm1(-idle_us / self.cold_tau_us[st])
-                linger += self.linger_cold_us[st] * cooled
+            woke, cooled = self.wake_up(st, idle_us, i)
+            s += woke
+            linger = self.linger_us[st] + self.linger_cold_us[st] * cooled
         left_behind = self.linger[i]
         if left_behind is not None and (led or not self.linger_per_batch[i]):
             linger += left_behind()
@@ -320,7 +321,7 @@ class _Model:
         draw = self.per_read[reader.first]
         first_work = draw() if draw is not None else 0.0
         if env.now > reader.free:
-            first_work += self.wake_up_us(st, env.now - reader.free)
+            first_work += self.wake_up(st, env.now - reader.free)[0]
         yield env.timeout(float(np.nextafter(poll + first_work, np.inf)) - env.now)
         members, reader.pending = reader.pending, []
         n = len(members)

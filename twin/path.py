@@ -86,6 +86,17 @@ class HaltPolling:
         if not (self.shrink == 0 or (self.shrink >= 1 and math.isfinite(self.shrink))):
             raise ModelError(f"HaltPolling: shrink must be 0 or >= 1, got {self.shrink}")
 
+    def adapt(self, window_us: float, idle_us: float) -> tuple[bool, float]:
+        """Whether a wake-up after a halt of ``idle_us`` came within ``window_us``, and the
+        window after that halt (the rule above; the compiled engine has its own copy)."""
+        if idle_us <= window_us:
+            return True, window_us
+        if window_us > 0 and idle_us > self.max_us:
+            return False, window_us / self.shrink if self.shrink > 0 else 0.0
+        if window_us < self.max_us and idle_us < self.max_us:
+            return False, min(max(window_us * self.grow, self.grow_start_us), self.max_us)
+        return False, window_us
+
 
 @dataclass(frozen=True)
 class Station:

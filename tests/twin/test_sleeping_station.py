@@ -143,6 +143,26 @@ def test_a_vcpu_woken_within_the_hosts_polling_window_pays_less(
         assert out.rtt_sum_us / out.messages == pytest.approx(rtt_us, rel=1e-2), simulate
 
 
+@pytest.mark.parametrize(("spacing_us", "rtt_us"), [(100.0, 4.0), (1000.0, 27.0)])
+def test_a_polled_vcpu_neither_cools_nor_stalls(spacing_us: float, rtt_us: float) -> None:
+    """As above with a cold start of 20 us (time constant 1 us: whole after these gaps) and a
+    stall of 50 us that always comes after such a sleep: polled, the vCPU never left its core,
+    round trips 1 + 3 us; every 1000 us, halted, 50 + 1 + 6 + 20 us (the stall delays the
+    message's arrival at the thread)."""
+    polling = HaltPolling(max_us=200.0)
+    station = Station(
+        "thread", 1, wake=Const(6.0), halt_share=0.5, halt_tau_us=0.01, halt_poll=polling,
+        cold_us=20.0, cold_tau_us=1.0, stall=Const(50.0),
+    )  # fmt: skip
+    path = compile_path([Hop("work", "test", service=Const(1.0), station=station)])
+    load = replace(poisson_load(1.0 / spacing_us, 4_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+    stalled = 0.0 if spacing_us < 200.0 else 50.0
+    for simulate in (fast.simulate, des.simulate):
+        out = simulate(path, load)
+        median = to_hdr(out.counts).get_value_at_percentile(50) / 1e3
+        assert median == pytest.approx(rtt_us + stalled, rel=2e-3), simulate
+
+
 @pytest.mark.parametrize(
     ("shrink", "values_us", "mean_us"), [(2.0, (15.0, 18.0), 16.5), (0.0, (18.0, 18.0), 18.0)]
 )

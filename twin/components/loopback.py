@@ -23,12 +23,12 @@ spinner holds, it waits for the rest of the spinner's time slice.
 A **wake-up** costs the scheduling latency (``local_wake``; where a socket's data wakes the
 thread and the wake-up probes measured one, a socket's, :func:`socket_wake`), the handlers'
 per-wake-up work (``{name}_wake_us``, the ``a`` of ``work per event = b + a / n``), the first
-scaled by ``1 - local_vcpu_halt_share x exp(-idle / local_vcpu_halt_tau_us)`` (a vCPU idle for a few
-microseconds has not halted yet) or by ``1 - local_vcpu_halt_share`` where the host still polled
-the halted vCPU (KVM's adaptive halt polling, ``local_vcpu_halt_poll_*``: a thread woken
-regularly every 200 us or less soon wakes from polling), and a **cold start** ``cold * (1 - exp(-idle /
-{name}_idle_us))``; where the timer wakes the client for an order, with that
-probability too, a rare **stall** (:func:`wake_stall`: a late timer, no CPU held). The service
+scaled by ``1 - local_vcpu_halt_share x exp(-idle / local_vcpu_halt_tau_us)`` (a vCPU idle for a
+few microseconds has not halted yet) or by ``1 - local_vcpu_halt_share`` where the host still
+polled the halted vCPU (KVM's adaptive halt polling, ``local_vcpu_halt_poll_*``: a thread woken
+regularly every 200 us or less soon wakes from polling), and a **cold start**
+``cold * (1 - exp(-idle / {name}_idle_us))``; where the timer wakes the client for an order, with
+that probability too, a rare **stall** (:func:`wake_stall`: a late timer, no CPU held). The service
 is the marginal work per event (``b``); a wake-up's CPU off the path (``{name}_linger_us``)
 keeps the thread busy after the message left, so utilization is the measured CPU's.
 
@@ -184,31 +184,33 @@ def socket_wake(profile: Profile, sender: Sender) -> Dist | None:
     return ShiftedLognormal(0.0, median, profile.value("local_socket_wake_sigma"))
 
 
+def halt_polling(profile: Profile) -> HaltPolling | None:
+    """How the hypervisor polls the host's halted vCPUs (KVM's adaptive window,
+    ``local_vcpu_halt_poll_*``); None with a maximum window of 0 (no polling)."""
+    window = profile.value("local_vcpu_halt_poll_us")
+    if window <= 0:
+        return None
+    return HaltPolling(
+        max_us=window,
+        grow=profile.value("local_vcpu_halt_poll_grow"),
+        grow_start_us=profile.value("local_vcpu_halt_poll_grow_start_us"),
+        shrink=profile.value("local_vcpu_halt_poll_shrink"),
+    )
+
+
 def _halted(station: Station, profile: Profile) -> Station:
     """``station`` whose wake-up depends on its vCPU's idle time: an idle vCPU halts after about
     ``local_vcpu_halt_tau_us``, and one woken before costs ``1 - local_vcpu_halt_share`` of the
     wake-up (:attr:`twin.path.Station.halt_share`), as does one woken while the host still polls
-    the halted vCPU (KVM's adaptive window, ``local_vcpu_halt_poll_*``, :class:`HaltPolling`;
-    a maximum window of 0: none)."""
+    the halted vCPU (:func:`halt_polling`)."""
     share = profile.value("local_vcpu_halt_share")
     if share <= 0:
         return station
-    window = profile.value("local_vcpu_halt_poll_us")
-    polling = (
-        HaltPolling(
-            max_us=window,
-            grow=profile.value("local_vcpu_halt_poll_grow"),
-            grow_start_us=profile.value("local_vcpu_halt_poll_grow_start_us"),
-            shrink=profile.value("local_vcpu_halt_poll_shrink"),
-        )
-        if window > 0
-        else None
-    )
     return replace(
         station,
         halt_share=share,
         halt_tau_us=profile.value("local_vcpu_halt_tau_us"),
-        halt_poll=polling,
+        halt_poll=halt_polling(profile),
     )
 
 

@@ -241,26 +241,41 @@ def _polled(st, idle, station_cold, station_poll_us):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def _halt_scale(st, idle, station_cold, station_poll_us):  # noqa: ANN001, ANN202
-    """What share of its drawn wake-up a station pays after ``idle`` us asleep:
-    ``1 - halt_share * exp(-idle / halt_tau)``, ``1 - halt_share`` if the host still polled
-    its vCPU (1 without a halt share)."""
+def _wake_scale(st, idle, station_cold, station_poll_us):  # noqa: ANN001, ANN202
+    """``(scale, cooled)`` of a station woken after ``idle`` us asleep: the share of its drawn
+    wake-up it pays, ``1 - halt_share * exp(-idle / halt_tau)`` or ``1 - halt_share`` if the
+    host still polled its vCPU (1 without a halt share); how far it cooled,
+    ``1 - exp(-idle / cold_tau)``, 0 if polled (the vCPU never left its core). Adapts the
+    polling window."""
     share = station_cold[st, WC_HALT_SHARE]
+    cooled = -np.expm1(-idle * station_cold[st, WC_INV_TAU])
     if share <= 0:
-        return 1.0
+        return 1.0, cooled
     if _polled(st, idle, station_cold, station_poll_us):
-        return 1.0 - share
-    return 1.0 - share * np.exp(-idle * station_cold[st, WC_INV_HALT_TAU])
+        return 1.0 - share, 0.0
+    return 1.0 - share * np.exp(-idle * station_cold[st, WC_INV_HALT_TAU]), cooled
 
 
 @njit(cache=True)
 def _stall(  # noqa: PLR0913
-    st, idle, station_wake_i, station_cold, quantiles, tables, table_lengths, s0, s1, s2, s3
+    st,
+    idle,
+    station_wake_i,
+    station_cold,
+    station_poll_us,
+    quantiles,
+    tables,
+    table_lengths,
+    s0,
+    s1,
+    s2,
+    s3,
 ):  # noqa: ANN001, ANN202
     """The stall a station waking after ``idle`` us may meet: with probability
-    ``1 - exp(-idle / cold_tau)`` a draw of its stall distribution, else nothing."""
+    ``1 - exp(-idle / cold_tau)`` a draw of its stall distribution, else nothing (nothing
+    either within the host's polling window: its vCPU never left its core)."""
     u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
-    if u >= -np.expm1(-idle * station_cold[st, WC_INV_TAU]):
+    if idle <= station_poll_us[st] or u >= -np.expm1(-idle * station_cold[st, WC_INV_TAU]):
         return 0.0, s0, s1, s2, s3
     return _draw(
         station_wake_i[st, WI_STALL_Q], station_wake_i[st, WI_STALL_ROW], quantiles, tables,
@@ -296,9 +311,8 @@ def _first_work(  # noqa: PLR0913
             station_wake_i[st, WI_Q], station_wake_i[st, WI_ROW], quantiles, tables,
             table_lengths, s0, s1, s2, s3,
         )  # fmt: skip
-        cold = station_cold[st, WC_COLD] * -np.expm1(-idle * station_cold[st, WC_INV_TAU])
-        scale = _halt_scale(st, idle, station_cold, station_poll_us)
-        work += x * scale + station_cold[st, WC_WAKE_WORK] + cold
+        scale, cooled = _wake_scale(st, idle, station_cold, station_poll_us)
+        work += x * scale + station_cold[st, WC_WAKE_WORK] + station_cold[st, WC_COLD] * cooled
     return work, s0, s1, s2, s3
 
 
@@ -614,8 +628,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                             # Waking the sleeping station, it may stall: it arrives that much
                             # later, the servers free for others meanwhile.
                             x, s0, s1, s2, s3 = _stall(
-                                st, t - idle_since, station_wake_i, station_cold, quantiles,
-                                tables, table_lengths, s0, s1, s2, s3,
+                                st, t - idle_since, station_wake_i, station_cold,
+                                station_poll_us, quantiles, tables, table_lengths,
+                                s0, s1, s2, s3,
                             )  # fmt: skip
                             if x > 0:
                                 slot_i[slot, SI_STALLED] = 1
@@ -691,9 +706,8 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
                         n_row = table_lengths[row]
                         woke += tables[row, min(int(u * n_row), n_row - 1)]
-                    s += woke * _halt_scale(st, gap, station_cold, station_poll_us)
-                    s += station_cold[st, WC_WAKE_WORK]
-                    cooled = -np.expm1(-gap * station_cold[st, WC_INV_TAU])
+                    scale, cooled = _wake_scale(st, gap, station_cold, station_poll_us)
+                    s += woke * scale + station_cold[st, WC_WAKE_WORK]
                     s += station_cold[st, WC_COLD] * cooled
                     linger = station_cold[st, WC_LINGER] + station_cold[st, WC_LINGER_COLD] * cooled
                 if flags & FLAG_LINGERS and (

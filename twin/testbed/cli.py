@@ -22,6 +22,7 @@ DEFAULT_PROBE_BURSTS = (1, 2, 4, 8, 16, 32)
 # How the wake-up probe's sender waits for each reply (``twin.testbed.wakeprobe.Waiter``'s values,
 # not imported here for the same reason).
 PROBE_WAITERS = ("blocks", "spins")
+PROBE_ORDERS = ("shuffled", "steady")
 # The cluster lab's burst probe: writes a second as at the lowest rate, sent 16 at a time.
 DEFAULT_CLUSTER_PROBE_BURST = 16
 
@@ -255,16 +256,28 @@ def cmd_cluster_load(args: argparse.Namespace) -> int:
 def cmd_wakeprobe(args: argparse.Namespace) -> int:
     from statistics import median
 
-    from twin.testbed.wakeprobe import DEFAULT_GAPS_US, HALT_GAPS_US, Waiter, write_probe
+    from twin.testbed.wakeprobe import (
+        DEFAULT_GAPS_US,
+        HALT_GAPS_US,
+        STEADY_GAPS_US,
+        GapOrder,
+        Waiter,
+        write_probe,
+    )
 
-    waiter = Waiter(args.waiter)
+    waiter, order = Waiter(args.waiter), GapOrder(args.order)
+    if order == GapOrder.STEADY:
+        gaps = STEADY_GAPS_US
+    else:
+        gaps = HALT_GAPS_US if waiter == Waiter.SPINS else DEFAULT_GAPS_US
     result = write_probe(
         Path(args.out),
-        gaps_us=HALT_GAPS_US if waiter == Waiter.SPINS else DEFAULT_GAPS_US,
+        gaps_us=gaps,
         samples=args.samples,
         seed=args.seed,
         busy=args.busy,
         waiter=waiter,
+        order=order,
     )
     for gap, p in result["percentiles_us"].items():
         idle = median(result["idle_us"][gap])
@@ -590,6 +603,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default=PROBE_WAITERS[0],
         help="how the sender waits for each reply: blocks (default), or spins so the receiver "
         "sleeps only the gap (short gaps: when an idle vCPU halts)",
+    )
+    p.add_argument(
+        "--order",
+        choices=PROBE_ORDERS,
+        default=PROBE_ORDERS[0],
+        help="shuffled gaps (default), or steady: each gap's samples in one run after a warm-up, "
+        "gaps around 200 us (how long the hypervisor polls a halted vCPU)",
     )
     p.set_defaults(run=cmd_wakeprobe)
 

@@ -24,9 +24,10 @@ hits every point alike):
 * once, before the first pass, the **wake-up probe** (:mod:`twin.testbed.wakeprobe`, into
   ``DIR/wakeprobe.json``; and with every other core kept awake by spinning processes, into
   ``DIR/wakeprobe_busy.json``; and with a sender that spins for each reply and gaps down to
-  zero, into ``DIR/wakeprobe_halt.json``): the host's scheduling cold start, the cost of a
-  wake-up on a halted vCPU rather than an awake core, and how soon an idle vCPU halts, on the
-  lab's day.
+  zero, into ``DIR/wakeprobe_halt.json``; and with that sender and each gap's samples in one
+  run, into ``DIR/wakeprobe_steady.json``): the host's scheduling cold start, the cost of a
+  wake-up on a halted vCPU rather than an awake core, how soon an idle vCPU halts and how long
+  the hypervisor polls a halted one, on the lab's day.
 
 Layout: ``DIR/<system>/<point>/run_<i>/`` (each run folder readable by :func:`calibration.read`),
 host conditions beside every run (``summary.json``'s ``host`` for the testbed, ``host.json`` for
@@ -58,12 +59,20 @@ from twin.testbed.sockperf import (
     ensure_sockperf,
     measure_sockperf,
 )
-from twin.testbed.wakeprobe import DEFAULT_GAPS_US, HALT_GAPS_US, Waiter, write_probe
+from twin.testbed.wakeprobe import (
+    DEFAULT_GAPS_US,
+    HALT_GAPS_US,
+    STEADY_GAPS_US,
+    GapOrder,
+    Waiter,
+    write_probe,
+)
 
 MANIFEST = "manifest.json"
 WAKE_PROBE = "wakeprobe.json"
 WAKE_PROBE_BUSY = "wakeprobe_busy.json"  # the same with every other core kept awake
 WAKE_PROBE_HALT = "wakeprobe_halt.json"  # a spinning sender, short gaps: when a vCPU halts
+WAKE_PROBE_STEADY = "wakeprobe_steady.json"  # ... steady gaps: how long the host polls it
 PROBE_ID = "burst-probe"
 # The closed loop's pacing rate: above what any connection reaches, so each runs back to back.
 CLOSED_PACING = 400_000.0
@@ -375,6 +384,7 @@ def manifest(root: Path, plan: LabPlan, points: list[Point], command: str) -> di
                 ("wakeprobe", WAKE_PROBE),
                 ("wakeprobe_busy", WAKE_PROBE_BUSY),
                 ("wakeprobe_halt", WAKE_PROBE_HALT),
+                ("wakeprobe_steady", WAKE_PROBE_STEADY),
             )
             if (root / name).is_file()
         },
@@ -401,11 +411,12 @@ def run_lab(
     root.mkdir(parents=True, exist_ok=True)
     busy = max(0, (os.cpu_count() or 1) - 1)
     probes = (
-        (WAKE_PROBE, 0, Waiter.BLOCKS, DEFAULT_GAPS_US),
-        (WAKE_PROBE_BUSY, busy, Waiter.BLOCKS, DEFAULT_GAPS_US),
-        (WAKE_PROBE_HALT, 0, Waiter.SPINS, HALT_GAPS_US),
+        (WAKE_PROBE, 0, Waiter.BLOCKS, DEFAULT_GAPS_US, GapOrder.SHUFFLED),
+        (WAKE_PROBE_BUSY, busy, Waiter.BLOCKS, DEFAULT_GAPS_US, GapOrder.SHUFFLED),
+        (WAKE_PROBE_HALT, 0, Waiter.SPINS, HALT_GAPS_US, GapOrder.SHUFFLED),
+        (WAKE_PROBE_STEADY, 0, Waiter.SPINS, STEADY_GAPS_US, GapOrder.STEADY),
     )
-    for name, spinners, waiter, gaps in probes:
+    for name, spinners, waiter, gaps, order in probes:
         if plan.wake_probe_samples and not (root / name).is_file():
             started = time.monotonic()
             write_probe(
@@ -414,10 +425,11 @@ def run_lab(
                 samples=plan.wake_probe_samples,
                 busy=spinners,
                 waiter=waiter,
+                order=order,
             )
             if progress is not None:
                 progress(
-                    f"wake-up probe ({spinners} busy, sender {waiter}): "
+                    f"wake-up probe ({spinners} busy, sender {waiter}, {order} gaps): "
                     f"{time.monotonic() - started:.1f} s"
                 )
     for repeat in range(plan.repeats):

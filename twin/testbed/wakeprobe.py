@@ -50,11 +50,22 @@ DEFAULT_GAPS_US = (10, 30, 100, 300, 1000, 3000, 10000)
 # Gaps (us) for a sender that spins for each reply: the receiver's idle time is then the gap and
 # the reply's way back, short enough to see when an idle vCPU halts.
 HALT_GAPS_US = (0, 2, 5, 10, 20, 50, 100, 1000)
+# Gaps (us) of a steady probe: around KVM's default maximum polling window (200 us), where a
+# steady stream's wake-ups go from polled to halted, and beyond it.
+STEADY_GAPS_US = (25, 50, 100, 150, 175, 200, 225, 250, 300, 500, 1000)
+STEADY_WARMUP = 30  # samples at each gap before the recorded ones (the window adapts in ~6)
 # The cluster lab's gaps: its lowest rate leaves the host idle for tens of milliseconds, and
 # the cold start's time constant needs gaps long enough to see it level off.
 CLUSTER_GAPS_US = (10, 100, 1000, 3000, 10000, 30000, 100000)
 FRAME = struct.Struct("<qq")  # sequence, send time (ns, CLOCK_MONOTONIC)
 REPLY = struct.Struct("<qqq")  # sequence, one-way latency (ns), receiver's idle time (ns)
+
+
+class GapOrder(StrEnum):
+    """In which order the probe's gaps come."""
+
+    SHUFFLED = "shuffled"  # every gap's samples mixed: a drift of the host hits each alike
+    STEADY = "steady"  # each gap's samples in one run, shortest gap first, after a warm-up
 
 
 class Waiter(StrEnum):
@@ -100,19 +111,37 @@ def _reply(sock: socket.socket, waiter: Waiter) -> bytes:
     raise SimulationError("wake-up probe: no reply within 2 s")
 
 
+def gap_sequence(
+    gaps_us: Sequence[float], samples: int, seed: int, order: GapOrder
+) -> list[tuple[float, bool]]:
+    """The gaps a probe takes, in order, each with whether its sample is recorded: shuffled
+    (``seed``), after one unrecorded warm-up at the first gap; or steady, each gap's
+    :data:`STEADY_WARMUP` unrecorded samples then its recorded ones, shortest gap first. A
+    probe's JSON (its gaps, samples, seed and order) gives its samples' order back."""
+    if order == GapOrder.STEADY:
+        return [
+            (g, n >= STEADY_WARMUP) for g in sorted(gaps_us) for n in range(STEADY_WARMUP + samples)
+        ]
+    shuffled = [g for g in gaps_us for _ in range(samples)]
+    random.Random(seed).shuffle(shuffled)
+    return [(gaps_us[0], False)] + [(g, True) for g in shuffled]
+
+
 def measure_wakeups(
     gaps_us: Sequence[float] = DEFAULT_GAPS_US,
     samples: int = 300,
     seed: int = 1,
     busy: int = 0,
     waiter: Waiter = Waiter.BLOCKS,
+    order: GapOrder = GapOrder.SHUFFLED,
 ) -> dict[str, Any]:
     """Run the probe; ``{"gaps_us": [...], "latency_us": {gap: [...]}, "idle_us": {gap: [...]},
     "host": {...}}``.
 
     ``busy``: processes that spin for the whole probe (keeping that many more cores awake), so
     the woken thread finds an awake core rather than a halted one. ``waiter``: how the sender
-    waits for each reply (:class:`Waiter`)."""
+    waits for each reply (:class:`Waiter`); ``order``: in which order the gaps come
+    (:class:`GapOrder`; a steady probe's warm-up samples are not recorded)."""
     import contextlib
     import tempfile
 
@@ -133,8 +162,7 @@ def measure_wakeups(
             else:
                 raise SimulationError("the wake-up probe's receiver did not start")
             port = int(port_file.read_text())
-            order = [g for g in gaps_us for _ in range(samples)]
-            random.Random(seed).shuffle(order)
+            sequence = gap_sequence(gaps_us, samples, seed, order)
             latencies: dict[float, list[float]] = {float(g): [] for g in gaps_us}
             idle: dict[float, list[float]] = {float(g): [] for g in gaps_us}
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
@@ -143,13 +171,13 @@ def measure_wakeups(
                 else:
                     sock.setblocking(False)
                 sock.connect(("127.0.0.1", port))
-                for seq, gap in enumerate([gaps_us[0], *order]):  # the first warms up
+                for seq, (gap, recorded) in enumerate(sequence):
                     _spin_until(time.monotonic_ns() + int(gap * 1e3))
                     sock.send(FRAME.pack(seq, time.monotonic_ns()))
                     got, latency_ns, idle_ns = REPLY.unpack(_reply(sock, waiter))
                     if got != seq:
                         raise SimulationError(f"wake-up probe: reply {got} for frame {seq}")
-                    if seq > 0:
+                    if recorded:
                         latencies[float(gap)].append(latency_ns / 1e3)
                         idle[float(gap)].append(idle_ns / 1e3)
                 sock.send(FRAME.pack(-1, 0))
@@ -163,6 +191,7 @@ def measure_wakeups(
         "seed": seed,
         "busy": busy,
         "waiter": str(waiter),
+        "order": str(order),
         "host": {"cpus": os.cpu_count(), "loadavg_1m": os.getloadavg()[0]},
         "percentiles_us": {
             str(g): {f"p{p}": float(np.percentile(v, p)) for p in (10, 50, 90, 99)}

@@ -88,14 +88,16 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
     assert manifest["wakeprobe"] == "wakeprobe.json"
     assert manifest["wakeprobe_busy"] == "wakeprobe_busy.json"
     assert manifest["wakeprobe_halt"] == "wakeprobe_halt.json"
-    for name, busy, waiter in (
-        ("wakeprobe.json", 0, "blocks"),
-        ("wakeprobe_busy.json", os.cpu_count() - 1, "blocks"),
-        ("wakeprobe_halt.json", 0, "spins"),
+    assert manifest["wakeprobe_steady"] == "wakeprobe_steady.json"
+    for name, busy, waiter, order in (
+        ("wakeprobe.json", 0, "blocks", "shuffled"),
+        ("wakeprobe_busy.json", os.cpu_count() - 1, "blocks", "shuffled"),
+        ("wakeprobe_halt.json", 0, "spins", "shuffled"),
+        ("wakeprobe_steady.json", 0, "spins", "steady"),
     ):
         probe = json.loads((out / name).read_text())
         assert len(probe["latency_us"]["1000.0"]) == 20
-        assert (probe["busy"], probe["waiter"]) == (busy, waiter)
+        assert (probe["busy"], probe["waiter"], probe["order"]) == (busy, waiter, order)
     for system in manifest["systems"]:
         assert system["calibrated_on"] in {p["id"] for p in system["points"]}
         calibration = next(p for p in system["points"] if p["id"] == system["calibrated_on"])
@@ -162,6 +164,29 @@ def test_the_cli_offers_the_probes_waiters():
 
     assert testbed_cli.PROBE_WAITERS == tuple(w.value for w in Waiter)
     assert testbed_cli.PROBE_WAITERS[0] == Waiter.BLOCKS
+
+
+def test_the_cli_offers_the_probes_orders():
+    from twin.testbed import cli as testbed_cli
+    from twin.testbed.wakeprobe import GapOrder
+
+    assert testbed_cli.PROBE_ORDERS == tuple(o.value for o in GapOrder)
+    assert testbed_cli.PROBE_ORDERS[0] == GapOrder.SHUFFLED
+
+
+def test_a_steady_probe_records_each_gap_after_its_warm_up(tmp_path: Path) -> None:
+    """Steady gaps: each gap's samples in one run, the warm-up unrecorded; the receiver slept
+    the gap (and the reply's way back) before each."""
+    from twin.testbed.wakeprobe import STEADY_WARMUP, GapOrder, Waiter, write_probe
+
+    result = write_probe(
+        tmp_path / "steady.json", gaps_us=(300, 20), samples=15, waiter=Waiter.SPINS,
+        order=GapOrder.STEADY,
+    )  # fmt: skip
+    assert result["order"] == "steady" and STEADY_WARMUP > 0
+    for gap in ("20.0", "300.0"):
+        assert len(result["latency_us"][gap]) == len(result["idle_us"][gap]) == 15
+        assert statistics.median(result["idle_us"][gap]) >= float(gap)
 
 
 @pytest.mark.parametrize(("busy", "waiter"), [(0, "blocks"), (1, "blocks"), (0, "spins")])
