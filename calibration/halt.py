@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import json
 import math
+import random
+from collections.abc import Sequence
+from enum import StrEnum
 from itertools import pairwise
 from pathlib import Path
 
@@ -31,8 +34,8 @@ from scipy import optimize
 from twin.errors import MeasurementError
 from twin.path import HaltPolling
 from twin.profile import Parameter
-from twin.testbed.wakeprobe import GapOrder, gap_sequence
 
+STEADY_WARMUP = 30  # a steady probe's samples at each gap before its recorded ones
 # The committed halt probe (this VM, 2026-11-25), for a corpus measured before the lab ran one.
 HALT_PROBE = Path(__file__).resolve().parent / "data" / "halt_probe" / "wakeprobe_halt.json"
 # The steady halt probe and a shuffled one of a host that polls (this VM, 2026-11-26; the
@@ -44,6 +47,30 @@ MIN_POLL_SAVING = 0.25
 # Idle-time bins (us) the medians are taken over; a bin needs this many samples.
 IDLE_EDGES_US = (0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 13.0, 16.0, 20.0, 30.0, 50.0, 100.0, 200.0)
 MIN_BIN_SAMPLES = 10
+
+
+class GapOrder(StrEnum):
+    """In which order a wake-up probe (`twin testbed wakeprobe`) takes its gaps: what its
+    writer and its readers share (:func:`gap_sequence`)."""
+
+    SHUFFLED = "shuffled"  # every gap's samples mixed: a drift of the host hits each alike
+    STEADY = "steady"  # each gap's samples in one run, shortest gap first, after a warm-up
+
+
+def gap_sequence(
+    gaps_us: Sequence[float], samples: int, seed: int, order: GapOrder
+) -> list[tuple[float, bool]]:
+    """The gaps a probe takes, in order, each with whether its sample is recorded: shuffled
+    (``seed``), after one unrecorded warm-up at the first gap; or steady, each gap's
+    :data:`STEADY_WARMUP` unrecorded samples then its recorded ones, shortest gap first. A
+    probe's JSON (its gaps, samples, seed and order) gives its samples' order back."""
+    if order == GapOrder.STEADY:
+        return [
+            (g, n >= STEADY_WARMUP) for g in sorted(gaps_us) for n in range(STEADY_WARMUP + samples)
+        ]
+    shuffled = [g for g in gaps_us for _ in range(samples)]
+    random.Random(seed).shuffle(shuffled)
+    return [(gaps_us[0], False)] + [(g, True) for g in shuffled]
 
 
 def _samples(path: Path) -> tuple[np.ndarray, np.ndarray]:

@@ -494,10 +494,12 @@ def load_kinds() -> str:
 # When each load corpus was measured: calibration/data/load_2026-11-25, whose testbed runs carry
 # its load client's pauses (its recorder stopped the loop 15-18 ms a second at 128k msg/s);
 # calibration/data/load_2026-11-26_2s, its calibration points 2 s a run like the others; and
-# calibration/data/load, its calibration points 15 s a run.
+# calibration/data/load, its calibration points 15 s a run; and
+# calibration/data/load_2026-11-26_polling, a small corpus of a host whose hypervisor polls.
 PAUSED_CORPUS_DAY = "2026-11-25"
 SHORT_CORPUS_DAY = "2026-11-26 06:00"
 CORPUS_DAY = "2026-11-26 08:00"
+POLLING_CORPUS_DAY = "2026-11-26 13:15, a host that polls (3 systems, loopback)"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -600,11 +602,29 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_socket.json",
         "plus a socket's wake-up from the wake-up probes (idle less busy host) where the "
         "testbed's fitted one is its timer's, and the ack's bookkeeping after the cancel its "
-        "handler writes",
+        "handler writes (commit 0fb932e)",
         CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        "plus KVM's halt polling where the host polls (a steady halt probe, or the shuffled one "
+        "replayed: this corpus's host did not), and the handlers' work per wake-up never scaled "
+        "by the halt",
+        CORPUS_DAY,
+    ),
+    (
+        "calibration/validation/load_matrix_polling_host_before.json",
+        "the model of commit 0fb932e on a corpus of a host that polls",
+        POLLING_CORPUS_DAY,
+    ),
+    (
+        "calibration/validation/load_matrix_polling_host.json",
+        "the last model on it: the window from its steady probe (194 us), the halt law fitted "
+        "with the polled wake-ups apart",
+        POLLING_CORPUS_DAY,
     ),
 )
 

@@ -192,9 +192,9 @@ def halt_polling(profile: Profile) -> HaltPolling | None:
         return None
     return HaltPolling(
         max_us=window,
-        grow=profile.value("local_vcpu_halt_poll_grow"),
+        grow=profile.value("local_vcpu_halt_poll_grow_factor"),
         grow_start_us=profile.value("local_vcpu_halt_poll_grow_start_us"),
-        shrink=profile.value("local_vcpu_halt_poll_shrink"),
+        shrink=profile.value("local_vcpu_halt_poll_shrink_divisor"),
     )
 
 

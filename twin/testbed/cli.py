@@ -256,16 +256,17 @@ def cmd_cluster_load(args: argparse.Namespace) -> int:
 def cmd_wakeprobe(args: argparse.Namespace) -> int:
     from statistics import median
 
+    from calibration.halt import GapOrder
     from twin.testbed.wakeprobe import (
         DEFAULT_GAPS_US,
         HALT_GAPS_US,
         STEADY_GAPS_US,
-        GapOrder,
         Waiter,
         write_probe,
     )
 
     waiter, order = Waiter(args.waiter), GapOrder(args.order)
+    gaps: tuple[float, ...]
     if order == GapOrder.STEADY:
         gaps = STEADY_GAPS_US
     else:

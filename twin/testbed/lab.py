@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from calibration.halt import GapOrder
 from twin.atomic import write_json
 from twin.errors import ConfigError
 from twin.kinds import Arrivals, Loop, Sender, Tier, Transport
@@ -63,7 +64,6 @@ from twin.testbed.wakeprobe import (
     DEFAULT_GAPS_US,
     HALT_GAPS_US,
     STEADY_GAPS_US,
-    GapOrder,
     Waiter,
     write_probe,
 )

@@ -27,7 +27,6 @@ its latencies' percentiles and the raw samples (latency and idle time, us).
 from __future__ import annotations
 
 import os
-import random
 import socket
 import struct
 import subprocess
@@ -40,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from calibration.halt import GapOrder, gap_sequence
 from twin.atomic import write_json
 from twin.errors import SimulationError
 from twin.testbed.processes import stop
@@ -53,19 +53,11 @@ HALT_GAPS_US = (0, 2, 5, 10, 20, 50, 100, 1000)
 # Gaps (us) of a steady probe: around KVM's default maximum polling window (200 us), where a
 # steady stream's wake-ups go from polled to halted, and beyond it.
 STEADY_GAPS_US = (25, 50, 100, 150, 175, 200, 225, 250, 300, 500, 1000)
-STEADY_WARMUP = 30  # samples at each gap before the recorded ones (the window adapts in ~6)
 # The cluster lab's gaps: its lowest rate leaves the host idle for tens of milliseconds, and
 # the cold start's time constant needs gaps long enough to see it level off.
 CLUSTER_GAPS_US = (10, 100, 1000, 3000, 10000, 30000, 100000)
 FRAME = struct.Struct("<qq")  # sequence, send time (ns, CLOCK_MONOTONIC)
 REPLY = struct.Struct("<qqq")  # sequence, one-way latency (ns), receiver's idle time (ns)
-
-
-class GapOrder(StrEnum):
-    """In which order the probe's gaps come."""
-
-    SHUFFLED = "shuffled"  # every gap's samples mixed: a drift of the host hits each alike
-    STEADY = "steady"  # each gap's samples in one run, shortest gap first, after a warm-up
 
 
 class Waiter(StrEnum):
@@ -109,22 +101,6 @@ def _reply(sock: socket.socket, waiter: Waiter) -> bytes:
         except BlockingIOError:
             continue
     raise SimulationError("wake-up probe: no reply within 2 s")
-
-
-def gap_sequence(
-    gaps_us: Sequence[float], samples: int, seed: int, order: GapOrder
-) -> list[tuple[float, bool]]:
-    """The gaps a probe takes, in order, each with whether its sample is recorded: shuffled
-    (``seed``), after one unrecorded warm-up at the first gap; or steady, each gap's
-    :data:`STEADY_WARMUP` unrecorded samples then its recorded ones, shortest gap first. A
-    probe's JSON (its gaps, samples, seed and order) gives its samples' order back."""
-    if order == GapOrder.STEADY:
-        return [
-            (g, n >= STEADY_WARMUP) for g in sorted(gaps_us) for n in range(STEADY_WARMUP + samples)
-        ]
-    shuffled = [g for g in gaps_us for _ in range(samples)]
-    random.Random(seed).shuffle(shuffled)
-    return [(gaps_us[0], False)] + [(g, True) for g in shuffled]
 
 
 def measure_wakeups(

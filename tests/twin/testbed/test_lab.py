@@ -167,8 +167,8 @@ def test_the_cli_offers_the_probes_waiters():
 
 
 def test_the_cli_offers_the_probes_orders():
+    from calibration.halt import GapOrder
     from twin.testbed import cli as testbed_cli
-    from twin.testbed.wakeprobe import GapOrder
 
     assert testbed_cli.PROBE_ORDERS == tuple(o.value for o in GapOrder)
     assert testbed_cli.PROBE_ORDERS[0] == GapOrder.SHUFFLED
@@ -177,7 +177,8 @@ def test_the_cli_offers_the_probes_orders():
 def test_a_steady_probe_records_each_gap_after_its_warm_up(tmp_path: Path) -> None:
     """Steady gaps: each gap's samples in one run, the warm-up unrecorded; the receiver slept
     the gap (and the reply's way back) before each."""
-    from twin.testbed.wakeprobe import STEADY_WARMUP, GapOrder, Waiter, write_probe
+    from calibration.halt import STEADY_WARMUP, GapOrder
+    from twin.testbed.wakeprobe import Waiter, write_probe
 
     result = write_probe(
         tmp_path / "steady.json", gaps_us=(300, 20), samples=15, waiter=Waiter.SPINS,
