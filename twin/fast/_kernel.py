@@ -258,19 +258,9 @@ def _wake_scale(st, idle, station_cold, station_poll_us):  # noqa: ANN001, ANN20
 
 @njit(cache=True)
 def _stall(  # noqa: PLR0913
-    st,
-    idle,
-    station_wake_i,
-    station_cold,
-    station_poll_us,
-    quantiles,
-    tables,
-    table_lengths,
-    s0,
-    s1,
-    s2,
-    s3,
-):  # noqa: ANN001, ANN202
+    st, idle, station_wake_i, station_cold, station_poll_us, quantiles, tables, table_lengths,
+    s0, s1, s2, s3,
+):  # noqa: ANN001, ANN202  # fmt: skip
     """The stall a station waking after ``idle`` us may meet: with probability
     ``1 - exp(-idle / cold_tau)`` a draw of its stall distribution, else nothing (nothing
     either within the host's polling window: its vCPU never left its core)."""
