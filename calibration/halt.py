@@ -24,9 +24,11 @@ import json
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import optimize
@@ -73,73 +75,83 @@ def gap_sequence(
     return [(gaps_us[0], False)] + [(g, True) for g in shuffled]
 
 
-def _samples(path: Path) -> tuple[np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class _HaltProbe:
+    """A halt probe's samples, every gap's in the probe file's order: latency and idle time
+    (us), and where each gap's samples are (``gaps``: key -> slice)."""
+
+    path: Path
+    raw: dict[str, Any]
+    latency: np.ndarray
+    idle: np.ndarray
+    gaps: dict[str, slice]
+
+
+def _read(path: Path) -> _HaltProbe:
     try:
         probe = json.loads(path.read_text())
         if probe.get("waiter") != "spins":
             raise ValueError("its sender blocked for the replies (waiter is not 'spins')")
-        gaps = list(probe["latency_us"])
+        gaps, start = {}, 0
+        for gap, values in probe["latency_us"].items():
+            gaps[gap] = slice(start, start + len(values))
+            start += len(values)
         latency = np.concatenate([np.asarray(probe["latency_us"][g], float) for g in gaps])
         idle = np.concatenate([np.asarray(probe["idle_us"][g], float) for g in gaps])
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise MeasurementError(f"{path}: not a halt probe ({exc})") from None
     if latency.shape != idle.shape:
         raise MeasurementError(f"{path}: not a halt probe (latency and idle samples differ)")
-    return latency, idle
+    return _HaltProbe(path, probe, latency, idle, gaps)
 
 
-def replayed(path: Path, polling: HaltPolling) -> np.ndarray:
-    """Which of a halt probe's samples (in :func:`_samples`' order) came within ``polling``'s
-    window: the samples replayed in the order the probe took them
-    (:func:`twin.testbed.wakeprobe.gap_sequence`) through the window's rule
+def _replayed(probe: _HaltProbe, polling: HaltPolling) -> np.ndarray:
+    """Which of a halt probe's samples came within ``polling``'s window: the samples replayed
+    in the order the probe took them (:func:`gap_sequence`) through the window's rule
     (:meth:`twin.path.HaltPolling.adapt`, from a closed window)."""
-    _, idle = _samples(path)
-    probe = json.loads(path.read_text())
+    raw = probe.raw
     try:
-        order = GapOrder(probe.get("order", GapOrder.SHUFFLED))
-        sequence = gap_sequence(probe["gaps_us"], int(probe["samples"]), probe["seed"], order)
-        first, start = {}, 0
-        for gap, values in probe["latency_us"].items():
-            first[gap] = start
-            start += len(values)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise MeasurementError(f"{path}: not a halt probe ({exc})") from None
-    taken = dict.fromkeys(first, 0)
-    polled = np.zeros(len(idle), dtype=bool)
+        order = GapOrder(raw.get("order", GapOrder.SHUFFLED))
+        sequence = gap_sequence(raw["gaps_us"], int(raw["samples"]), raw["seed"], order)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise MeasurementError(f"{probe.path}: not a halt probe ({exc})") from None
+    taken = dict.fromkeys(probe.gaps, 0)
+    polled = np.zeros(len(probe.idle), dtype=bool)
     window = 0.0
     for gap, recorded in sequence:
         key = str(float(gap))
-        if not recorded or key not in first or taken[key] >= len(probe["latency_us"][key]):
+        part = probe.gaps.get(key)
+        if not recorded or part is None or part.start + taken[key] >= part.stop:
             continue
-        k = first[key] + taken[key]
+        k = part.start + taken[key]
         taken[key] += 1
-        polled[k], window = polling.adapt(window, float(idle[k]))
+        polled[k], window = polling.adapt(window, float(probe.idle[k]))
     return polled
 
 
 def polling_saving(path: Path, polling: HaltPolling) -> float:
-    """What the host's polling saved in a shuffled halt probe (:func:`replayed`): per gap with
-    :data:`MIN_BIN_SAMPLES` samples polled and as many not, ``1 - median(polled) / median(not
-    polled)``; the median over those gaps (0 without one)."""
-    latency, _ = _samples(path)
-    polled = replayed(path, polling)
-    probe = json.loads(path.read_text())
-    ratios, start = [], 0
-    for values in probe["latency_us"].values():
-        part = slice(start, start + len(values))
-        start += len(values)
-        yes, no = latency[part][polled[part]], latency[part][~polled[part]]
-        if min(len(yes), len(no)) >= MIN_BIN_SAMPLES:
-            ratios.append(float(np.median(yes) / np.median(no)))
+    """What the host's polling saved in a shuffled halt probe, its samples replayed through
+    ``polling``'s window in the order the probe took them: per gap with
+    :data:`MIN_BIN_SAMPLES` samples polled and as many not, ``1 - median(polled) /
+    median(not polled)``; the median over those gaps (0 without one)."""
+    probe = _read(path)
+    polled = _replayed(probe, polling)
+    ratios = []
+    for part in probe.gaps.values():
+        latency, within = probe.latency[part], polled[part]
+        if min(within.sum(), (~within).sum()) >= MIN_BIN_SAMPLES:
+            ratios.append(float(np.median(latency[within]) / np.median(latency[~within])))
     return 1.0 - float(np.median(ratios)) if ratios else 0.0
 
 
 def halt_law(path: Path, polling: HaltPolling | None = None) -> tuple[float, float, float]:
     """``(share, tau_us, halted_us)`` fitted to a halt probe's binned medians (module docstring);
     on a host that polls (``polling``: its window), the samples its window would have polled
-    (:func:`replayed`) binned apart and fitted to ``L_halted * (1 - share)``."""
-    latency, idle = _samples(path)
-    polled = replayed(path, polling) if polling is not None else np.zeros(len(idle), dtype=bool)
+    (replayed as :func:`polling_saving` does) binned apart and fitted to
+    ``L_halted * (1 - share)``."""
+    probe = _read(path)
+    latency, idle = probe.latency, probe.idle
+    polled = _replayed(probe, polling) if polling is not None else np.zeros(len(idle), dtype=bool)
     x, y, c = [], [], []
     for within in (False, True):
         for lo, hi in pairwise(IDLE_EDGES_US):
