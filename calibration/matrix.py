@@ -56,7 +56,7 @@ from calibration.testbed.fit import measured_parameters, tail_sigma
 from calibration.testbed.summary import median_summary, read_summary
 from twin.components.loopback import EVENTS_PER_MSG, halt_polling
 from twin.errors import MeasurementError, TwinError
-from twin.kinds import Sender, Tier
+from twin.kinds import Sender, Tier, Transport
 from twin.percentiles import ALL_PERCENTILES
 from twin.profile import Parameter, Profile, load_profile, resolve_profile_path
 from twin.results import MESSAGE_KINDS, offered_utilization, rate_at_full_load
@@ -328,6 +328,59 @@ def veth_extra(system: CorpusSystem, corpus: Sequence[CorpusSystem]) -> Paramete
     return None
 
 
+# The per-message costs a sockperf run states of its processes (twin.testbed.sockperf).
+SOCKPERF_HOST = "host.json"
+
+
+def _server_costs(point: CorpusPoint) -> tuple[float, float]:
+    """A sockperf point's server CPU (us) and sleeps (voluntary switches) per message, medians
+    over its runs (``host.json``)."""
+    cpu, sleeps = [], []
+    for run in point.runs:
+        path = run / SOCKPERF_HOST
+        try:
+            server = json.loads(path.read_text())["processes"]["server"]
+            cpu.append(float(server["cpu_us_per_msg"]))
+            sleeps.append(float(server["voluntary_switches_per_msg"]))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise MeasurementError(f"{path}: not a sockperf run's host costs ({exc})") from None
+    return statistics.median(cpu), statistics.median(sleeps)
+
+
+def read_calls(system: CorpusSystem, corpus: Sequence[CorpusSystem]) -> Parameter | None:
+    """A testbed gateway's system calls per read of a connection (``local_gateway_work_read_us``):
+    what the socket's read and the reply's write cost a server on the same route over TCP,
+    measured by the corpus's sockperf the same day, whose server is native code that does
+    nothing else. Its burst probe's server seldom sleeps (``s_p`` us and ``n_p`` sleeps a
+    message), its calibration point's sleeps once a message (``s_c``, ``n_c``); if a sleep costs
+    the same in both, a message's own calls cost ``(s_p n_c - s_c n_p) / (n_c - n_p)``. None
+    for a system whose runs do not state their work (the testbed's do) or a corpus without
+    such a sockperf system."""
+    point = system.point(system.calibrated_on)
+    if not _stated(point):
+        return None
+    tier = point.overrides.get("connectivity.tier")
+    for sibling in corpus:
+        base = sibling.point(sibling.calibrated_on)
+        tcp = base.overrides.get("connectivity.transport") == str(Transport.TCP)
+        if _stated(base) or not tcp or base.overrides.get("connectivity.tier") != tier:
+            continue
+        if sibling.probe is None:
+            continue
+        s_c, n_c = _server_costs(base)
+        s_p, n_p = _server_costs(sibling.probe)
+        if n_c <= n_p:
+            continue
+        value = max(0.0, (s_p * n_c - s_c * n_p) / (n_c - n_p))
+        return Parameter(
+            value,
+            f"measurement: {sibling.name}'s server CPU a message, {s_p:.1f} us at its burst "
+            f"probe ({n_p:.2f} sleeps a message) and {s_c:.1f} us at {base.id} ({n_c:.2f}), "
+            f"less the sleeps' share (medians over the runs, {SOCKPERF_HOST}), the same day",
+        )
+    return None
+
+
 def measured_point(point: CorpusPoint) -> dict[str, float | None]:
     """p50, p90, p99 (us) and throughput (msg/s) of a point: medians over its runs."""
     runs = [read(r) for r in point.runs]
@@ -381,6 +434,7 @@ def measured_prior(
     prior: Profile,
     host: Mapping[str, Parameter] | None = None,
     veth: Parameter | None = None,
+    read: Parameter | None = None,
 ) -> tuple[Profile, frozenset[str]]:
     """The prior with what the calibration point's runs measured directly, and those names.
 
@@ -422,7 +476,7 @@ def measured_prior(
             if system.probe is not None and _stated(system.probe)
             else None
         )
-        known.update(measured_parameters(summary, f"{system.name} {point.id}", probe))
+        known.update(measured_parameters(summary, f"{system.name} {point.id}", probe, read))
         # The probe's small process is where the fit starts: the testbed's cold start after a
         # sleep (its system calls and event loop, beyond the handlers' own) is fitted to the
         # calibration point's orders, which come after one, and cancels, which do not.
@@ -573,7 +627,9 @@ def system_matrix(
     random numbers and quasi-random starts and every predicted run's seed."""
     host = host_parameters(manifest.parent)
     shipped = load_profile(resolve_profile_path("local"))
-    prior, known = measured_prior(system, shipped, host, veth_extra(system, corpus))
+    prior, known = measured_prior(
+        system, shipped, host, veth_extra(system, corpus), read_calls(system, corpus)
+    )
     calibrator = TwinCalibrator(
         prior=prior,
         max_nfev=CALIBRATION_NFEV,

@@ -609,10 +609,16 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_polling.json",
         "plus KVM's halt polling where the host polls (a steady halt probe, or the shuffled one "
         "replayed: this corpus's host did not), and the handlers' work per wake-up never scaled "
-        "by the halt",
+        "by the halt (commit 8fb9ee9)",
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        "plus the gateway's system calls per read of a connection (left on its thread once a "
+        "read, not once a wake-up), measured by the same route's sockperf over TCP",
         CORPUS_DAY,
     ),
     (
@@ -622,8 +628,8 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
     ),
     (
         "calibration/validation/load_matrix_polling_host.json",
-        "the last model on it: the window from its steady probe (194 us), the halt law fitted "
-        "with the polled wake-ups apart",
+        "the model of commit 8fb9ee9 on it: the window from its steady probe (194 us), the halt "
+        "law fitted with the polled wake-ups apart",
         POLLING_CORPUS_DAY,
     ),
 )

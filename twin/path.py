@@ -266,8 +266,9 @@ class Hop:
     processing off its path: followers, bookkeeping): the server stays busy for a draw of it
     without delaying the message (a station's ``linger_us`` is paid after a wake-up only). With
     ``linger_per_batch`` only a message that took a new batch at the last batching station it
-    visited leaves it (work a batch causes once: a replicated log's append to its followers);
-    such a hop needs a batching station before it on the path. With ``linger_yields`` what the
+    visited, this hop's own included, leaves it (work a batch causes once: a replicated log's
+    append to its followers; a read's system calls); such a hop needs a batching station
+    before it on the path or at it. With ``linger_yields`` what the
     visit leaves behind (its ``linger`` and, when it woke the station, the station's
     ``linger_us``) yields to every later arrival (a thread that a message wakes on the CPU it
     shares runs before the waker's remaining work: Linux's wake-up preemption; a handler that
@@ -479,13 +480,15 @@ class CompiledPath:
 
     def station_service_mean_us(self) -> np.ndarray:
         """Mean time each station's servers spend on one message per round trip (sum over its
-        hops of the service and the work left behind, ``linger``; a per-batch linger counted as
-        if every message led its batch: an upper bound)."""
+        hops of the service and the work left behind, ``linger``). What a batch costs once (its
+        draw, :attr:`Station.batch`, and a per-batch linger) is shared as batches grow with the
+        load, so it counts for nothing here: alone it never saturates a station."""
         out = np.zeros(self.n_stations)
         for row in self.hops:
             if row["station"] >= 0:
                 out[row["station"]] += self.distribution(row, "service").mean
-                out[row["station"]] += self.distribution(row, "linger").mean
+                if not row["linger_per_batch"]:
+                    out[row["station"]] += self.distribution(row, "linger").mean
         return out
 
     def allowance_share(self, rate_msgs_per_s: float) -> np.ndarray:
@@ -547,14 +550,16 @@ def _span_rows(hops: Sequence[Hop], spans: Sequence[Span]) -> np.ndarray:
 
 
 def _check_per_batch_lingers(hops: list[Hop]) -> None:
-    """A per-batch linger needs a batching station before it: nothing else says who leads."""
+    """A per-batch linger needs a batching station before it or at it: nothing else says who
+    leads."""
     batching_seen = False
     for hop in hops:
+        batching_seen |= hop.station is not None and not hop.station.batch.is_zero
         if hop.linger_per_batch and not batching_seen:
             raise ModelError(
-                f"Hop {hop.name!r}: linger_per_batch needs a batching station earlier on the path"
+                f"Hop {hop.name!r}: linger_per_batch needs a batching station earlier on the "
+                f"path or its own"
             )
-        batching_seen |= hop.station is not None and not hop.station.batch.is_zero
 
 
 def _check_holds(hops: list[Hop]) -> None:

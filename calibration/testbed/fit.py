@@ -76,6 +76,13 @@ NO_SOCKET_WAKE = {
     ),
     "local_socket_wake_sigma": Parameter(0.0, "assumption: no socket wake-up of its own"),
 }
+# ... and a read's system calls inside the wake-up's CPU: a campaign measures no native server.
+NO_READ_CALLS = Parameter(
+    0.0,
+    "assumption: a read's system calls (the socket's read and the reply's write) are part of the "
+    "wake-up's CPU (local_gateway_work_wake_cpu_us) where no native server that never sleeps "
+    "measured them on the same route (the load matrix: sockperf's burst probe over TCP)",
+)
 ENGINE = "fast"  # the compiled engine: the fit calls the twin a few dozen times
 FITTED = (
     "local_path_floor_us",
@@ -196,13 +203,19 @@ def _cpu_us_per_msg(summary: LoadSummary, process: str, where: str) -> float:
 
 
 def measured_parameters(
-    summary: LoadSummary, where: str, probe: LoadSummary | None = None
+    summary: LoadSummary,
+    where: str,
+    probe: LoadSummary | None = None,
+    read: Parameter | None = None,
 ) -> dict[str, Parameter]:
     """Per-message work, wake-ups, background and the threads' wake-up latency of a run.
 
     ``probe`` is the calibration rate's burst probe (``twin testbed campaign``: the same rate
     in groups of orders), whose warm multi-event batches give the marginal cost per event; the
     calibration run's own batches (few, mostly backlogs after a stall) are used without it.
+    ``read``: the gateway's system calls per read of a connection, measured elsewhere
+    (``local_gateway_work_read_us``); at the calibration rate each wake-up reads its one
+    connection once, so they leave its bookkeeping after a wake-up (``linger``).
     """
     src = f"measurement: {where}"
     send, recv, gw = (
@@ -254,11 +267,14 @@ def measured_parameters(
         # per-wake-up part and cold start, at the calibration rate's mean idle gap): system
         # calls, bookkeeping and the return to its wait, after the message has left.
         cold_mean = cold / (1.0 + events * rate * 1e-6 * idle)
+        read_us = read.value if read is not None and who == "gateway" else 0.0
         params[f"{name}_linger_us"] = Parameter(
-            max(0.0, wake_cpu_us - per_batch_us - cold_mean),
+            max(0.0, wake_cpu_us - per_batch_us - cold_mean - read_us),
             f"{src} (CPU per wake-up {wake_cpu_us:.1f} us less the handlers' part on the path "
-            f"{per_batch_us:.1f} us and their mean cold start {cold_mean:.1f} us)",
+            f"{per_batch_us:.1f} us and their mean cold start {cold_mean:.1f} us"
+            + (f", less a read's system calls {read_us:.1f} us)" if read_us else ")"),
         )
+    params["local_gateway_work_read_us"] = read if read is not None else NO_READ_CALLS
     return {
         **params,
         "local_calibration_rate_msgs_per_s": Parameter(rate, f"{src} (conditions)"),

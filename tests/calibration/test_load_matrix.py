@@ -450,3 +450,53 @@ def test_the_fit_simulates_as_many_seconds_as_its_point_recorded() -> None:
                 )
         targets = matrix.calibration_targets(system, lab / matrix.MANIFEST).targets
         assert {t.duration_s for t in targets if point.id in t.id} == {round(recorded)}
+
+
+def test_a_testbed_gateways_read_costs_what_sockperfs_server_pays_on_its_route() -> None:
+    """A testbed system's ``local_gateway_work_read_us`` is the same route's sockperf over TCP,
+    its server's CPU a message at its burst probe (seldom asleep) less the share of its sleeps,
+    which cost what they cost at its calibration point (once a message): medians over the runs.
+    Its prior leaves that much less of a wake-up's CPU behind after the message (``linger``);
+    a sockperf system and a corpus without sockperf over TCP on the route take none."""
+    import statistics
+
+    from calibration import matrix
+    from twin.profile import load_profile, resolve_profile_path
+
+    corpus = matrix.load_corpus(REPO / "calibration" / "data" / "load")
+    by_name = {s.name: s for s in corpus}
+
+    def server(point: matrix.CorpusPoint) -> tuple[float, float]:
+        hosts = [json.loads((run / "host.json").read_text()) for run in point.runs]
+        costs = [h["processes"]["server"] for h in hosts]
+        return (
+            statistics.median(c["cpu_us_per_msg"] for c in costs),
+            statistics.median(c["voluntary_switches_per_msg"] for c in costs),
+        )
+
+    for route in ("loopback", "veth"):
+        sockperf = by_name[f"sockperf-tcp-{route}"]
+        (s_c, n_c), (s_p, n_p) = server(sockperf.point(sockperf.calibrated_on)), server(
+            sockperf.probe
+        )
+        read = matrix.read_calls(by_name[f"testbed-{route}"], corpus)
+        assert read is not None and sockperf.name in read.source
+        # a sleep costs (s_c - r) / n_c = (s_p - r) / n_p
+        assert (s_c - read.value) / n_c == pytest.approx((s_p - read.value) / n_p)
+        assert 0 < read.value < s_p
+    assert matrix.read_calls(by_name["sockperf-tcp-loopback"], corpus) is None
+    testbed = by_name["testbed-loopback"]
+    assert matrix.read_calls(testbed, [testbed, by_name["sockperf-udp-loopback"]]) is None
+    shipped = load_profile(resolve_profile_path("local"))
+    read = matrix.read_calls(testbed, corpus)
+    assert read is not None
+    without, _ = matrix.measured_prior(testbed, shipped)
+    with_read, known = matrix.measured_prior(testbed, shipped, read=read)
+    assert "local_gateway_work_read_us" in known
+    assert with_read.value("local_gateway_work_read_us") == read.value
+    assert with_read.value("local_gateway_work_linger_us") == pytest.approx(
+        without.value("local_gateway_work_linger_us") - read.value
+    )
+    assert with_read.value("local_client_work_linger_us") == without.value(
+        "local_client_work_linger_us"
+    )

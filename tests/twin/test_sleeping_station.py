@@ -297,6 +297,40 @@ def test_work_left_once_per_batch(per_batch: bool, nic_busy: float) -> None:
     _assert_two_round_trips(path, load, (2.75, 3.25), 3.0, busy=(nic_busy, 2e-3), station=1)
 
 
+@pytest.mark.parametrize(("per_batch", "busy"), [(True, 0.625), (False, 0.75)])
+def test_a_read_leaves_its_work_once_at_its_own_batching_station(
+    per_batch: bool, busy: float
+) -> None:
+    """A thread that reads each connection apart and leaves 0.5 us behind per read (a read's
+    system calls: a per-batch linger at its own batching station): two messages of one
+    connection arrive together every 4 us. The first takes the read (1.5 us) and its own work
+    (0.25 us), leaves at 1.75 us and holds the thread 0.5 us more; the second shares the read
+    and leaves at 2.5 us. Busy 2.5 us of every 4; left behind per message, 3."""
+    station = Station("loop", 1, batch=Const(1.5), batch_per_connection=True)
+    work = Hop(
+        "work", "test", service=Const(0.25), station=station, linger=Const(0.5),
+        linger_per_batch=per_batch,
+    )  # fmt: skip
+    load = replace(poisson_load(0.5, 20_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM, burst=2)
+    _assert_two_round_trips(compile_path([work]), load, (1.75, 2.5), 2.125, busy=(busy, 2e-3))
+
+
+def test_work_left_per_batch_never_saturates_a_station_alone() -> None:
+    """A station's offered work counts what a batch costs once (its draw and a per-batch
+    linger) for nothing, as the batches grow with the load; a linger per message counts."""
+    station = Station("loop", 1, batch=Const(1.5))
+
+    def offered(per_batch: bool) -> float:
+        hop = Hop(
+            "work", "test", service=Const(0.25), station=station, linger=Const(0.5),
+            linger_per_batch=per_batch,
+        )  # fmt: skip
+        return float(compile_path([hop]).station_service_mean_us()[0])
+
+    assert offered(True) == pytest.approx(0.25)
+    assert offered(False) == pytest.approx(0.75)
+
+
 @pytest.mark.parametrize(("lam", "led_at_most"), [(0.3, 0.99), (0.8, 0.8)])
 def test_work_left_per_batch_follows_the_batches_taken(lam: float, led_at_most: float) -> None:
     """Poisson arrivals at a batching station (1 us per batch, 0.1 us per message), then 0.3 us

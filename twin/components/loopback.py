@@ -169,6 +169,19 @@ def _station(
     return _halted(thread, profile)
 
 
+def _read_calls_us(profile: Profile) -> float:
+    """A gateway read's system calls (us, ``local_gateway_work_read_us``): the socket's read and
+    the reply's write, which its event loop pays per read of a connection beyond its handlers.
+    Measured apart from the wake-up's CPU (``local_gateway_work_wake_cpu_us``, whose bookkeeping
+    ``local_gateway_work_linger_us`` then excludes them): at the calibration point a wake-up is
+    one read, but a loop that finds several connections ready reads each, so its CPU per message
+    fades with its wake-ups only as far as its reads share connections (a closed loop of many
+    connections: one read a message). Like the wake-up's bookkeeping it is left on the thread
+    after the message (:attr:`twin.path.Hop.linger`, per read: ``linger_per_batch``), so the
+    latency at the calibration point, where every read comes with a wake-up, is as before."""
+    return profile.value("local_gateway_work_read_us")
+
+
 def socket_wake(profile: Profile, sender: Sender) -> Dist | None:
     """The scheduling latency a thread pays when a socket's data wakes it, where that is not its
     station's own (:attr:`twin.path.Hop.wake`; the handlers' work is the station's
@@ -470,15 +483,20 @@ def gateway_hops(
     """The gateway's read, decode, risk check + matching and reply write (one event loop);
     ``sender`` is the client's, whose spinning takes a core from the shared ones."""
     name = "local_gateway_work"
+    station = _station(profile, name, GATEWAY, rate_msgs_per_s, sender, reads=True)
+    read = _speed_ratio(profile, name, rate_msgs_per_s, sender) * _read_calls_us(profile)
+    per_read = read > 0 and station.batch_per_connection
     return [
         Hop(
             "gateway read + engine + write",
             "gateway",
             service=_process_work(profile, name, rate_msgs_per_s, sender),
-            station=_station(profile, name, GATEWAY, rate_msgs_per_s, sender, reads=True),
+            station=station,
             source=_provenance(profile, name),
             may_stall=waits_for_spinner(sender),
             wake=socket_wake(profile, sender),
+            linger=Const(read) if per_read else ZERO,
+            linger_per_batch=per_read,
         )
     ]
 
@@ -626,12 +644,16 @@ def shared_vcpu_hops(
         per_msg = events_per_msg(name, sender) * speed * profile.value(f"{name}_linger_us")
         if per_msg > 0:
             linger *= max(0.0, 1.0 - path_us / per_msg)
+        if name != client:
+            # A read a message (while the vCPU has spare capacity its reads take one each).
+            linger += speed * _read_calls_us(profile)
         out.append(
             replace(
                 hop,
                 station=vcpu,
                 service=service,
                 linger=Const(linger) if linger else ZERO,
+                linger_per_batch=False,
                 linger_yields=True,
                 wake=None if hop.wake is None else socket_wake(profile, sender),
             )

@@ -438,6 +438,38 @@ def test_colocated_processes_queue_on_one_sleeping_vcpu():
     assert all(bool(path.hops["linger_yields"][i]) for i in on_vcpu)
 
 
+def test_a_gateway_read_leaves_its_system_calls_behind_once_a_read():
+    """``local_gateway_work_read_us`` at the cores' speed: apart, the gateway's hop leaves it
+    on its thread once per read of a connection (a per-batch linger at its own station, which
+    reads each connection apart) and its offered work counts it for nothing (shared as reads
+    grow); on a vCPU shared with the client, where a read takes one message, every message
+    leaves it, beside the share of its bookkeeping after a wake-up."""
+    from twin.simulation import prepare
+
+    def gateway_hop(read_us: float, rate: float) -> tuple[object, int, float]:
+        p = _profile(local_balance_imbalance_pct=117.0, local_gateway_work_read_us=read_us)
+        scenario = load_scenario(SCENARIO).with_fields({"workload.rate_msgs_per_s": rate})
+        path = prepare(scenario, p).path
+        i = path.hop_names.index("gateway read + engine + write")
+        speed = loopback._speed_ratio(p, "local_gateway_work", rate, Sender.EVENT_LOOP)
+        return path, i, speed
+
+    path, i, speed = gateway_hop(4.0, 1e5)
+    assert path.station_names[path.hops["station"][i]] == "gateway process"
+    assert bool(path.hops["linger_per_batch"][i])
+    assert path.distribution(path.hops[i], "linger").mean == pytest.approx(4.0 * speed)
+    none, _, _ = gateway_hop(0.0, 1e5)
+    assert not bool(none.hops["linger_per_batch"][i])
+    assert path.station_service_mean_us() == pytest.approx(none.station_service_mean_us())
+    shared, j, speed = gateway_hop(4.0, 1e3)
+    alone, _, _ = gateway_hop(0.0, 1e3)
+    assert list(shared.station_names) == [loopback.SHARED_VCPU]
+    assert not bool(shared.hops["linger_per_batch"][j])
+    extra = shared.distribution(shared.hops[j], "linger").mean
+    extra -= alone.distribution(alone.hops[j], "linger").mean
+    assert extra == pytest.approx(4.0 * speed)
+
+
 def test_a_socket_wakes_a_thread_as_the_probes_measured():
     """With a measured socket wake-up the gateway's read and the client's reply pay it when they
     wake their thread (its median, the handler work on top for the client, none for the gateway,
