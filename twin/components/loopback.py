@@ -9,9 +9,8 @@ in ``epoll_wait`` when idle: a one-server station that **sleeps when idle**
   an order counts from its scheduled time, so it pays the timer's wake-up if the client slept;
 * the **kernel path** (loopback or veth): a shifted lognormal ``local_path`` (+ ``local_veth_us``);
 * the **gateway process** (one event loop, ``local_gateway_work``): decode, risk, matching in
-  ``engine_ext``, the reply; it reads each connection apart, so its per-wake-up work is paid per
-  read of a connection (messages of one connection waiting together share it), and so are the
-  read's system calls, left on its thread after the message (``local_gateway_work_read_us``);
+  ``engine_ext``, the reply; it reads each connection apart: its per-wake-up work and the read's
+  system calls (left behind) are paid per read, shared by a connection's messages waiting together;
 * the kernel path back and the **client's wake-up for the reply** (its station again, no work):
   the round trip ends when the client's loop returns from its wait.
 
