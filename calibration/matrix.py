@@ -363,9 +363,8 @@ def read_calls(system: CorpusSystem, corpus: Sequence[CorpusSystem]) -> Paramete
     for sibling in corpus:
         base = sibling.point(sibling.calibrated_on)
         tcp = base.overrides.get("connectivity.transport") == str(Transport.TCP)
-        if _stated(base) or not tcp or base.overrides.get("connectivity.tier") != tier:
-            continue
-        if sibling.probe is None:
+        same_route = base.overrides.get("connectivity.tier") == tier
+        if _stated(base) or not tcp or not same_route or sibling.probe is None:
             continue
         s_c, n_c = _server_costs(base)
         s_p, n_p = _server_costs(sibling.probe)
