@@ -9,7 +9,8 @@ joins the next read and leaves each of the reader's stages as the read's work sa
 order, and on its ack immediately sends the cancel; each of the two round trips is one recorded
 message. Open loops start cycles on a schedule (so a slow reply never delays the next send and
 coordinated omission cannot hide the tail); closed loops run ``accounts`` paced loops that each
-wait for their reply. Samples come from ``numpy.random.Generator`` seeded by the load's seed.
+wait for their reply (and, sending in turn, for the previous account's send). Samples come from
+``numpy.random.Generator`` seeded by the load's seed.
 
 Full fidelity and easy to read, not fast (tens of thousands of messages per second of wall
 time): ``twin.fast`` runs the same arrays compiled.
@@ -124,6 +125,9 @@ class _Model:
         self.holds = [bool(x) for x in hops["holds"]]
         self.held_until = [0.0] * path.n_stations
         self.cycles_started = 0  # an open loop deals its cycles to the connections in turn
+        # A closed loop in turn: the account whose send is next, and those free but waiting.
+        self.turn = 0
+        self.awaiting_turn: dict[int, simpy.Event] = {}
         self.sleeps = [bool(x) for x in path.station_sleeps()]
         # When each (one-server) station last finished a service: how long it has sat idle.
         self.last_free = [0.0] * path.n_stations
@@ -395,8 +399,21 @@ class _Model:
         while max(next_start, self.env.now) < self.load.end_us:
             if next_start > self.env.now:
                 yield self.env.timeout(next_start - self.env.now)
+            if self.load.in_turn:
+                yield from self._take_turn(account)
             yield self.env.process(self.cycle(account))
             next_start += period
+
+    def _take_turn(self, account: int) -> Generator[Any, Any, None]:
+        """Wait, free, until the previous account in the rotation has sent, then pass the turn
+        on (waking the next account if it is already waiting)."""
+        if self.turn != account:
+            self.awaiting_turn[account] = self.env.event()
+            yield self.awaiting_turn[account]
+        self.turn = (account + 1) % self.load.accounts
+        waiting = self.awaiting_turn.pop(self.turn, None)
+        if waiting is not None:
+            waiting.succeed()
 
     def _run_reporting(self, progress: Progress) -> None:
         """Run to the end one event at a time, reporting each time a slice of time has passed.
@@ -418,8 +435,11 @@ class _Model:
             self.env.process(self.open_loop())
         else:
             period = self.load.accounts / self.load.cycle_rate_per_us
-            for account in range(self.load.accounts):
-                self.env.process(self.closed_account(account, float(self.rng.uniform(0, period))))
+            phases = [float(self.rng.uniform(0, period)) for _ in range(self.load.accounts)]
+            if self.load.in_turn:  # the rotation starts in the order of the accounts' phases
+                phases.sort()
+            for account, phase in enumerate(phases):
+                self.env.process(self.closed_account(account, phase))
         if progress is None:
             self.env.run()
         else:

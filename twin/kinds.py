@@ -113,6 +113,17 @@ class Loop(StrEnum):
     CLOSED = "closed"
 
 
+class Turns(StrEnum):
+    """How a closed loop's accounts take turns: ``free``, each sends as soon as its previous
+    cycle is answered (and its pacing allows); ``round_robin``, in a fixed rotation, as a client
+    does that deals its cycles to its connections in turn (cycle ``k`` to connection
+    ``k % accounts``): an account whose turn has not come waits though it is free, so a rotation
+    leaves together behind a slow account. An open loop deals its cycles in turn either way."""
+
+    FREE = "free"
+    ROUND_ROBIN = "round_robin"
+
+
 class Arrivals(StrEnum):
     """How an open loop spaces its sends."""
 

@@ -7,7 +7,8 @@ whatever the replies do: Poisson or evenly spaced, one cycle at a time or ``burs
 cycles with mean ``burst`` (a feed's bursts: mostly small, now and then large). In a closed
 loop each of ``accounts`` loops waits for its reply before sending again and paces its cycles
 to share the target rate, so the achieved rate falls below target when latency grows (the
-closed-loop property).
+closed-loop property); its accounts send each on its own, or in a fixed rotation (``in_turn``:
+an account's cycle waits for the previous account's to be sent, :class:`twin.kinds.Turns`).
 
 Messages are recorded when they are **sent** inside ``[warmup, warmup + duration)``; a run goes
 on until every recorded message has been answered, so slow replies are never cut off.
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 from twin import dtypes
 from twin.errors import ConfigError
-from twin.kinds import Arrivals, BurstSizes, Loop
+from twin.kinds import Arrivals, BurstSizes, Loop, Turns
 from twin.scenario import Workload
 from twin.units import seconds_to_us
 
@@ -38,10 +39,13 @@ class Load:
     seed: int
     burst: int = 1  # cycles per arrival (open loop): always, or on average
     burst_sizes: int = dtypes.BURST_FIXED
+    in_turn: bool = False  # a closed loop's accounts send in a fixed rotation (Turns)
 
     def __post_init__(self) -> None:
         if self.burst < 1 or (self.burst > 1 and self.loop != dtypes.LOOP_OPEN):
             raise ConfigError(f"Burst {self.burst}: need >= 1, and > 1 only in an open loop")
+        if self.in_turn and self.loop != dtypes.LOOP_CLOSED:
+            raise ConfigError("Turns in a fixed rotation need a closed loop")
         if self.rate_msgs_per_s <= 0:
             raise ConfigError(f"Rate must be > 0 msg/s, got {self.rate_msgs_per_s}")
         if self.duration_us <= 0:
@@ -89,4 +93,5 @@ class Load:
                 if workload.burst_sizes == BurstSizes.GEOMETRIC
                 else dtypes.BURST_FIXED
             ),
+            in_turn=workload.loop == Loop.CLOSED and workload.turns == Turns.ROUND_ROBIN,
         )

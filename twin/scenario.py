@@ -36,6 +36,7 @@ from twin.kinds import (
     Sync,
     Tier,
     Transport,
+    Turns,
     WorkloadKind,
 )
 from twin.tomlio import dump_toml, read_toml
@@ -145,6 +146,7 @@ class Workload:
     segmentation: bool
     burst: int = 1  # cycles that start together (an open loop's arrival is a group of them)
     burst_sizes: BurstSizes = BurstSizes.FIXED  # always ``burst``, or geometric with that mean
+    turns: Turns = Turns.FREE  # how a closed loop's accounts take turns (an open loop: ignored)
 
     @property
     def messages_per_cycle(self) -> int:
@@ -510,6 +512,7 @@ def _parse_workload(source: str, data: Any) -> Workload:
             "burst", 1, check=lambda v: 1 <= v <= MAX_BURST, allowed=f"1..{MAX_BURST}", integer=True
         ),
         burst_sizes=t.choice("burst_sizes", BurstSizes, BurstSizes.FIXED),
+        turns=t.choice("turns", Turns, Turns.FREE),
     )
     t.done()
     if workload.burst > 1 and workload.loop != Loop.OPEN:

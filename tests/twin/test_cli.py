@@ -199,6 +199,7 @@ def test_profile_and_set_change_one_run_without_copying_files(capsys, tmp_path: 
     [
         (["--set", "workload.loop=sideways"], "workload.loop = 'sideways': allowed: open, closed"),
         (["--set", "workload.accounts=0"], "workload.accounts"),
+        (["--set", "workload.turns=fifo"], "workload.turns = 'fifo': allowed: free, round_robin"),
         (["--profile", "/nonexistent/p.toml"], "/nonexistent/p.toml: profile file not found"),
         (["--profile", "no_such_shipped_profile"], "no_such_shipped_profile.toml"),
     ],

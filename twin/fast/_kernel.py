@@ -29,7 +29,9 @@ the designs tried and not kept: ``docs/design-notes.md``, fast engine):
   times and spans. **Spans** open and close by hop bit masks.
 - A message is recorded when sent inside ``[warmup, end)``; the run goes on until the calendar
   is empty, so every recorded message completes. The order loop's cancel leaves on the ack; a
-  closed-loop account starts its next cycle at ``max(now, previous slot + period)``.
+  closed-loop account starts its next cycle at ``max(now, previous slot + period)``, in turn
+  (``in_turn``) no sooner than the previous account in the rotation: one waiting for its turn is
+  parked (``SI_WAITING``) until that account's cycle starts.
 
 All state lives in arrays owned by the caller (:mod:`twin.fast.engine`), so a run can stop at a
 time horizon or when it runs out of message slots and resume exactly where it stopped. Helpers
@@ -113,9 +115,10 @@ AL_DEPTH, AL_OWED, AL_OWED_AT = 0, 1, 2
 # Columns of the per-slot arrays: slot_f holds, from SF_SPAN on, when each span opened.
 SF_ENTER, SF_SEND, SF_NEXT_START, SF_EXIT, SF_SPAN = 0, 1, 2, 3, 4  # float64 slot_f
 # int64 slot_i; SI_LED: whether the message took a new batch at the last batching station;
-# SI_CONN: the connection its cycle travels on; SI_STALLED: 1 while it waits out a stall.
-SI_HOP, SI_MSG, SI_RECORD, SI_AUX, SI_NEXT, SI_LED, SI_CONN, SI_STALLED = range(8)
-SLOT_F_COLS, SLOT_I_COLS = SF_SPAN + MAX_SPANS, 8
+# SI_CONN: the connection its cycle travels on; SI_STALLED: 1 while it waits out a stall;
+# SI_WAITING: 1 while a closed loop's account, free, waits for its turn (in_turn).
+SI_HOP, SI_MSG, SI_RECORD, SI_AUX, SI_NEXT, SI_LED, SI_CONN, SI_STALLED, SI_WAITING = range(9)
+SLOT_F_COLS, SLOT_I_COLS = SF_SPAN + MAX_SPANS, 9
 HOP_START = -1  # slot_i[:, SI_HOP] value for "a cycle starts at the slot's event time"
 # slot_i[:, SI_HOP] values of a reader's events: the slot (first of a read) triggers the read
 # of station SI_AUX; the slot resumes its walk at hop SI_AUX (it has left the reader).
@@ -135,8 +138,9 @@ SLOT_MASK = MAX_SLOTS - 1
 # Entries of the scalar state arrays.
 F_NEXT_CYCLE, F_RTT_SUM, F_RTT_MAX = 0, 1, 2
 FSTATE_LEN = 3
-I_HEAP_N, I_FREE_N, I_SEQ, I_MESSAGES, I_STARTED, I_GROUP_LEFT, I_CYCLES = 0, 1, 2, 3, 4, 5, 6
-ISTATE_LEN = 7
+# I_TURN: the account whose cycle a closed loop in turn sends next.
+I_HEAP_N, I_FREE_N, I_SEQ, I_MESSAGES, I_STARTED, I_GROUP_LEFT, I_CYCLES, I_TURN = range(8)
+ISTATE_LEN = 8
 
 _INF = np.inf
 
@@ -420,6 +424,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     tables: np.ndarray,
     table_lengths: np.ndarray,
     closed_loop: bool,
+    in_turn: bool,
     poisson: bool,
     mean_gap_us: float,
     period_us: float,
@@ -468,11 +473,15 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     if istate[I_STARTED] == 0:
         istate[I_STARTED] = 1
         if closed_loop:
-            # One slot per account, each starting at a random phase of its pacing period.
+            # One slot per account, each starting at a random phase of its pacing period (in
+            # turn, the rotation follows the phases).
             for a in range(slot_f.shape[0]):
                 u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
-                phase = u * period_us
-                slot_f[a, SF_NEXT_START] = phase
+                slot_f[a, SF_NEXT_START] = u * period_us
+            if in_turn:
+                slot_f[:, SF_NEXT_START] = np.sort(slot_f[:, SF_NEXT_START])
+            for a in range(slot_f.shape[0]):
+                phase = slot_f[a, SF_NEXT_START]
                 slot_i[a, SI_CONN] = a
                 if phase < end_us:
                     slot_i[a, SI_HOP] = HOP_START
@@ -546,6 +555,22 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
         holder = np.int64(-1)  # the station holding the message through the next hop's delay
         while True:
             if hop == HOP_START:
+                if in_turn and msg == 0:
+                    # Taken in time order (``t <= other_t``): from the calendar, or inline only
+                    # while no other event comes first.
+                    if istate[I_TURN] != np.int64(slot):
+                        slot_i[slot, SI_WAITING] = 1  # free, its turn not yet come
+                        slot_i[slot, SI_HOP] = HOP_START
+                        slot_i[slot, SI_MSG] = 0
+                        parked = True
+                        break
+                    turn = (np.int64(slot) + 1) % slot_f.shape[0]
+                    istate[I_TURN] = turn
+                    if slot_i[turn, SI_WAITING] != 0:  # it sends next, now
+                        slot_i[turn, SI_WAITING] = 0
+                        heap_n = _push(heap_t, heap_k, heap_n, t, (seq << SLOT_BITS) | turn)
+                        seq += 1
+                        other_t = t
                 send = t
                 record = warmup_us <= t < end_us
                 hop = 0
@@ -784,6 +809,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         t = next_start
                     msg = 0
                     hop = HOP_START
+                    if in_turn and t > other_t:
+                        keep = True  # its turn is taken in time order, from the calendar
+                        break
                     continue
             break
 

@@ -253,6 +253,7 @@ class _Run:
                 self.tables,
                 self.table_lengths,
                 self.closed,
+                load.in_turn,
                 load.arrivals == dtypes.ARRIVALS_POISSON,
                 1.0 / cycle_rate,
                 load.accounts / cycle_rate,
