@@ -391,6 +391,22 @@ def prediction() -> str:
     )
 
 
+def prediction_kinds() -> str:
+    """The loopback prediction's orders and cancels apart: what the fit matches (their p50 and
+    p99); the pooled p50 falls between the two."""
+    rows = []
+    for i, r in enumerate(_load("calibration/validation/local_prediction.json")["table"]):
+        cells = [_num(r["rate_msgs_per_s"]) + (" (calibration)" if i == 0 else "")]
+        for kind in ("order", "cancel"):
+            for key in ("p50", "p99"):
+                measured = r[f"measured_{kind}_{key}_us"]
+                predicted = r[f"predicted_{kind}_{key}_us"]
+                cells.append(f"{measured:.0f} / {predicted:.0f}")
+        rows.append(cells)
+    header = ("rate", "order p50 meas / pred", "order p99", "cancel p50", "cancel p99")
+    return _table(header, "rrrrr", rows)
+
+
 def prediction_veth() -> str:
     return _prediction(_load("calibration/validation/local_prediction.json")["veth_table"])
 
@@ -878,6 +894,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "hunt-windows": hunt_windows,
     "campaign": campaign,
     "prediction": prediction,
+    "prediction-kinds": prediction_kinds,
     "prediction-veth": prediction_veth,
     "curves-summary": curves_summary,
     "load-before-after": load_before_after,
