@@ -632,9 +632,16 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_read_calls.json",
         "plus the gateway's system calls per read of a connection (left on its thread once a "
-        "read, not once a wake-up), measured by the same route's sockperf over TCP",
+        "read, not once a wake-up), measured by the same route's sockperf over TCP "
+        "(commit ee5869a)",
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        "plus the testbed's closed loop sending in turn, as its client deals its cycles to "
+        "its connections (an account whose turn has not come waits, free)",
         CORPUS_DAY,
     ),
     (
