@@ -28,7 +28,8 @@ quasi-random starts, every predicted run's): the range of the summary a change m
 The **goal** for a point below :data:`GOAL_LOAD_SHARE` of the measured saturation: p50 within
 :data:`GOAL_P50_PCT` and p99 within :data:`GOAL_P99_PCT`. The summary counts predicted points
 (calibration points left out), the median absolute p50 and p99 errors and the share of points
-under the load limit that meet the goal.
+under the load limit that meet the goal; for saturation, within :data:`GOAL_SATURATION_PCT` of
+the measured capacity (judged where it was reached, or missed below a lower bound).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ KIND_TOLERANCE = 0.05
 KEPT_UP_SHARE = 0.95
 GOAL_P50_PCT = 15.0
 GOAL_P99_PCT = 25.0
+GOAL_SATURATION_PCT = 10.0
 # Simulated seconds per predicted point (the runs measured 2 s); a calibration evaluation
 # simulates as many seconds as the calibration point's runs recorded, and no fewer.
 PREDICT_DURATION_S = 2.0
@@ -347,6 +349,58 @@ def _server_costs(point: CorpusPoint) -> tuple[float, float]:
     return statistics.median(cpu), statistics.median(sleeps)
 
 
+def _states_costs(point: CorpusPoint) -> bool:
+    """Whether every run of a point states its processes' costs (``host.json``'s
+    ``processes``: a lab's sockperf runs since it recorded them)."""
+    for run in point.runs:
+        try:
+            if "processes" not in json.loads((run / SOCKPERF_HOST).read_text()):
+                return False
+        except FileNotFoundError:
+            return False
+        except (OSError, ValueError, TypeError) as exc:
+            path = run / SOCKPERF_HOST
+            raise MeasurementError(f"{path}: not a run's host stats ({exc})") from None
+    return True
+
+
+def _own_calls(s_c: float, n_c: float, s_p: float, n_p: float) -> float:
+    """A message's own CPU (us) of a server measured at two points: ``s`` us and ``n`` sleeps a
+    message at each; a sleep costing the same at both, ``(s_p n_c - s_c n_p) / (n_c - n_p)``."""
+    return max(0.0, (s_p * n_c - s_c * n_p) / (n_c - n_p))
+
+
+def native_server_work(system: CorpusSystem) -> dict[str, Parameter] | None:
+    """A native server's warm work a message and a wake-up's CPU (``local_gateway_work_
+    marginal_us``, ``_wake_cpu_us``) from what its calibration point and its burst probe
+    measured (``host.json``: CPU and sleeps a message, :func:`_server_costs`): the message's own
+    calls (:func:`_own_calls`), and the rest of the calibration point's CPU over its wake-ups,
+    ``1 - rho`` a message (:func:`twin.components.loopback.utilization`). None for a system
+    without both (the testbed's runs state their work otherwise; older runs do not state it)."""
+    point = system.point(system.calibrated_on)
+    probe = system.probe
+    if probe is None or not (_states_costs(point) and _states_costs(probe)):
+        return None
+    s_c, n_c = _server_costs(point)
+    s_p, n_p = _server_costs(probe)
+    if n_c <= n_p:
+        return None
+    own = _own_calls(s_c, n_c, s_p, n_p)
+    rate = float(point.overrides["workload.rate_msgs_per_s"])
+    rho = min(0.99, rate * 1e-6 * s_c)
+    src = (
+        f"measurement: {system.name}'s server CPU a message, {s_p:.1f} us at its burst probe "
+        f"({n_p:.2f} sleeps a message) and {s_c:.1f} us at {point.id} ({n_c:.2f}; medians over "
+        f"the runs, {SOCKPERF_HOST})"
+    )
+    return {
+        "local_gateway_work_marginal_us": Parameter(own, f"{src}: a message's own calls"),
+        "local_gateway_work_wake_cpu_us": Parameter(
+            max(0.0, (s_c - own) / (1.0 - rho)), f"{src}: the rest, over {1 - rho:.3f} wake-ups"
+        ),
+    }
+
+
 def read_calls(system: CorpusSystem, corpus: Sequence[CorpusSystem]) -> Parameter | None:
     """A testbed gateway's system calls per read of a connection (``local_gateway_work_read_us``):
     what the socket's read and the reply's write cost a server on the same route over TCP,
@@ -370,9 +424,8 @@ def read_calls(system: CorpusSystem, corpus: Sequence[CorpusSystem]) -> Paramete
         s_p, n_p = _server_costs(sibling.probe)
         if n_c <= n_p:
             continue
-        value = max(0.0, (s_p * n_c - s_c * n_p) / (n_c - n_p))
         return Parameter(
-            value,
+            _own_calls(s_c, n_c, s_p, n_p),
             f"measurement: {sibling.name}'s server CPU a message, {s_p:.1f} us at its burst "
             f"probe ({n_p:.2f} sleeps a message) and {s_c:.1f} us at {base.id} ({n_c:.2f}), "
             f"less the sleeps' share (medians over the runs, {SOCKPERF_HOST}), the same day",
@@ -444,10 +497,11 @@ def measured_prior(
     laws, the same as ``twin testbed predict``; the marginal work from the warm batches of the
     system's burst probe when it has one), so the fit moves only what latency alone tells.
     Every system's host is the lab's: Linux's load balancer (:data:`LINUX_IMBALANCE_PCT`: the
-    two processes share a vCPU while it has spare capacity). Runs of other tools state none of
-    it: being native code, their handlers take no
-    interpreter cold start and no bookkeeping after a wake-up (``linger``), a wake-up's CPU
-    being their per-wake-up work, which the fit scales with the rest of their work. Every
+    two processes share a vCPU while it has spare capacity). Runs of other tools state only
+    their server's CPU and sleeps a message (:func:`native_server_work`: its warm work and a
+    wake-up's CPU, with the burst probe's); being native code, their handlers take no
+    interpreter cold start and no bookkeeping after a wake-up (``linger``), the client's
+    wake-up CPU being its per-wake-up work, which the fit scales with the rest of its work. Every
     system takes what the wake-up probes measured of the lab's host (``host``:
     :func:`host_parameters`; by default the cold start :data:`WAKE_PROBE_COLD_US`, where a
     testbed system's fit starts its own cold start from, free group ``cold``; no socket's
@@ -485,6 +539,10 @@ def measured_prior(
             known[f"{name}_cold_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)
             known[f"{name}_linger_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)
             derived[f"{name}_wake_cpu_us"] = replace(prior[f"{name}_wake_us"], fitted=False)
+        server = native_server_work(system)
+        if server is not None:
+            known.update(server)
+            derived.pop("local_gateway_work_wake_cpu_us")
     if _scenario(system, point, 1).hosts["client"].sender == Sender.SPINNING:
         known["local_socket_wake_us"] = Parameter(0.0, SPINNER_SOCKET_WAKE_SOURCE)
     params = {**prior.params, **known, **derived}
@@ -699,6 +757,28 @@ def within_goal(point: Mapping[str, Any], saturation: float | None) -> bool | No
     return abs(p50) <= GOAL_P50_PCT and abs(p99) <= GOAL_P99_PCT
 
 
+def saturation_error_pct(saturation: Mapping[str, Any]) -> float | None:
+    """The predicted saturation's error (%) where the measured one is the system's capacity
+    (``reached``); None where it is only a lower bound or either is unknown."""
+    return _error_pct(saturation["measured"], saturation["predicted"]) if saturation[
+        "reached"
+    ] else None
+
+
+def saturation_within_goal(saturation: Mapping[str, Any]) -> bool | None:
+    """Whether a system's predicted saturation meets the goal (within
+    :data:`GOAL_SATURATION_PCT` of the measured capacity); where only a lower bound was
+    measured, False below it by more than that and None (not judged) otherwise."""
+    measured, predicted = saturation["measured"], saturation["predicted"]
+    if measured is None or predicted is None:
+        return None
+    error = _error_pct(measured, predicted)
+    assert error is not None  # a measured saturation is a positive throughput
+    if saturation["reached"]:
+        return abs(error) <= GOAL_SATURATION_PCT
+    return False if error < -GOAL_SATURATION_PCT else None
+
+
 def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     predicted = [p for s in systems for p in s["points"] if not p["calibration"]]
     judged = [
@@ -708,6 +788,12 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if not p["calibration"]
     ]
     judged_known = [j for j in judged if j is not None]
+    saturation_errors = [
+        e for e in (saturation_error_pct(s["saturation"]) for s in systems) if e is not None
+    ]
+    saturations = [
+        j for j in (saturation_within_goal(s["saturation"]) for s in systems) if j is not None
+    ]
 
     def median_abs(key: str) -> float | None:
         errors = [abs(p["error_pct"][key]) for p in predicted if p["error_pct"][key] is not None]
@@ -720,9 +806,19 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "share_within_goal": (sum(judged_known) / len(judged_known) if judged_known else None),
         "goal": (
             f"below {GOAL_LOAD_SHARE:.0%} of measured saturation: p50 within "
-            f"{GOAL_P50_PCT:g}%, p99 within {GOAL_P99_PCT:g}%"
+            f"{GOAL_P50_PCT:g}%, p99 within {GOAL_P99_PCT:g}%; saturation within "
+            f"{GOAL_SATURATION_PCT:g}%"
         ),
         "points_under_load_limit": len(judged_known),
+        "saturation_median_abs_err_pct": (
+            float(statistics.median(abs(e) for e in saturation_errors))
+            if saturation_errors
+            else None
+        ),
+        "saturation_within_goal": (
+            sum(saturations) / len(saturations) if saturations else None
+        ),
+        "saturations_judged": len(saturations),
     }
 
 
@@ -746,7 +842,12 @@ def accuracy_matrix(
 
 
 # The summary's figures whose spread over seeds a matrix reports.
-SPREAD_KEYS = ("p50_median_abs_err_pct", "p99_median_abs_err_pct", "share_within_goal")
+SPREAD_KEYS = (
+    "p50_median_abs_err_pct",
+    "p99_median_abs_err_pct",
+    "share_within_goal",
+    "saturation_median_abs_err_pct",
+)
 
 
 def seed_spread(
@@ -792,15 +893,18 @@ def format_matrix(matrix: Mapping[str, Any]) -> str:
             f"over seeds {', '.join(str(s) for s in spread['seeds'])}: within goal "
             f"{_range(spread['share_within_goal'], _share)}, median |error| p50 "
             f"{_range(spread['p50_median_abs_err_pct'], _abs_pct)}, p99 "
-            f"{_range(spread['p99_median_abs_err_pct'], _abs_pct)}"
+            f"{_range(spread['p99_median_abs_err_pct'], _abs_pct)}, saturation "
+            f"{_range(spread['saturation_median_abs_err_pct'], _abs_pct)}"
         )
     sm = matrix["summary"]
     lines.append(
         f"summary: {sm['points']} predicted points; median |error| p50 "
         f"{_pct(sm['p50_median_abs_err_pct'], sign=False)}, p99 "
         f"{_pct(sm['p99_median_abs_err_pct'], sign=False)}; within goal "
-        f"{_share(sm['share_within_goal'])} of {sm['points_under_load_limit']} points "
-        f"({sm['goal']}); * = calibration point"
+        f"{_share(sm['share_within_goal'])} of {sm['points_under_load_limit']} points; "
+        f"saturation median |error| {_pct(sm['saturation_median_abs_err_pct'], sign=False)}, "
+        f"within goal {_share(sm['saturation_within_goal'])} of {sm['saturations_judged']} "
+        f"systems ({sm['goal']}); * = calibration point"
     )
     return "\n".join(lines)
 

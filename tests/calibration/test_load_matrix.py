@@ -173,9 +173,11 @@ def test_matrix_of_a_folder_without_manifest(tmp_path, capsys) -> None:
 
 
 def test_a_native_tool_takes_the_hosts_probes_and_no_interpreter_overheads() -> None:
-    """sockperf states no CPU or work: the matrix's prior for it is the shipped profile with the
-    host's wake-up probe, no handler cold start or linger (native code), a wake-up's CPU its
-    per-wake-up work; those are not fitted, the wake-up CPU scales with the work's factor."""
+    """sockperf states only its server's CPU: the matrix's prior for it is the shipped profile
+    with the host's wake-up probe, no handler cold start or linger (native code), the server's
+    work measured (:func:`calibration.matrix.native_server_work`), the client's wake-up CPU its
+    per-wake-up work; those are not fitted, the client's wake-up CPU scales with its work's
+    factor."""
     from calibration import matrix
     from twin.profile import load_profile, resolve_profile_path
 
@@ -191,11 +193,17 @@ def test_a_native_tool_takes_the_hosts_probes_and_no_interpreter_overheads() -> 
     )
     assert shipped.value("local_client_work_cold_us") > 0
     assert prior.value("local_client_work_linger_us") == 0
-    wake_cpu = prior.value("local_gateway_work_wake_cpu_us")
-    assert wake_cpu == shipped.value("local_gateway_work_wake_us")
+    wake_cpu = prior.value("local_client_work_wake_cpu_us")
+    assert wake_cpu == shipped.value("local_client_work_wake_us")
     assert {"local_wake_cold_us", "local_client_work_cold_us"} <= known
+    server = matrix.native_server_work(sockperf)
+    assert server is not None and set(server) <= known
+    for name, param in server.items():
+        assert prior.value(name) == param.value
     manifest = REPO / "calibration" / "data" / "load" / matrix.MANIFEST
     groups = {g.name: g.params for g in matrix.calibration_targets(sockperf, manifest, known).free}
+    assert "server_marginal" not in groups
+    assert groups["server_work"] == ("local_gateway_work_wake_us",)
     assert groups["stall"] == ("local_wake_stall_mean_us",)
     assert groups["stall_prob"] == ("local_wake_stall_prob",)
     assert "local_wake_cold_us" not in groups["wake"]
@@ -452,31 +460,64 @@ def test_the_fit_simulates_as_many_seconds_as_its_point_recorded() -> None:
         assert {t.duration_s for t in targets if point.id in t.id} == {round(recorded)}
 
 
+def test_a_native_servers_work_is_what_its_cpu_and_sleeps_tell() -> None:
+    """A sockperf system's server: its CPU a message at the calibration point (``s_c``, ``n_c``
+    sleeps a message) and at its burst probe (``s_p``, ``n_p``), a sleep costing the same at
+    both, is a message's own calls ``b`` and a wake-up's CPU: the model's demand at the
+    calibration rate, ``b + c (1 - rho)`` (:func:`twin.components.loopback.utilization`),
+    is what was measured. A testbed system takes its work from its summaries instead."""
+    from calibration import matrix
+    from twin.components.loopback import utilization
+    from twin.profile import load_profile, resolve_profile_path
+
+    corpus = matrix.load_corpus(REPO / "calibration" / "data" / "load")
+    shipped = load_profile(resolve_profile_path("local"))
+    for system in corpus:
+        server = matrix.native_server_work(system)
+        if system.name.startswith("testbed"):
+            assert server is None
+            continue
+        assert server is not None
+        point = system.point(system.calibrated_on)
+        assert system.probe is not None
+        (s_c, n_c), (s_p, n_p) = _server(point), _server(system.probe)
+        own = server["local_gateway_work_marginal_us"].value
+        assert (s_c - own) / n_c == pytest.approx((s_p - own) / n_p)
+        assert 0 <= own < s_p < s_c
+        prior, _ = matrix.measured_prior(system, shipped)
+        rate = float(point.overrides["workload.rate_msgs_per_s"])
+        rho = utilization(prior, "local_gateway_work", rate)
+        assert rho / (rate * 1e-6) == pytest.approx(s_c, rel=1e-3)
+
+
+def _server(point) -> tuple[float, float]:
+    """A sockperf point's server CPU (us) and sleeps a message: medians over its runs."""
+    import statistics
+
+    costs = [
+        json.loads((run / "host.json").read_text())["processes"]["server"] for run in point.runs
+    ]
+    return (
+        statistics.median(c["cpu_us_per_msg"] for c in costs),
+        statistics.median(c["voluntary_switches_per_msg"] for c in costs),
+    )
+
+
 def test_a_testbed_gateways_read_costs_what_sockperfs_server_pays_on_its_route() -> None:
     """A testbed system's ``local_gateway_work_read_us`` is the same route's sockperf over TCP,
     its server's CPU a message at its burst probe (seldom asleep) less the share of its sleeps,
     which cost what they cost at its calibration point (once a message): medians over the runs.
     Its prior leaves that much less of a wake-up's CPU behind after the message (``linger``);
     a sockperf system and a corpus without sockperf over TCP on the route take none."""
-    import statistics
-
     from calibration import matrix
     from twin.profile import load_profile, resolve_profile_path
 
     corpus = matrix.load_corpus(REPO / "calibration" / "data" / "load")
     by_name = {s.name: s for s in corpus}
-
-    def server(point: matrix.CorpusPoint) -> tuple[float, float]:
-        hosts = [json.loads((run / "host.json").read_text()) for run in point.runs]
-        costs = [h["processes"]["server"] for h in hosts]
-        return (
-            statistics.median(c["cpu_us_per_msg"] for c in costs),
-            statistics.median(c["voluntary_switches_per_msg"] for c in costs),
-        )
-
     for route in ("loopback", "veth"):
         sockperf = by_name[f"sockperf-tcp-{route}"]
-        (s_c, n_c), (s_p, n_p) = server(sockperf.point(sockperf.calibrated_on)), server(
+        assert sockperf.probe is not None
+        (s_c, n_c), (s_p, n_p) = _server(sockperf.point(sockperf.calibrated_on)), _server(
             sockperf.probe
         )
         read = matrix.read_calls(by_name[f"testbed-{route}"], corpus)
