@@ -422,6 +422,10 @@ def _us(x: float | None) -> str:
     return "-" if x is None else (f"{x:,.0f}" if x >= 100 else f"{x:.1f}")
 
 
+def _pct0(value: float | None, scale: float = 1.0) -> str:
+    return "-" if value is None else f"{value * scale:.0f}%"
+
+
 def load_summary() -> str:
     """One row per system: its calibration point, saturation, and its points' median errors."""
     matrix = _load(LOAD_MATRIX)
@@ -456,7 +460,8 @@ def load_summary() -> str:
             str(sm["points"]),
             f"{sm['p50_median_abs_err_pct']:.0f}%",
             f"{sm['p99_median_abs_err_pct']:.0f}%",
-            "",
+            f"median abs err {_pct0(sm.get('saturation_median_abs_err_pct'))}, within 10%: "
+            f"{_pct0(sm.get('saturation_within_goal'), 100)} of {sm.get('saturations_judged', 0)}",
             f"within goal: {'-' if share is None else f'{share:.0%}'} of "
             f"{sm['points_under_load_limit']}",
         )
@@ -639,9 +644,15 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_turns.json",
         "plus the testbed's closed loop sending in turn, as its client deals its cycles to "
-        "its connections (an account whose turn has not come waits, free)",
+        "its connections (an account whose turn has not come waits, free) (commit 220783c)",
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        "plus sockperf's server work measured, not fitted: its CPU and sleeps a message at the "
+        "calibration point and its burst probe give its warm work a message and a wake-up's CPU",
         CORPUS_DAY,
     ),
     (
@@ -659,11 +670,16 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
 
 
 def load_before_after() -> str:
-    """The matrix's summary for each model issue 17 measured, oldest first."""
+    """The matrix's summary for each model issue 17 measured, oldest first; the saturation's
+    judged from each file's systems (the older files' summaries predate it)."""
+    from calibration.matrix import summary
+
     rows = []
     for path, model, corpus in LOAD_MODELS:
         data = _load(path)
         sm = data["summary"]
+        sat = summary(data["systems"])
+        sat_err, sat_share = sat["saturation_median_abs_err_pct"], sat["saturation_within_goal"]
         rows.append(
             (
                 model,
@@ -671,12 +687,16 @@ def load_before_after() -> str:
                 f"{sm['p50_median_abs_err_pct']:.0f}%",
                 f"{sm['p99_median_abs_err_pct']:.0f}%",
                 f"{sm['share_within_goal']:.0%} of {sm['points_under_load_limit']}",
+                ("-" if sat_err is None else f"{sat_err:.0f}%")
+                + f" ({'-' if sat_share is None else f'{sat_share:.0%}'} of "
+                f"{sat['saturations_judged']})",
                 _seed_range(data.get("seed_spread")),
             )
         )
     header = ("model", "corpus", "median abs err p50", "median abs err p99", "within goal",
+              "saturation: median abs err (within 10%)",
               "over seeds: within goal / p50 / p99")  # fmt: skip
-    return _table(header, "llrrrr", rows)
+    return _table(header, "llrrrrr", rows)
 
 
 def _seed_range(spread: dict[str, Any] | None) -> str:
