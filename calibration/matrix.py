@@ -760,9 +760,9 @@ def within_goal(point: Mapping[str, Any], saturation: float | None) -> bool | No
 def saturation_error_pct(saturation: Mapping[str, Any]) -> float | None:
     """The predicted saturation's error (%) where the measured one is the system's capacity
     (``reached``); None where it is only a lower bound or either is unknown."""
-    return _error_pct(saturation["measured"], saturation["predicted"]) if saturation[
-        "reached"
-    ] else None
+    if not saturation["reached"]:
+        return None
+    return _error_pct(saturation["measured"], saturation["predicted"])
 
 
 def saturation_within_goal(saturation: Mapping[str, Any]) -> bool | None:
