@@ -53,7 +53,7 @@ from calibration.halt import (
 from calibration.measurement import Measurement
 from calibration.readers import read
 from calibration.targets import Target, TargetSet, load_targets, measurement_targets
-from calibration.testbed.fit import measured_parameters, tail_sigma
+from calibration.testbed.fit import measured_parameters, tail_sigma, wake_cpu_left
 from calibration.testbed.summary import median_summary, read_summary
 from twin.components.loopback import EVENTS_PER_MSG, halt_polling
 from twin.errors import MeasurementError, TwinError
@@ -374,8 +374,8 @@ def native_server_work(system: CorpusSystem) -> dict[str, Parameter] | None:
     """A native server's warm work a message and a wake-up's CPU (``local_gateway_work_
     marginal_us``, ``_wake_cpu_us``) from what its calibration point and its burst probe
     measured (``host.json``: CPU and sleeps a message, :func:`_server_costs`): the message's own
-    calls (:func:`_own_calls`), and the rest of the calibration point's CPU over its wake-ups,
-    ``1 - rho`` a message (:func:`twin.components.loopback.utilization`). None for a system
+    calls (:func:`_own_calls`), and the rest of the calibration point's CPU over its wake-ups
+    (:func:`calibration.testbed.fit.wake_cpu_left`). None for a system
     without both (the testbed's runs state their work otherwise; older runs do not state it)."""
     point = system.point(system.calibrated_on)
     probe = system.probe
@@ -387,7 +387,7 @@ def native_server_work(system: CorpusSystem) -> dict[str, Parameter] | None:
         return None
     own = _own_calls(s_c, n_c, s_p, n_p)
     rate = float(point.overrides["workload.rate_msgs_per_s"])
-    rho = min(0.99, rate * 1e-6 * s_c)
+    wake_cpu_us, rho = wake_cpu_left(s_c, own, EVENTS_PER_MSG["local_gateway_work"], rate)
     src = (
         f"measurement: {system.name}'s server CPU a message, {s_p:.1f} us at its burst probe "
         f"({n_p:.2f} sleeps a message) and {s_c:.1f} us at {point.id} ({n_c:.2f}; medians over "
@@ -396,7 +396,7 @@ def native_server_work(system: CorpusSystem) -> dict[str, Parameter] | None:
     return {
         "local_gateway_work_marginal_us": Parameter(own, f"{src}: a message's own calls"),
         "local_gateway_work_wake_cpu_us": Parameter(
-            max(0.0, (s_c - own) / (1.0 - rho)), f"{src}: the rest, over {1 - rho:.3f} wake-ups"
+            wake_cpu_us, f"{src}: the rest, over {1 - rho:.3f} wake-ups"
         ),
     }
 

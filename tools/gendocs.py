@@ -422,8 +422,18 @@ def _us(x: float | None) -> str:
     return "-" if x is None else (f"{x:,.0f}" if x >= 100 else f"{x:.1f}")
 
 
-def _pct0(value: float | None, scale: float = 1.0) -> str:
-    return "-" if value is None else f"{value * scale:.0f}%"
+def _saturation(systems: list[dict[str, Any]]) -> tuple[str, str, int]:
+    """A matrix's saturation goal, judged from its systems (older files' summaries predate it):
+    the median absolute error, the share within the goal, and how many systems were judged."""
+    from calibration.matrix import summary
+
+    sat = summary(systems)
+    err, share = sat["saturation_median_abs_err_pct"], sat["saturation_within_goal"]
+    return (
+        "-" if err is None else f"{err:.0f}%",
+        "-" if share is None else f"{share:.0%}",
+        sat["saturations_judged"],
+    )
 
 
 def load_summary() -> str:
@@ -453,6 +463,7 @@ def load_summary() -> str:
         )
     sm = matrix["summary"]
     share = sm["share_within_goal"]
+    sat_err, sat_share, sat_judged = _saturation(matrix["systems"])
     rows.append(
         (
             "**all**",
@@ -460,8 +471,7 @@ def load_summary() -> str:
             str(sm["points"]),
             f"{sm['p50_median_abs_err_pct']:.0f}%",
             f"{sm['p99_median_abs_err_pct']:.0f}%",
-            f"median abs err {_pct0(sm.get('saturation_median_abs_err_pct'))}, within 10%: "
-            f"{_pct0(sm.get('saturation_within_goal'), 100)} of {sm.get('saturations_judged', 0)}",
+            f"median abs err {sat_err}, within 10%: {sat_share} of {sat_judged}",
             f"within goal: {'-' if share is None else f'{share:.0%}'} of "
             f"{sm['points_under_load_limit']}",
         )
@@ -670,16 +680,13 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
 
 
 def load_before_after() -> str:
-    """The matrix's summary for each model issue 17 measured, oldest first; the saturation's
-    judged from each file's systems (the older files' summaries predate it)."""
-    from calibration.matrix import summary
-
+    """The matrix's summary for each model issue 17 measured, oldest first (the saturation's:
+    :func:`_saturation`)."""
     rows = []
     for path, model, corpus in LOAD_MODELS:
         data = _load(path)
         sm = data["summary"]
-        sat = summary(data["systems"])
-        sat_err, sat_share = sat["saturation_median_abs_err_pct"], sat["saturation_within_goal"]
+        sat_err, sat_share, sat_judged = _saturation(data["systems"])
         rows.append(
             (
                 model,
@@ -687,9 +694,7 @@ def load_before_after() -> str:
                 f"{sm['p50_median_abs_err_pct']:.0f}%",
                 f"{sm['p99_median_abs_err_pct']:.0f}%",
                 f"{sm['share_within_goal']:.0%} of {sm['points_under_load_limit']}",
-                ("-" if sat_err is None else f"{sat_err:.0f}%")
-                + f" ({'-' if sat_share is None else f'{sat_share:.0%}'} of "
-                f"{sat['saturations_judged']})",
+                f"{sat_err} ({sat_share} of {sat_judged})",
                 _seed_range(data.get("seed_spread")),
             )
         )

@@ -202,6 +202,17 @@ def _cpu_us_per_msg(summary: LoadSummary, process: str, where: str) -> float:
     return float(value)
 
 
+def wake_cpu_left(
+    demand_us: float, marginal_us: float, events: float, rate: float
+) -> tuple[float, float]:
+    """A wake-up's CPU ``c`` (us) and the utilization ``rho`` that make the model's CPU demand
+    a message at ``rate`` (msg/s), ``e (b + (1 - rho) c)`` (:func:`twin.components.loopback.
+    utilization`: ``e`` events of marginal work ``b``, the ``1 - rho`` of them that find the
+    thread asleep waking it), the measured ``demand_us``; ``rho`` capped at 0.99."""
+    rho = min(0.99, rate * 1e-6 * demand_us)
+    return max(0.0, (demand_us - marginal_us * events) / (events * (1 - rho))), rho
+
+
 def measured_parameters(
     summary: LoadSummary,
     where: str,
@@ -253,11 +264,9 @@ def measured_parameters(
         )
         params[f"{name}_marginal_us"] = Parameter(marginal_us, f"{batch_src} (b)", fitted=True)
         params[f"{name}_wake_us"] = Parameter(per_batch_us, f"{batch_src} (a)", fitted=True)
-        # The CPU demand at the calibration rate is e (b + (1 - rho) c) per message
-        # (loopback.utilization): a wake-up's whole CPU c (system calls, epoll and work off
-        # the round trip's path included) is what is left of it.
-        rho = min(0.99, rate * 1e-6 * demand[who])
-        wake_cpu_us = max(0.0, (demand[who] - marginal_us * events) / (events * (1 - rho)))
+        # A wake-up's whole CPU (system calls, epoll and work off the round trip's path
+        # included) is what is left of the demand.
+        wake_cpu_us, rho = wake_cpu_left(demand[who], marginal_us, events, rate)
         params[f"{name}_wake_cpu_us"] = Parameter(
             wake_cpu_us,
             f"{src} ({who} CPU per message {demand[who]:.1f} us, less {events:g} x the marginal "
