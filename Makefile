@@ -35,8 +35,14 @@ lab-tools:
 demo: setup
 	$(VENV)/bin/twin demo
 
+# Two at a time (pytest-xdist, one worker per core of a 2-core CI machine), then alone the tests
+# marked `exclusive`, which time real servers on this host; both parts always run.
+TEST_WORKERS ?= 2
 test: setup browser lab-tools
-	$(PY) -m pytest -q
+	@status=0; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not exclusive" || status=$$?; \
+	$(PY) -m pytest -q -m exclusive || status=$$?; \
+	exit $$status
 
 bench: setup
 	$(PY) -m benchmarks.run

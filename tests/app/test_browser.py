@@ -36,6 +36,7 @@ SETTLE_TIMEOUT_MS = 90_000
 
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.exclusive,
     pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (make browser)"),
 ]
 

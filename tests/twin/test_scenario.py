@@ -108,7 +108,9 @@ BAD_INPUTS = [
 
 
 @pytest.mark.parametrize(
-    ("base", "field", "value", "message"), BAD_INPUTS, ids=[f"{b[1]}={b[2]!r}" for b in BAD_INPUTS]
+    ("base", "field", "value", "message"),
+    BAD_INPUTS,
+    ids=[f"{b[1]}=<deleted>" if b[2] is _DELETE else f"{b[1]}={b[2]!r}" for b in BAD_INPUTS],
 )
 def test_bad_input_names_field(base: str, field: str, value: Any, message: str) -> None:
     raw = _mutate(base, field, value)

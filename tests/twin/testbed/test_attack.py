@@ -25,7 +25,7 @@ from twin.testbed import protocol as P
 from twin.testbed.campaign import gateway_process
 from twin.testbed.gateway import MAX_OPEN_ORDERS, Gateway
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.exclusive]
 
 FILLER, FLOODER, FAR = "127.0.0.2", "127.0.0.3", "127.0.0.4"
 BOOK_ROWS = Gateway().config.capacity_orders

@@ -11,7 +11,7 @@ import pytest
 
 from twin.testbed import protocol as P
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.exclusive]
 
 
 def _connect(port: int) -> socket.socket:

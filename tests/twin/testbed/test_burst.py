@@ -16,7 +16,7 @@ from twin.testbed.client import MAX_BURST, LoadConfig, LoadRun, _schedule
 # The module, not the function ``twin.testbed.campaign`` that the package re-exports.
 C = importlib.import_module("twin.testbed.campaign")
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.exclusive]
 
 
 def _cfg(**kw) -> LoadConfig:

@@ -16,7 +16,7 @@ from twin.testbed.wsframe import (
     text_frame,
 )
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.exclusive]
 
 
 @pytest.mark.parametrize("size", [0, 125, 126, 65_535, 65_536])

@@ -11,7 +11,7 @@ from hdrh.histogram import HdrHistogram
 import calibration
 from twin.testbed.client import LoadConfig, LoadRun
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.exclusive]
 
 
 @pytest.fixture(scope="module")

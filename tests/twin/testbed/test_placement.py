@@ -7,8 +7,13 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from twin.testbed.placement import Placement, ThreadSamples, sampling
 from twin.testbed.processes import stop
+
+# Pins processes to CPUs and samples where they run: another test's load would move them.
+pytestmark = pytest.mark.exclusive
 
 # Two busy processes pinned to one CPU, then to different ones: the sampler must tell them apart.
 SPIN = "import time\nend = time.time() + {s}\nwhile time.time() < end: pass"
