@@ -15,6 +15,7 @@ from twin.extras import Extra, require
 from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier
 from twin.profile import load_profile, resolve_profile_path, write_profile
 from twin.scenario import scenarios_dir
+from twin.testbed.wakeprobe import DEFAULT_SAMPLES as WAKE_SAMPLES
 
 # The campaign's burst probe (``twin.testbed.campaign.DEFAULT_PROBE_BURSTS``, not imported
 # here so that ``twin --help`` does not load the testbed).
@@ -35,6 +36,17 @@ def _rates(text: str) -> list[float]:
     if not rates or any(r <= 0 for r in rates):
         raise argparse.ArgumentTypeError(f"{text!r}: rates must be > 0")
     return rates
+
+
+def _gaps(text: str) -> tuple[float, ...]:
+    """The wake-up probe's gaps (us): distinct numbers >= 0, comma-separated."""
+    try:
+        gaps = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected numbers like 10,100,1000") from None
+    if not gaps or any(not 0 <= g < 1e7 for g in gaps) or len(set(gaps)) < len(gaps):
+        raise argparse.ArgumentTypeError(f"{text!r}: gaps must be distinct, >= 0 and < 1e7 us")
+    return gaps
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -186,7 +198,12 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     if args.probe_burst:
         # The host's wake-up cold start beside the runs (its time constant: the model's).
         Path(args.out).mkdir(parents=True, exist_ok=True)
-        write_probe(Path(args.out) / "wakeprobe.json", gaps_us=CLUSTER_GAPS_US, seed=args.seed)
+        write_probe(
+            Path(args.out) / "wakeprobe.json",
+            gaps_us=CLUSTER_GAPS_US,
+            samples=args.wake_samples,
+            seed=args.seed,
+        )
     for layout in args.layout:
         summary = run_cluster_lab(
             layout,
@@ -267,7 +284,9 @@ def cmd_wakeprobe(args: argparse.Namespace) -> int:
 
     waiter, order = Waiter(args.waiter), GapOrder(args.order)
     gaps: tuple[float, ...]
-    if order == GapOrder.STEADY:
+    if args.gaps is not None:
+        gaps = args.gaps
+    elif order == GapOrder.STEADY:
         gaps = STEADY_GAPS_US
     else:
         gaps = HALT_GAPS_US if waiter == Waiter.SPINS else DEFAULT_GAPS_US
@@ -285,6 +304,7 @@ def cmd_wakeprobe(args: argparse.Namespace) -> int:
         print(
             f"gap {float(gap):>8,.0f} us (slept {idle:>8,.1f}): "
             + "  ".join(f"{k} {v:7.1f}" for k, v in p.items())
+            + f"  cpu {result['cpu_median_us'][gap]:6.1f}"
         )
     return 0
 
@@ -540,6 +560,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "DIR/<layout>/probe, and the host's wake-up probe, into DIR/wakeprobe.json (both needed "
         f"by cluster-predict; default {DEFAULT_CLUSTER_PROBE_BURST}; 0: neither)",
     )
+    p.add_argument(
+        "--wake-samples",
+        type=positive_int,
+        default=WAKE_SAMPLES,
+        metavar="N",
+        help=f"the wake-up probe's samples per gap (default {WAKE_SAMPLES}; its longest gap is "
+        "100 ms)",
+    )
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--seed", type=seed, default=1)
     p.set_defaults(run=cmd_cluster)
@@ -589,7 +617,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "wakeprobe", help="how long a thread that slept for a gap takes to run again, per gap"
     )
     p.add_argument("--out", required=True, metavar="FILE", help="the result (JSON)")
-    p.add_argument("--samples", type=positive_int, default=300, metavar="N", help="per gap")
+    p.add_argument(
+        "--samples", type=positive_int, default=WAKE_SAMPLES, metavar="N", help="per gap"
+    )
     p.add_argument("--seed", type=seed, default=1)
     p.add_argument(
         "--busy",
@@ -611,6 +641,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default=PROBE_ORDERS[0],
         help="shuffled gaps (default), or steady: each gap's samples in one run after a warm-up, "
         "gaps around 200 us (how long the hypervisor polls a halted vCPU)",
+    )
+    p.add_argument(
+        "--gaps",
+        type=_gaps,
+        metavar="US,US,...",
+        help="the gaps (us) instead of the waiter's and order's defaults",
     )
     p.set_defaults(run=cmd_wakeprobe)
 

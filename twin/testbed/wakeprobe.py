@@ -6,8 +6,10 @@ sender spins for a gap ``g``, then sends the next datagram stamped with ``CLOCK_
 clock for every process of the host). The receiver stamps its return from ``recvfrom`` and echoes
 the difference, the one-way latency of a message to a thread that slept (kernel path and wake-up
 included), and how long it had been blocked when the datagram was sent (its **idle time**: the
-gap plus the reply's way back to the sender). Gaps are drawn in a shuffled order, so a drift of
-the host hits every gap alike.
+gap plus the reply's way back to the sender), and the CPU time its thread spent in that
+``recvfrom`` (``CLOCK_THREAD_CPUTIME_ID``: going to sleep, being woken, the receive: what one
+wake-up costs its thread after that idle time). Gaps are drawn in a shuffled order, so a drift
+of the host hits every gap alike.
 
 How the sender waits for each reply is the probe's ``waiter`` (:class:`Waiter`): ``blocks`` (in
 ``recv``: its own vCPU may halt too, so the receiver's idle time is at least a halted wake-up
@@ -21,7 +23,8 @@ C-state exit: the model's cold start, :class:`twin.path.Station` ``cold_us``) an
 rare long waits (the vCPU halted or given to another guest while the thread slept: the model's
 ``stall``). The load-response lab measures it beside its corpus, and the accuracy matrix takes the
 lab host's cold start from it (:func:`calibration.matrix.host_parameters`). Written as JSON: per gap
-its latencies' percentiles and the raw samples (latency and idle time, us).
+its latencies' percentiles, the median CPU of a wake-up, and the raw samples (latency, idle time
+and CPU, us).
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ from twin.testbed.processes import stop
 # Idle gaps (us): from a thread that barely sleeps to one that sleeps longer than the lowest
 # rate of the lab leaves it (1000 msg/s: about 1 ms between messages per process).
 DEFAULT_GAPS_US = (10, 30, 100, 300, 1000, 3000, 10000)
+# Samples per gap: a p99 from the few hundred of each.
+DEFAULT_SAMPLES = 300
 # Gaps (us) for a sender that spins for each reply: the receiver's idle time is then the gap and
 # the reply's way back, short enough to see when an idle vCPU halts.
 HALT_GAPS_US = (0, 2, 5, 10, 20, 50, 100, 1000)
@@ -57,7 +62,7 @@ STEADY_GAPS_US = (25, 50, 100, 150, 175, 200, 225, 250, 300, 500, 1000)
 # the cold start's time constant needs gaps long enough to see it level off.
 CLUSTER_GAPS_US = (10, 100, 1000, 3000, 10000, 30000, 100000)
 FRAME = struct.Struct("<qq")  # sequence, send time (ns, CLOCK_MONOTONIC)
-REPLY = struct.Struct("<qqq")  # sequence, one-way latency (ns), receiver's idle time (ns)
+REPLY = struct.Struct("<qqqq")  # sequence, one-way latency, receiver's idle time and CPU (ns)
 
 
 class Waiter(StrEnum):
@@ -68,19 +73,20 @@ class Waiter(StrEnum):
 
 
 def serve(port_file: Path) -> None:
-    """The receiver: echo each frame's one-way latency and how long the receiver had been
-    blocked when the frame was sent, until a frame with sequence -1."""
+    """The receiver: echo each frame's one-way latency, how long the receiver had been blocked
+    when the frame was sent and its thread's CPU time in the blocked receive, until a frame with
+    sequence -1."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.0.1", 0))
     port_file.write_text(str(sock.getsockname()[1]))
     while True:
-        blocked = time.monotonic_ns()
+        blocked, cpu = time.monotonic_ns(), time.thread_time_ns()
         data, peer = sock.recvfrom(64)
-        now = time.monotonic_ns()
+        now, cpu = time.monotonic_ns(), time.thread_time_ns() - cpu
         seq, sent = FRAME.unpack(data)
         if seq < 0:
             return
-        sock.sendto(REPLY.pack(seq, now - sent, max(0, sent - blocked)), peer)
+        sock.sendto(REPLY.pack(seq, now - sent, max(0, sent - blocked), cpu), peer)
 
 
 def _spin_until(deadline_ns: int) -> None:
@@ -105,14 +111,14 @@ def _reply(sock: socket.socket, waiter: Waiter) -> bytes:
 
 def measure_wakeups(
     gaps_us: Sequence[float] = DEFAULT_GAPS_US,
-    samples: int = 300,
+    samples: int = DEFAULT_SAMPLES,
     seed: int = 1,
     busy: int = 0,
     waiter: Waiter = Waiter.BLOCKS,
     order: GapOrder = GapOrder.SHUFFLED,
 ) -> dict[str, Any]:
     """Run the probe; ``{"gaps_us": [...], "latency_us": {gap: [...]}, "idle_us": {gap: [...]},
-    "host": {...}}``.
+    "cpu_us": {gap: [...]}, "cpu_median_us": {gap: median}, "host": {...}}`` (us).
 
     ``busy``: processes that spin for the whole probe (keeping that many more cores awake), so
     the woken thread finds an awake core rather than a halted one. ``waiter``: how the sender
@@ -141,6 +147,7 @@ def measure_wakeups(
             sequence = gap_sequence(gaps_us, samples, seed, order)
             latencies: dict[float, list[float]] = {float(g): [] for g in gaps_us}
             idle: dict[float, list[float]] = {float(g): [] for g in gaps_us}
+            cpu: dict[float, list[float]] = {float(g): [] for g in gaps_us}
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
                 if waiter == Waiter.BLOCKS:
                     sock.settimeout(2.0)
@@ -150,12 +157,13 @@ def measure_wakeups(
                 for seq, (gap, recorded) in enumerate(sequence):
                     _spin_until(time.monotonic_ns() + int(gap * 1e3))
                     sock.send(FRAME.pack(seq, time.monotonic_ns()))
-                    got, latency_ns, idle_ns = REPLY.unpack(_reply(sock, waiter))
+                    got, latency_ns, idle_ns, cpu_ns = REPLY.unpack(_reply(sock, waiter))
                     if got != seq:
                         raise SimulationError(f"wake-up probe: reply {got} for frame {seq}")
                     if recorded:
                         latencies[float(gap)].append(latency_ns / 1e3)
                         idle[float(gap)].append(idle_ns / 1e3)
+                        cpu[float(gap)].append(cpu_ns / 1e3)
                 sock.send(FRAME.pack(-1, 0))
             proc.wait(timeout=10)
         finally:
@@ -175,6 +183,8 @@ def measure_wakeups(
         },
         "latency_us": {str(g): [round(x, 3) for x in v] for g, v in latencies.items()},
         "idle_us": {str(g): [round(x, 3) for x in v] for g, v in idle.items()},
+        "cpu_us": {str(g): [round(x, 3) for x in v] for g, v in cpu.items()},
+        "cpu_median_us": {str(g): float(np.median(v)) for g, v in cpu.items()},
     }
 
 

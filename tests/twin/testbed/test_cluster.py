@@ -33,7 +33,8 @@ def test_a_three_member_cluster_takes_writes_and_survives_its_leader(tmp_path: P
     out = tmp_path / "lab"
     proc = subprocess.run(
         [sys.executable, "-m", "twin", "testbed", "cluster", "--layout", "cpg", "--rates", "80",
-         "--duration", "4", "--kill-leader-at", "1.5", "--probe-burst", "4", "--out", str(out)],
+         "--duration", "4", "--kill-leader-at", "1.5", "--probe-burst", "4", "--wake-samples", "20",
+         "--out", str(out)],
         capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -47,7 +48,8 @@ def test_a_three_member_cluster_takes_writes_and_survives_its_leader(tmp_path: P
     assert probe["burst"] == 4 and probe["rate_per_s"] == 80 and probe["errors"] == {}
     assert probe["requests"] % 4 == 0
     assert (out / "cpg" / "probe" / "rtt.hgrm").read_text().strip()
-    assert json.loads((out / "wakeprobe.json").read_text())["percentiles_us"]
+    wake = json.loads((out / "wakeprobe.json").read_text())
+    assert wake["samples"] == 20 and all(len(v) == 20 for v in wake["latency_us"].values())
     loss = summary["runs"]["leader_loss"]
     # Raft: no write succeeds for at least an election timeout (1 s) counted from the last
     # heartbeat (up to 100 ms before the crash), and writes resume within a few.

@@ -208,6 +208,12 @@ def test_wakeprobe_measures_each_gap(tmp_path: Path, busy: int, waiter: str) -> 
         assert p["p10"] <= p["p50"] <= p["p90"] <= p["p99"]
         idle = result["idle_us"][gap]
         assert len(idle) == 40 and all(0 <= x < 1e6 for x in idle)
+        # The receiver's CPU in each blocked receive: positive, and no more than the receive
+        # lasted (its idle time and the datagram's latency; a few us for the clocks' reads).
+        cpu = result["cpu_us"][gap]
+        assert len(cpu) == 40 and all(c > 0 for c in cpu)
+        assert all(c <= i + v + 5 for c, i, v in zip(cpu, idle, values, strict=True))
+        assert result["cpu_median_us"][gap] == statistics.median(cpu)
         if waiter == "spins":  # the receiver blocks after its reply, then sleeps the gap
             assert statistics.median(idle) >= float(gap)
 
@@ -217,3 +223,12 @@ def test_bad_lab_options_exit_2(tmp_path: Path, args: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["testbed", "lab", "--quick", "--out", str(tmp_path), *args])
     assert exc.value.code == 2
+
+
+@pytest.mark.parametrize("gaps", ["10,-1", "10,10", "ten", ""])
+def test_bad_probe_gaps_exit_2(tmp_path: Path, capsys, gaps: str) -> None:
+    out = tmp_path / "probe.json"
+    with pytest.raises(SystemExit) as exc:
+        main(["testbed", "wakeprobe", "--out", str(out), "--gaps", gaps])
+    assert exc.value.code == 2 and "--gaps" in capsys.readouterr().err
+    assert not out.exists()
