@@ -35,12 +35,13 @@ lab-tools:
 demo: setup
 	$(VENV)/bin/twin demo
 
-# Two at a time (pytest-xdist, one worker per core of a 2-core CI machine), then alone the tests
-# marked `exclusive`, which time real servers on this host; both parts always run.
+# Two at a time (pytest-xdist, one worker per core of a 2-core CI machine; an idle worker takes
+# tests queued for the other), then alone the tests marked `exclusive`, which time real servers
+# on this host; both parts always run.
 TEST_WORKERS ?= 2
 test: setup browser lab-tools
 	@status=0; \
-	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not exclusive" || status=$$?; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not exclusive" || status=$$?; \
 	$(PY) -m pytest -q -m exclusive || status=$$?; \
 	exit $$status
 

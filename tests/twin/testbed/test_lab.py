@@ -79,6 +79,8 @@ def test_relay_delays_every_message_and_measures_its_cost(tmp_path: Path) -> Non
     assert sum(slept) >= 40
 
 
+# A spinning client's CPU a message is what the host leaves it: alone, not beside another test.
+@pytest.mark.exclusive
 def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) -> None:
     out = tmp_path / "load"
     assert main(["testbed", "lab", "--quick", "--out", str(out)]) == 0
