@@ -15,7 +15,6 @@ from twin.extras import Extra, require
 from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier
 from twin.profile import load_profile, resolve_profile_path, write_profile
 from twin.scenario import scenarios_dir
-from twin.testbed.wakeprobe import DEFAULT_SAMPLES as WAKE_SAMPLES
 
 # The campaign's burst probe (``twin.testbed.campaign.DEFAULT_PROBE_BURSTS``, not imported
 # here so that ``twin --help`` does not load the testbed).
@@ -24,6 +23,8 @@ DEFAULT_PROBE_BURSTS = (1, 2, 4, 8, 16, 32)
 # not imported here for the same reason).
 PROBE_WAITERS = ("blocks", "spins")
 PROBE_ORDERS = ("shuffled", "steady")
+# Its samples per gap (``twin.testbed.wakeprobe.DEFAULT_SAMPLES``, likewise).
+WAKE_SAMPLES = 300
 # The cluster lab's burst probe: writes a second as at the lowest rate, sent 16 at a time.
 DEFAULT_CLUSTER_PROBE_BURST = 16
 

@@ -160,12 +160,13 @@ def test_each_systems_calibration_point_and_probe_run_the_calibration_duration()
     assert all(p.duration_s == plan.duration_s for p in points if (p.system, p.id) not in longer)
 
 
-def test_the_cli_offers_the_probes_waiters():
+def test_the_cli_offers_the_probes_waiters_and_samples():
     from twin.testbed import cli as testbed_cli
-    from twin.testbed.wakeprobe import Waiter
+    from twin.testbed.wakeprobe import DEFAULT_SAMPLES, Waiter
 
     assert testbed_cli.PROBE_WAITERS == tuple(w.value for w in Waiter)
     assert testbed_cli.PROBE_WAITERS[0] == Waiter.BLOCKS
+    assert testbed_cli.WAKE_SAMPLES == DEFAULT_SAMPLES
 
 
 def test_the_cli_offers_the_probes_orders():
