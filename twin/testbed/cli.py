@@ -29,11 +29,16 @@ WAKE_SAMPLES = 300
 DEFAULT_CLUSTER_PROBE_BURST = 16
 
 
-def _rates(text: str) -> list[float]:
+def _numbers(text: str, example: str) -> list[float]:
+    """Comma-separated numbers (blanks skipped); anything else names ``example``."""
     try:
-        rates = [float(x) for x in text.split(",") if x.strip()]
+        return [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected numbers like 5000,10000") from None
+        raise argparse.ArgumentTypeError(f"{text!r}: expected numbers like {example}") from None
+
+
+def _rates(text: str) -> list[float]:
+    rates = _numbers(text, "5000,10000")
     if not rates or any(r <= 0 for r in rates):
         raise argparse.ArgumentTypeError(f"{text!r}: rates must be > 0")
     return rates
@@ -41,13 +46,10 @@ def _rates(text: str) -> list[float]:
 
 def _gaps(text: str) -> tuple[float, ...]:
     """The wake-up probe's gaps (us): distinct numbers >= 0, comma-separated."""
-    try:
-        gaps = tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected numbers like 10,100,1000") from None
+    gaps = _numbers(text, "10,100,1000")
     if not gaps or any(not 0 <= g < 1e7 for g in gaps) or len(set(gaps)) < len(gaps):
         raise argparse.ArgumentTypeError(f"{text!r}: gaps must be distinct, >= 0 and < 1e7 us")
-    return gaps
+    return tuple(gaps)
 
 
 def _sizes(text: str) -> tuple[int, ...]:
