@@ -44,6 +44,7 @@ from types import MappingProxyType
 from typing import Any
 
 from calibration.calibrate import TwinCalibrator
+from calibration.coldstart import CPU_PROBE, ColdStart, fit_cold_start, probe_cpu
 from calibration.halt import (
     HALT_PROBE,
     halt_parameters,
@@ -97,10 +98,10 @@ LINUX_IMBALANCE_PCT = Parameter(
     "kernel/sched/topology.c), read by group_has_capacity (kernel/sched/fair.c); this VM's two "
     "vCPUs share one (core_siblings 0-1, no SMT)",
 )
-NATIVE_COLD_SOURCE = (
-    "assumption: a native tool's handlers have no interpreter cold start or bookkeeping after a "
-    "wake-up (the testbed's Python processes measured theirs); a wake-up's CPU is its handlers' "
-    "per-wake-up work, and the host's cold start is local_wake_cold_us"
+NATIVE_LINGER_SOURCE = (
+    "assumption: a native tool's handlers leave no bookkeeping after a wake-up (the testbed's "
+    "Python processes measured theirs); a wake-up's CPU is its handlers' per-wake-up work and "
+    "its kernel receive's cold start (calibration.coldstart)"
 )
 SPINNER_SOCKET_WAKE_SOURCE = (
     "assumption: the calibration point's sender spins (no timer), so the wake-up its fit finds "
@@ -218,6 +219,29 @@ def _probe(root: Path, name: str) -> tuple[Path, dict[float, dict[str, float]]]:
         raise MeasurementError(f"{path}: not a wake-up probe ({exc})") from None
 
 
+def native_cold_start(root: str | Path) -> ColdStart:
+    """A native tool's cold start after a sleep (:mod:`calibration.coldstart`), fitted over the
+    lab's gaps (up to :data:`COLD_START_GAP_US`) to the receive CPU of the wake-up probe beside
+    the corpus (manifest key ``wakeprobe``), or of the committed
+    :data:`calibration.coldstart.CPU_PROBE` where that probe did not read it."""
+    root = Path(root)
+    name = _probe_names(root).get("wakeprobe")
+    path = root / name if isinstance(name, str) else CPU_PROBE
+    if probe_cpu(path) is None:
+        path = CPU_PROBE
+    return fit_cold_start(path, COLD_START_GAP_US)
+
+
+def _probe_names(root: Path) -> dict[str, Any]:
+    """The manifest's entries beside a corpus ({} where it cannot be read: load_corpus says
+    what is wrong with it)."""
+    try:
+        names = json.loads((root / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+    return names if isinstance(names, dict) else {}
+
+
 def host_parameters(root: str | Path) -> dict[str, Parameter]:
     """What the wake-up probes beside a corpus measured of its host: the scheduling cold start
     ``local_wake_cold_us`` (manifest key ``wakeprobe``), the median one-way latency after
@@ -230,11 +254,7 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
     beside it (``wakeprobe_busy``, every
     other core kept awake), a socket's wake-up on a halted vCPU (:func:`socket_wake_parameters`)."""
     root = Path(root)
-    try:
-        names = json.loads((root / MANIFEST).read_text())
-        names = names if isinstance(names, dict) else {}
-    except (OSError, ValueError):
-        names = {}  # load_corpus says what is wrong with the manifest
+    names = _probe_names(root)
     halt_name = names.get("wakeprobe_halt")
     halt_path = root / halt_name if isinstance(halt_name, str) else HALT_PROBE
     steady_name = names.get("wakeprobe_steady")
@@ -487,6 +507,7 @@ def measured_prior(
     host: Mapping[str, Parameter] | None = None,
     veth: Parameter | None = None,
     read: Parameter | None = None,
+    cold: ColdStart | None = None,
 ) -> tuple[Profile, frozenset[str]]:
     """The prior with what the calibration point's runs measured directly, and those names.
 
@@ -499,9 +520,11 @@ def measured_prior(
     Every system's host is the lab's: Linux's load balancer (:data:`LINUX_IMBALANCE_PCT`: the
     two processes share a vCPU while it has spare capacity). Runs of other tools state only
     their server's CPU and sleeps a message (:func:`native_server_work`: its warm work and a
-    wake-up's CPU, with the burst probe's); being native code, their handlers take no
-    interpreter cold start and no bookkeeping after a wake-up (``linger``), the client's
-    wake-up CPU being its per-wake-up work, which the fit scales with the rest of its work. Every
+    wake-up's CPU, with the burst probe's); being native code, their handlers leave no
+    bookkeeping after a wake-up (``linger``), the client's wake-up CPU being its per-wake-up
+    work, which the fit scales with the rest of its work, and their threads' cold start after a
+    sleep is their kernel receive's (``cold``, :func:`native_cold_start`; by default the
+    committed probe's, :data:`calibration.coldstart.CPU_PROBE`). Every
     system takes what the wake-up probes measured of the lab's host (``host``:
     :func:`host_parameters`; by default the cold start :data:`WAKE_PROBE_COLD_US`, where a
     testbed system's fit starts its own cold start from, free group ``cold``; no socket's
@@ -535,9 +558,10 @@ def measured_prior(
         # calibration point's orders, which come after one, and cancels, which do not.
         derived["local_wake_cold_us"] = known.pop("local_wake_cold_us")
     else:
+        cold = cold or fit_cold_start(CPU_PROBE, COLD_START_GAP_US)
         for name in EVENTS_PER_MSG:
-            known[f"{name}_cold_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)
-            known[f"{name}_linger_us"] = Parameter(0.0, NATIVE_COLD_SOURCE)
+            known.update(cold.parameters(name))
+            known[f"{name}_linger_us"] = Parameter(0.0, NATIVE_LINGER_SOURCE)
             derived[f"{name}_wake_cpu_us"] = replace(prior[f"{name}_wake_us"], fitted=False)
         server = native_server_work(system)
         if server is not None:
@@ -685,7 +709,12 @@ def system_matrix(
     host = host_parameters(manifest.parent)
     shipped = load_profile(resolve_profile_path("local"))
     prior, known = measured_prior(
-        system, shipped, host, veth_extra(system, corpus), read_calls(system, corpus)
+        system,
+        shipped,
+        host,
+        veth_extra(system, corpus),
+        read_calls(system, corpus),
+        native_cold_start(manifest.parent),
     )
     calibrator = TwinCalibrator(
         prior=prior,
@@ -815,9 +844,7 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             if saturation_errors
             else None
         ),
-        "saturation_within_goal": (
-            sum(saturations) / len(saturations) if saturations else None
-        ),
+        "saturation_within_goal": (sum(saturations) / len(saturations) if saturations else None),
         "saturations_judged": len(saturations),
     }
 
@@ -830,6 +857,7 @@ def accuracy_matrix(
     root = Path(root)
     corpus = load_corpus(root)
     host_parameters(root)  # a bad wake-up probe is one line before any fit
+    native_cold_start(root)
     systems = []
     for system in corpus:
         try:

@@ -660,9 +660,18 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_server_work.json",
         "plus sockperf's server work measured, not fitted: its CPU and sleeps a message at the "
-        "calibration point and its burst probe give its warm work a message and a wake-up's CPU",
+        "calibration point and its burst probe give its warm work a message and a wake-up's CPU "
+        "(commit 0a14d81)",
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        "plus a native thread's cold start after a sleep (the kernel receive's, from the wake-up "
+        "probe's CPU by gap), a group's messages waking each thread once, a message served "
+        "through the shared vCPU's hops (wake-up preemption), and the balancer reading the "
+        "vCPU's utilization, kernel path included",
         CORPUS_DAY,
     ),
     (

@@ -3,7 +3,8 @@
 Each message is a SimPy process that walks the path's hops in order: it waits the hop's fixed
 time and its non-queueing delay, then (if the hop has a station) queues FIFO for one of the
 station's servers and holds it for the service time (plus a wake-up when it finds a sleeping
-station idle, see :class:`twin.path.Station`); at a reader station (a one-thread pipeline) it
+station idle, see :class:`twin.path.Station`), or keeps it into the next hop where the hop
+continues (:attr:`twin.path.Hop.continues`); at a reader station (a one-thread pipeline) it
 joins the next read and leaves each of the reader's stages as the read's work says
 (:class:`_Reader`). In the order loop a client sends a limit
 order, and on its ack immediately sends the cancel; each of the two round trips is one recorded
@@ -48,6 +49,15 @@ class _Reader:
     last: int
     pending: list[tuple[simpy.Event, float]] = field(default_factory=list)
     free: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """The server a message keeps into its next hop (twin.path.Hop.continues): its request, and
+    the lingers its run has left so far, paid on the server once the run ends (us)."""
+
+    request: Any
+    linger_us: float
 
 
 class _Model:
@@ -123,6 +133,8 @@ class _Model:
         # Hops whose station holds the message through the next hop's delay, awake meanwhile,
         # and when each station's last hold ends (twin.path.Hop.holds).
         self.holds = [bool(x) for x in hops["holds"]]
+        # Hops whose message keeps its server into the next hop (twin.path.Hop.continues).
+        self.continues = [bool(x) for x in hops["continues"]]
         self.held_until = [0.0] * path.n_stations
         self.cycles_started = 0  # an open loop deals its cycles to the connections in turn
         # A closed loop in turn: the account whose send is next, and those free but waiting.
@@ -200,6 +212,7 @@ class _Model:
         # Whether the message took a new batch at the last batching station it visited.
         led = False
         holder = -1  # the station holding it through this hop (twin.path.Hop.holds)
+        kept: _Kept | None = None  # the server it keeps into this hop (twin.path.Hop.continues)
         i = 0
         while i < self.n_hops:
             st = self.station[i]
@@ -219,7 +232,7 @@ class _Model:
             if wait > 0:
                 yield env.timeout(wait)
             if st >= 0:
-                led = yield from self.serve(i, st, led, conn)
+                led, kept = yield from self.serve(i, st, led, conn, kept)
                 holder = st if self.holds[i] else -1
             if hop_times is not None:
                 hop_times[i] = env.now - entered
@@ -229,10 +242,15 @@ class _Model:
             self.samples[kind].append(env.now - sent)
             self.hop_sum += hop_times
 
-    def serve(self, i: int, st: int, led: bool, conn: int) -> Generator[Any, Any, bool]:
-        """Queue FIFO for a server of station ``st`` and hold it for hop ``i``'s service; return
+    def serve(
+        self, i: int, st: int, led: bool, conn: int, kept: _Kept | None = None
+    ) -> Generator[Any, Any, tuple[bool, _Kept | None]]:
+        """Queue FIFO for a server of station ``st`` and hold it for hop ``i``'s service, or go
+        on with the server ``kept`` from the hop before (twin.path.Hop.continues); return
         whether the message now leads a batch (``led``: whether it did before; ``conn``: the
-        message's connection)."""
+        message's connection) and the server it keeps into the next hop, if it does."""
+        if kept is not None:
+            return (yield from self.serve_kept(i, st, led, kept))
         env = self.env
         resource = self.resources[st]
         stall = self.stall[st]
@@ -281,14 +299,42 @@ class _Model:
         if self.linger_yields[i]:
             yielded, linger = linger, 0.0
         yield env.timeout(s)
+        return led, self.leave(i, st, _Kept(req, 0.0), linger, yielded)
+
+    def serve_kept(
+        self, i: int, st: int, led: bool, kept: _Kept
+    ) -> Generator[Any, Any, tuple[bool, _Kept | None]]:
+        """Hop ``i``'s service on the server the message kept from the hop before: no queue, no
+        wake-up, its own work and linger only."""
+        serve = self.service[i]
+        s = serve() if serve is not None else 0.0
+        linger = 0.0
+        left_behind = self.linger[i]
+        if left_behind is not None and (led or not self.linger_per_batch[i]):
+            linger = left_behind()
+        if self.in_window(self.env.now):
+            self.busy[st] += s + linger
+        yielded = 0.0
+        if self.linger_yields[i]:
+            yielded, linger = linger, 0.0
+        yield self.env.timeout(s)
+        return led, self.leave(i, st, kept, linger, yielded)
+
+    def leave(self, i: int, st: int, kept: _Kept, linger: float, yielded: float) -> _Kept | None:
+        """After hop ``i``'s service: the station stays awake through what ``yielded``; the
+        message keeps the server into the next hop if hop ``i`` continues (its ``linger`` then
+        waits for the run's end), else the server is freed after every linger of the run."""
         if yielded > 0:  # awake through it, no server held
-            self.held_until[st] = max(self.held_until[st], env.now + yielded)
+            self.held_until[st] = max(self.held_until[st], self.env.now + yielded)
+        linger += kept.linger_us
+        if self.continues[i]:
+            return _Kept(kept.request, linger)
         if linger > 0:
-            env.process(self.release_after(st, req, linger))
+            self.env.process(self.release_after(st, kept.request, linger))
         else:
-            resource.release(req)
-            self.last_free[st] = env.now
-        return led
+            self.resources[st].release(kept.request)
+            self.last_free[st] = self.env.now
+        return None
 
     def open_spans(self, hop: int, t: float, span_start: list[float]) -> None:
         for k, first in enumerate(self.span_first):

@@ -64,6 +64,9 @@ HOP_DTYPE = np.dtype(
         ("may_stall", np.int64),
         # 1: its station holds the message through the next hop, awake meanwhile (Hop.holds).
         ("holds", np.int64),
+        # 1: the message keeps its server into the next hop, at the same station
+        # (twin.path.Hop.continues).
+        ("continues", np.int64),
         # 1: the hop's own wake-up (a distribution as above) replaces its station's when it
         # wakes it (twin.path.Hop.wake).
         ("own_wake", np.int64),

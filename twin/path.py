@@ -286,6 +286,14 @@ class Hop:
     deadline): an arrival then finds it awake. Holding takes no server: other messages are
     served meanwhile.
 
+    ``continues``: the message keeps its server into the next hop, at the same station with no
+    delay between (a thread's system call that runs the kernel path on its CPU; a thread that a
+    message wakes on the CPU it shares, which runs before the waker's queued work: Linux's
+    wake-up preemption): the two hops are served back to back, the next one's work taking no
+    place in the queue and paying no wake-up. A run of such hops is one service of the station
+    (its M/G/1 service is their sum), each hop's own work as it would be; what a hop leaves on
+    the server (its linger, a woken station's ``linger_us``) is left after the run's last hop.
+
     ``wake``: the wake-up this visit pays when it finds its sleeping station idle, in place of
     the station's own (what wakes the thread here: a socket's data rather than a timer's
     expiry, say); None: the station's. Scaled, cold and stalling as the station's wake-up.
@@ -318,6 +326,7 @@ class Hop:
     may_stall: bool = True
     holds: bool = False
     wake: Dist | None = None
+    continues: bool = False
 
     def __post_init__(self) -> None:
         self._check_allowance()
@@ -575,6 +584,33 @@ def _check_holds(hops: list[Hop]) -> None:
             )
 
 
+def _check_continues(hops: list[Hop]) -> None:
+    """A hop that continues is followed by a hop at its station, met at once: no fixed time or
+    delay, no token bucket, no wake-up of its own; neither is a reader's stage or at a batching
+    station."""
+    for i, hop in enumerate(hops):
+        if not hop.continues:
+            continue
+        after = hops[i + 1] if i + 1 < len(hops) else None
+        st = hop.station
+        if (
+            st is None
+            or st.reader
+            or not st.batch.is_zero
+            or after is None
+            or after.station != st
+            or after.fixed_us != 0
+            or not after.delay.is_zero
+            or after.allowance is not None
+            or after.wake is not None
+        ):
+            raise ModelError(
+                f"Hop {hop.name!r}: continues into the next hop, which must be at its station "
+                f"(not a reader's, not batching), with no fixed time, delay, allowance or "
+                f"wake-up of its own"
+            )
+
+
 def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
     """Lower a list of hops (and the spans to report) to the arrays both engines execute."""
     if not hops:
@@ -582,6 +618,7 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
     _check_readers(hops)
     _check_per_batch_lingers(hops)
     _check_holds(hops)
+    _check_continues(hops)
     span_hops = _span_rows(hops, spans)
     stations: dict[str, Station] = {}
     allowances: dict[str, Allowance] = {}
@@ -613,6 +650,7 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
         row["linger_yields"] = int(hop.linger_yields)
         row["may_stall"] = int(hop.may_stall)
         row["holds"] = int(hop.holds)
+        row["continues"] = int(hop.continues)
         row["own_wake"] = int(hop.wake is not None)
         (row["wake_code"], row["wake_p0"], row["wake_p1"], row["wake_p2"]) = encode(
             hop.wake if hop.wake is not None else ZERO

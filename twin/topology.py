@@ -403,7 +403,8 @@ class _PathBuilder:
         )
         workload = self.s.workload
         alternating = workload.loop == Loop.CLOSED and workload.accounts == 1
-        return loopback.shared_vcpu_hops(hops, self.profile, rate, sender, alternating)
+        group = float(workload.burst) if workload.loop == Loop.OPEN else 1.0
+        return loopback.shared_vcpu_hops(hops, self.profile, rate, sender, alternating, group)
 
     def public_api_round_trip(self) -> list[Hop]:
         """A REST request to a venue's public endpoint (see :mod:`twin.components.venue`): the

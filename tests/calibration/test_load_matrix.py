@@ -174,11 +174,13 @@ def test_matrix_of_a_folder_without_manifest(tmp_path, capsys) -> None:
 
 def test_a_native_tool_takes_the_hosts_probes_and_no_interpreter_overheads() -> None:
     """sockperf states only its server's CPU: the matrix's prior for it is the shipped profile
-    with the host's wake-up probe, no handler cold start or linger (native code), the server's
+    with the host's wake-up probe, its threads' cold start the kernel receive's (the committed
+    CPU probe's fit, :mod:`calibration.coldstart`), no linger (native code), the server's
     work measured (:func:`calibration.matrix.native_server_work`), the client's wake-up CPU its
     per-wake-up work; those are not fitted, the client's wake-up CPU scales with its work's
     factor."""
     from calibration import matrix
+    from calibration.coldstart import CPU_PROBE, fit_cold_start
     from twin.profile import load_profile, resolve_profile_path
 
     shipped = load_profile(resolve_profile_path("local"))
@@ -188,10 +190,14 @@ def test_a_native_tool_takes_the_hosts_probes_and_no_interpreter_overheads() -> 
     )  # fmt: skip
     prior, known = matrix.measured_prior(sockperf, shipped)
     assert prior.value("local_wake_cold_us") == matrix.WAKE_PROBE_COLD_US
-    assert (
-        prior.value("local_client_work_cold_us") == prior.value("local_gateway_work_cold_us") == 0
-    )
-    assert shipped.value("local_client_work_cold_us") > 0
+    cold = fit_cold_start(CPU_PROBE, matrix.COLD_START_GAP_US)
+    for name in ("local_client_work", "local_gateway_work"):
+        assert prior.value(f"{name}_cold_us") == cold.cold_us
+        assert prior.value(f"{name}_idle_us") == cold.tau_us
+        assert {f"{name}_cold_us", f"{name}_idle_us"} <= known
+    # The Python testbed's interpreter cold start is far larger and slower than the kernel's.
+    assert shipped.value("local_client_work_cold_us") > cold.cold_us
+    assert shipped.value("local_client_work_idle_us") > cold.tau_us
     assert prior.value("local_client_work_linger_us") == 0
     wake_cpu = prior.value("local_client_work_wake_cpu_us")
     assert wake_cpu == shipped.value("local_client_work_wake_us")

@@ -555,6 +555,7 @@ def shared_vcpu_hops(
     rate_msgs_per_s: float,
     sender: Sender,
     alternating: bool = False,
+    group: float = 1.0,
 ) -> list[Hop]:
     """The round trip with both processes on one vCPU when :func:`colocated`, else ``hops``.
 
@@ -572,7 +573,11 @@ def shared_vcpu_hops(
     :attr:`twin.path.Hop.linger`, less the kernel path it sends, measured in that CPU and now
     the vCPU's work on the path), the client's 1.5 wake-ups a message (timer, ack, cancel ack a
     cycle) split as half for its write and one for the reply; the gateway's cold start, paid by
-    the orders, at its mean over the cycles' exponential gaps. That bookkeeping **yields**
+    the orders, at its mean over the cycles' exponential gaps. Messages that arrive in groups
+    (an open loop's ``workload.burst``, ``group`` cycles at a time on average) wake each thread
+    once a group: the first finds it asleep, the rest queue on the vCPU behind it and find the
+    thread still at work, so a message carries ``1 / group`` of those wake-ups' work and the
+    gateway's cold start after the groups' gaps. That bookkeeping **yields**
     (:attr:`twin.path.Hop.linger_yields`): the thread a send wakes on the shared vCPU runs before
     the sender's remaining work (Linux preempts the waker for a woken thread that slept,
     ``check_preempt_wakeup_fair``, kernel/sched/fair.c), so it keeps the vCPU awake and busy but
@@ -585,6 +590,8 @@ def shared_vcpu_hops(
     the vCPU has spare capacity its reads take one message each), and hold the vCPU awake
     through their delay.
     """
+    if not group >= 1.0:
+        raise ModelError(f"cycles a group {group}: need >= 1")
     relayed = any(hop.component == "relay" for hop in hops)
     if not colocated(profile, rate_msgs_per_s, sender, relayed, alternating):
         return hops
@@ -599,13 +606,13 @@ def shared_vcpu_hops(
         stall=wake_stall(profile),
     )
     vcpu = _halted(vcpu, profile)
-    cycles_per_us = rate_msgs_per_s * 1e-6 / 2
+    groups_per_us = rate_msgs_per_s * 1e-6 / 2 / group
     kernel = [hop for hop in hops if hop.component == "kernel"]
     path_us = kernel[0].fixed_us + kernel[0].delay.mean if kernel else 0.0
     # A thread's handler work and bookkeeping come with a wake-up of its own, which an event finds
     # with the probability its thread is idle (the mean-value rule of utilization()).
     busy = process_utilization(profile, rate_msgs_per_s, sender)
-    asleep = {name: 1.0 - min(1.0, rho) for name, rho in busy.items()}
+    asleep = {name: (1.0 - min(1.0, rho)) / group for name, rho in busy.items()}
     # With a spinning sender, the way out of its write runs in its system call, on its vCPU.
     out = []
     for i, hop in enumerate(hops):
@@ -628,10 +635,10 @@ def shared_vcpu_hops(
         wakes = (0.5 if hop.name == CLIENT_WRITE else 1.0) * asleep[name]
         handler = wakes * speed * profile.value(f"{name}_wake_us")
         if name != client:
-            # Paid by the orders (after the cycles' exponential gap G of rate r the cold start
-            # has grown to E[1 - exp(-G / tau)] = 1 / (1 + r tau) of itself), not by the cancels
-            # (the gateway ran moments before).
-            cold_share = 1.0 / (1.0 + cycles_per_us * profile.value(f"{name}_idle_us"))
+            # Paid by a group's first order (after the groups' exponential gap G of rate r the
+            # cold start has grown to E[1 - exp(-G / tau)] = 1 / (1 + r tau) of itself), not by
+            # the cancels (the gateway ran moments before).
+            cold_share = 1.0 / (1.0 + groups_per_us * profile.value(f"{name}_idle_us")) / group
             handler += 0.5 * speed * profile.value(f"{name}_cold_us") * cold_share
         service = hop.service
         if isinstance(service, ShiftedLognormal):
@@ -658,4 +665,32 @@ def shared_vcpu_hops(
                 wake=None if hop.wake is None else socket_wake(profile, sender),
             )
         )
+    # The balancer sees the vCPU's utilization: the processes' work and the kernel path they run
+    # on it (which their measured CPU may not show apart); once that leaves no spare capacity it
+    # moves one away, as colocated() says of the processes alone.
+    on_vcpu = sum(h.service.mean + h.linger.mean for h in out if h.station is vcpu)
+    if rate_msgs_per_s * 1e-6 * on_vcpu * profile.value("local_balance_imbalance_pct") >= 100.0:
+        return hops
+    return _run_through(out, vcpu)
+
+
+def _run_through(hops: list[Hop], vcpu: Station) -> list[Hop]:
+    """``hops`` with each hop on the shared ``vcpu`` continuing into the next one there when
+    nothing lies between (:attr:`twin.path.Hop.continues`): a system call runs its kernel path
+    on its own CPU, and the thread a send wakes on the vCPU runs before the sender's remaining
+    work and the messages queued behind it (Linux preempts the waker for a woken thread that
+    slept, ``check_preempt_wakeup_fair``, kernel/sched/fair.c), so a message goes through the
+    vCPU's hops as one service, woken once."""
+    out = list(hops)
+    for i in range(len(out) - 1):
+        here, after = out[i], out[i + 1]
+        if (
+            here.station is vcpu
+            and after.station is vcpu
+            and after.fixed_us == 0
+            and after.delay.is_zero
+            and after.allowance is None
+        ):
+            out[i] = replace(here, continues=True)
+            out[i + 1] = replace(after, wake=None)  # the vCPU is awake: no socket's wake-up
     return out

@@ -14,7 +14,8 @@ the designs tried and not kept: ``docs/design-notes.md``, fast engine):
   first, the array scanned only when it is busy. A sleeping station (:class:`twin.path.Station`)
   reads its idle time off those free times: an arrival after the last server freed wakes it
   (a flag bit of the hop; the wake-up's tables, cold start and linger live in per-station
-  arrays read only then).
+  arrays read only then). A run of hops that continue (:attr:`twin.path.Hop.continues`) is
+  served at its first hop's arrival, hop after hop on the same server: one service.
 - **No push when nothing comes first.** A message whose next arrival precedes every pending
   event is processed at once, and so is an arrival at a hop flagged *in order*
   (:func:`twin.fast.engine.in_order_hops`).
@@ -87,6 +88,7 @@ FLAG_BATCH_PER_CONNECTION = 256  # its station's batches are per connection (slo
 FLAG_HOLDS = 512  # its station holds the message through the next hop's delay (Hop.holds)
 FLAG_LINGER_YIELDS = 1024  # its linger keeps the station awake, no server held (Hop.linger_yields)
 FLAG_OWN_WAKE = 2048  # a wake-up of its own in place of its station's (HI_WAKE_Q, HI_WAKE_ROW)
+FLAG_CONTINUES = 4096  # the message keeps its server into the next hop (Hop.continues)
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none), then
 # the stall's (drawn at hops flagged FLAG_STALLS, see twin.path.Station.stall), then
@@ -733,20 +735,58 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         quantiles, tables, table_lengths, s0, s1, s2, s3,
                     )  # fmt: skip
                     linger += x
-                if warmup_us <= start < end_us:
-                    busy_us[st] += s + linger
-                done_t = start + s
-                if flags & FLAG_LINGER_YIELDS:  # awake through it, no server held
-                    station_held_us[st] = max(station_held_us[st], done_t + linger)
+                run_linger = 0.0  # lingers of the hops it continued from, left after the run
+                while True:
+                    if warmup_us <= start < end_us:
+                        busy_us[st] += s + linger
+                    done_t = start + s
+                    if flags & FLAG_LINGER_YIELDS:  # awake through it, no server held
+                        station_held_us[st] = max(station_held_us[st], done_t + linger)
+                        linger = 0.0
+                    if record:
+                        hop_sum_us[h] += done_t - enter
+                        closes = hop_il[hi + np.uint64(HI_SPAN_CLOSE)]
+                        if closes != 0:
+                            _close_spans(closes, done_t, slot_f, slot, span_counts)
+                    t = done_t
+                    hop += 1
+                    if not flags & FLAG_CONTINUES:
+                        break
+                    # It keeps the server into the next hop (at this station, met at once): the
+                    # hop's own work and linger, no queue, no wake-up.
+                    run_linger += linger
+                    h = np.uint64(hop)
+                    hi = h * np.uint64(HOP_I_COLS)
+                    flags = hop_il[hi + np.uint64(HI_FLAGS)]
+                    if flags & FLAG_HOLDS:
+                        holder = np.int64(st)
+                    enter = t
+                    start = t
+                    opens = hop_il[hi + np.uint64(HI_SPAN_OPEN)]
+                    if opens != 0:
+                        for b in range(MAX_SPANS):
+                            if (opens >> b) & 1:
+                                slot_f[slot, SF_SPAN + b] = t
+                    g, f, s0, s1, s2, s3 = grid_point(s0, s1, s2, s3)
+                    q = np.uint64(hop_il[hi + np.uint64(HI_SERVICE_Q)]) + g
+                    lo = quantiles[q]
+                    s = lo + (quantiles[q + np.uint64(1)] - lo) * f
+                    row = hop_il[hi + np.uint64(HI_SERVICE_ROW)]
+                    if row >= 0:
+                        u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
+                        n_row = table_lengths[row]
+                        s += tables[row, min(int(u * n_row), n_row - 1)]
                     linger = 0.0
-                server_free_us[pick] = done_t + linger
-                if record:
-                    hop_sum_us[h] += done_t - enter
-                    closes = hop_il[hi + np.uint64(HI_SPAN_CLOSE)]
-                    if closes != 0:
-                        _close_spans(closes, done_t, slot_f, slot, span_counts)
-                t = done_t
-                hop += 1
+                    if flags & FLAG_LINGERS and (
+                        not flags & FLAG_LINGERS_PER_BATCH or slot_i[slot, SI_LED] != 0
+                    ):
+                        x, s0, s1, s2, s3 = _draw(
+                            hop_il[hi + np.uint64(HI_LINGER_Q)],
+                            hop_il[hi + np.uint64(HI_LINGER_ROW)],
+                            quantiles, tables, table_lengths, s0, s1, s2, s3,
+                        )  # fmt: skip
+                        linger = x
+                server_free_us[pick] = t + linger + run_linger
             # Walk the non-queueing parts up to the next station.
             while hop < n_hops:
                 h = np.uint64(hop)

@@ -123,6 +123,7 @@ def hop_tables(
     hop_i[:, k.HI_FLAGS] |= np.where(hops["allowance"] >= 0, k.FLAG_ALLOWANCE, 0)
     hop_i[:, k.HI_ALLOWANCE] = hops["allowance"]
     hop_i[:, k.HI_FLAGS] |= np.where(hops["holds"] != 0, k.FLAG_HOLDS, 0)
+    hop_i[:, k.HI_FLAGS] |= np.where(hops["continues"] != 0, k.FLAG_CONTINUES, 0)
     hop_i[:, k.HI_VISIT] = path.station_visits()
     servers = np.asarray(path.station_servers, dtype=np.int64)
     first = np.concatenate([[0], np.cumsum(servers)[:-1]])

@@ -12,6 +12,7 @@ import pytest
 
 from calibration.testbed import fit as predict
 from twin.components import loopback
+from twin.errors import ModelError
 from twin.kinds import Sender
 from twin.profile import Parameter, Profile, load_profile
 from twin.scenario import load_scenario
@@ -268,6 +269,8 @@ def test_a_spinning_senders_server_and_receiver_share_the_other_vcpu():
     stations = [int(x) for x in path.hops["station"]]
     # sender's write, way out, gateway, way back, receiver
     assert stations == [0, -1, 1, 1, 1]
+    # The server's write runs the way back; the receiver it wakes runs before the server's next.
+    assert [bool(x) for x in path.hops["continues"]] == [False, False, True, True, False]
     assert [bool(x) for x in path.station_sleeps()] == [False, True]
     apart = prepare(
         spinning.with_fields({"workload.rate_msgs_per_s": 1000}),
@@ -436,6 +439,44 @@ def test_colocated_processes_queue_on_one_sleeping_vcpu():
     assert sorted(busy.path.station_names) == ["client process", "gateway process"]
     # The bookkeeping yields to the thread a send wakes: it delays no message.
     assert all(bool(path.hops["linger_yields"][i]) for i in on_vcpu)
+    # A message goes through the vCPU's five hops as one service (Hop.continues).
+    assert [bool(x) for x in path.hops["continues"]] == [True, True, True, True, False]
+
+
+def test_a_group_of_messages_wakes_each_thread_once():
+    """Groups of 4 cycles (workload.burst): the first message finds the threads asleep, the rest
+    queue on the vCPU behind it, so each hop carries a quarter of the per-wake-up work a lone
+    message does (the reply hop's work is only that) and the gateway's cold start after the
+    groups' gaps."""
+    from twin.simulation import prepare
+
+    p = _profile(local_balance_imbalance_pct=117.0)
+    rate = p.value("local_calibration_rate_msgs_per_s")
+    base = load_scenario(SCENARIO).with_fields({"workload.rate_msgs_per_s": rate})
+    lone = prepare(base, p).path.hop_moments_us()[0]
+    grouped = prepare(base.with_fields({"workload.burst": 4}), p).path.hop_moments_us()[0]
+    assert grouped[-1] == pytest.approx(lone[-1] / 4)
+    assert grouped[2] < lone[2]
+    with pytest.raises(ModelError, match="cycles a group"):
+        loopback.shared_vcpu_hops([], p, rate, Sender.EVENT_LOOP, group=0.5)
+
+
+def test_the_balancer_sees_the_kernel_path_the_vcpu_runs():
+    """Linux's balancer reads the CPU's utilization, the kernel path its threads' system calls
+    run included: a path slow enough to fill the shared vCPU (with the processes' own work
+    under the threshold) parts the processes."""
+    from twin.simulation import prepare
+
+    rate = 1000.0
+    p = _profile(local_balance_imbalance_pct=117.0)
+    assert loopback.colocated(p, rate, Sender.SPINNING)
+    spinning = load_scenario(ROOT / "twin" / "scenarios" / "local_sockperf.toml")
+    at = spinning.with_fields({"workload.rate_msgs_per_s": rate})
+    assert loopback.SHARED_VCPU in prepare(at, p).path.station_names
+    # A way back of about 1 ms a message (median 600 us, sigma 1): more than the vCPU has.
+    slow = _profile(local_balance_imbalance_pct=117.0, local_path_median_us=600.0)
+    assert loopback.colocated(slow, rate, Sender.SPINNING)  # the processes' own work alone
+    assert loopback.SHARED_VCPU not in prepare(at, slow).path.station_names
 
 
 def test_a_gateway_read_leaves_its_system_calls_behind_once_a_read():
