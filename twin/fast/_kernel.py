@@ -185,6 +185,15 @@ def _close_spans(closes, t, slot_f, slot, span_counts):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
+def _open_spans(opens, t, slot_f, slot):  # noqa: ANN001, ANN202
+    """Open at ``t`` the spans whose bits are set in ``opens`` (a hop's HI_SPAN_OPEN)."""
+    if opens != 0:
+        for b in range(MAX_SPANS):
+            if (opens >> b) & 1:
+                slot_f[slot, SF_SPAN + b] = t
+
+
+@njit(cache=True)
 def _push(heap_t: np.ndarray, heap_k: np.ndarray, heap_n: int, t: float, key: int) -> int:
     """Push (sift up) an event whose key is the largest so far; return the new heap size."""
     j = heap_n
@@ -762,20 +771,12 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         holder = np.int64(st)
                     enter = t
                     start = t
-                    opens = hop_il[hi + np.uint64(HI_SPAN_OPEN)]
-                    if opens != 0:
-                        for b in range(MAX_SPANS):
-                            if (opens >> b) & 1:
-                                slot_f[slot, SF_SPAN + b] = t
-                    g, f, s0, s1, s2, s3 = grid_point(s0, s1, s2, s3)
-                    q = np.uint64(hop_il[hi + np.uint64(HI_SERVICE_Q)]) + g
-                    lo = quantiles[q]
-                    s = lo + (quantiles[q + np.uint64(1)] - lo) * f
-                    row = hop_il[hi + np.uint64(HI_SERVICE_ROW)]
-                    if row >= 0:
-                        u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
-                        n_row = table_lengths[row]
-                        s += tables[row, min(int(u * n_row), n_row - 1)]
+                    _open_spans(hop_il[hi + np.uint64(HI_SPAN_OPEN)], t, slot_f, slot)
+                    s, s0, s1, s2, s3 = _draw(
+                        hop_il[hi + np.uint64(HI_SERVICE_Q)],
+                        hop_il[hi + np.uint64(HI_SERVICE_ROW)],
+                        quantiles, tables, table_lengths, s0, s1, s2, s3,
+                    )  # fmt: skip
                     linger = 0.0
                     if flags & FLAG_LINGERS and (
                         not flags & FLAG_LINGERS_PER_BATCH or slot_i[slot, SI_LED] != 0
@@ -792,11 +793,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 h = np.uint64(hop)
                 hi = h * np.uint64(HOP_I_COLS)
                 enter = t
-                opens = hop_il[hi + np.uint64(HI_SPAN_OPEN)]
-                if opens != 0:
-                    for b in range(MAX_SPANS):
-                        if (opens >> b) & 1:
-                            slot_f[slot, SF_SPAN + b] = t
+                _open_spans(hop_il[hi + np.uint64(HI_SPAN_OPEN)], t, slot_f, slot)
                 g, f, s0, s1, s2, s3 = grid_point(s0, s1, s2, s3)
                 q = np.uint64(hop_il[hi + np.uint64(HI_DELAY_Q)]) + g
                 lo = quantiles[q]
