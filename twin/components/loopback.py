@@ -557,7 +557,10 @@ def shared_vcpu_hops(
     alternating: bool = False,
     group: float = 1.0,
 ) -> list[Hop]:
-    """The round trip with both processes on one vCPU when :func:`colocated`, else ``hops``.
+    """The round trip with both processes on one vCPU when :func:`colocated` and while that
+    vCPU's own work (theirs and the kernel path they run on it) leaves it spare capacity too,
+    else ``hops``; on the vCPU a message goes through its hops as one service
+    (:func:`_run_through`).
 
     The processes' hops and the kernel path between them (:func:`_on_vcpu`) then share one
     station, :data:`SHARED_VCPU` (with a spinning sender, which holds a vCPU of its own: the
