@@ -290,16 +290,7 @@ class _Model:
             woke, cooled = self.wake_up(st, idle_us, i)
             s += woke
             linger = self.linger_us[st] + self.linger_cold_us[st] * cooled
-        left_behind = self.linger[i]
-        if left_behind is not None and (led or not self.linger_per_batch[i]):
-            linger += left_behind()
-        if self.in_window(env.now):
-            self.busy[st] += s + linger
-        yielded = 0.0
-        if self.linger_yields[i]:
-            yielded, linger = linger, 0.0
-        yield env.timeout(s)
-        return led, self.leave(i, st, _Kept(req, 0.0), linger, yielded)
+        return (yield from self.work(i, st, led, _Kept(req, 0.0), s, linger))
 
     def serve_kept(
         self, i: int, st: int, led: bool, kept: _Kept
@@ -307,34 +298,35 @@ class _Model:
         """Hop ``i``'s service on the server the message kept from the hop before: no queue, no
         wake-up, its own work and linger only."""
         serve = self.service[i]
-        s = serve() if serve is not None else 0.0
-        linger = 0.0
+        return (yield from self.work(i, st, led, kept, serve() if serve is not None else 0.0, 0.0))
+
+    def work(
+        self, i: int, st: int, led: bool, kept: _Kept, s: float, linger: float
+    ) -> Generator[Any, Any, tuple[bool, _Kept | None]]:
+        """Hop ``i``'s service ``s`` on the ``kept`` server, with what the visit leaves on it
+        (``linger`` so far, and the hop's own): counted busy, then the station stays awake
+        through what yields; the message keeps the server into the next hop if hop ``i``
+        continues (its linger then waits for the run's end), else the server is freed after
+        every linger of the run."""
         left_behind = self.linger[i]
         if left_behind is not None and (led or not self.linger_per_batch[i]):
-            linger = left_behind()
+            linger += left_behind()
         if self.in_window(self.env.now):
             self.busy[st] += s + linger
-        yielded = 0.0
-        if self.linger_yields[i]:
-            yielded, linger = linger, 0.0
         yield self.env.timeout(s)
-        return led, self.leave(i, st, kept, linger, yielded)
-
-    def leave(self, i: int, st: int, kept: _Kept, linger: float, yielded: float) -> _Kept | None:
-        """After hop ``i``'s service: the station stays awake through what ``yielded``; the
-        message keeps the server into the next hop if hop ``i`` continues (its ``linger`` then
-        waits for the run's end), else the server is freed after every linger of the run."""
-        if yielded > 0:  # awake through it, no server held
-            self.held_until[st] = max(self.held_until[st], self.env.now + yielded)
+        if self.linger_yields[i]:  # awake through it, no server held
+            if linger > 0:
+                self.held_until[st] = max(self.held_until[st], self.env.now + linger)
+            linger = 0.0
         linger += kept.linger_us
         if self.continues[i]:
-            return _Kept(kept.request, linger)
+            return led, _Kept(kept.request, linger)
         if linger > 0:
             self.env.process(self.release_after(st, kept.request, linger))
         else:
             self.resources[st].release(kept.request)
             self.last_free[st] = self.env.now
-        return None
+        return led, None
 
     def open_spans(self, hop: int, t: float, span_start: list[float]) -> None:
         for k, first in enumerate(self.span_first):
