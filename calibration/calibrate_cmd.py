@@ -66,6 +66,12 @@ def add_parser(subparsers: Any) -> None:
         "and report the summary's range (seed_spread): the noise a change must beat",
     )
     p.add_argument(
+        "--workers",
+        type=positive_int,
+        metavar="N",
+        help="with --matrix --seeds: processes running the seeds (default: one per core)",
+    )
+    p.add_argument(
         "measurements",
         nargs="*",
         metavar="MEASUREMENTS",
@@ -153,9 +159,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_matrix(args: argparse.Namespace) -> int:
-    """``twin validate --matrix CORPUS [--seeds K] [--json] [--json-out PATH]``."""
-    from calibration.matrix import accuracy_matrix, format_matrix, seed_spread
+    """``twin validate --matrix CORPUS [--seeds K] [--workers N] [--json] [--json-out PATH]``."""
+    from calibration.matrix import format_matrix, seed_matrices, seed_spread
     from twin.atomic import write_json
+    from twin.replicate import default_workers
 
     if args.profile is not None or args.measurements:
         print("twin validate: --matrix takes no PROFILE or MEASUREMENTS", file=sys.stderr)
@@ -164,9 +171,11 @@ def run_matrix(args: argparse.Namespace) -> int:
     def progress(name: str) -> None:
         print(f"calibrated and predicted {name}", file=sys.stderr)
 
-    matrix = accuracy_matrix(args.matrix, progress)
+    seeds = range(1, (args.seeds or 1) + 1)
+    matrices = seed_matrices(args.matrix, seeds, progress, args.workers or default_workers())
+    matrix = matrices[0]  # seed 1's
     if args.seeds:
-        matrix["seed_spread"] = seed_spread(args.matrix, range(1, args.seeds + 1), progress)
+        matrix["seed_spread"] = seed_spread(seeds, [m["summary"] for m in matrices])
     if args.json_out:
         from pathlib import Path
 
@@ -188,8 +197,8 @@ def run_validate(args: argparse.Namespace) -> int:
 
     if args.matrix is not None:
         return run_matrix(args)
-    if args.seeds:
-        print("twin validate: --seeds goes with --matrix CORPUS", file=sys.stderr)
+    if args.seeds or args.workers:
+        print("twin validate: --seeds and --workers go with --matrix CORPUS", file=sys.stderr)
         return 2
     if args.profile is None:
         print("twin validate: give a PROFILE, or --matrix CORPUS", file=sys.stderr)

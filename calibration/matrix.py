@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import statistics
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -878,15 +880,35 @@ SPREAD_KEYS = (
 )
 
 
-def seed_spread(
-    root: str | Path, seeds: Sequence[int], progress: Callable[[str], None] | None = None
-) -> dict[str, Any]:
-    """The summary of the matrix re-run with each of ``seeds`` (:func:`system_matrix`): how much
-    of a change between two models the fit's and the runs' random numbers alone would give.
-    ``{"seeds": [...], key: [one value per seed], ...}`` for each of :data:`SPREAD_KEYS`."""
+def seed_matrices(
+    root: str | Path,
+    seeds: Sequence[int],
+    progress: Callable[[str], None] | None = None,
+    workers: int = 1,
+) -> list[dict[str, Any]]:
+    """The whole matrix (:func:`accuracy_matrix`) with each of ``seeds``, in their order: in
+    this process, or on a pool of ``workers`` processes, one seed each (the same numbers either
+    way: every random number comes from the seed). ``progress`` hears of each system in this
+    process, of each seed on a pool."""
     if not seeds or len(set(seeds)) != len(seeds):
         raise TwinError(f"seeds {list(seeds)}: need distinct seeds")
-    summaries = [accuracy_matrix(root, progress, seed)["summary"] for seed in seeds]
+    if workers <= 1 or len(seeds) == 1:
+        return [accuracy_matrix(root, progress, seed) for seed in seeds]
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=min(workers, len(seeds)), mp_context=context) as pool:
+        futures = [pool.submit(accuracy_matrix, root, None, seed) for seed in seeds]
+        matrices = []
+        for seed, future in zip(seeds, futures, strict=True):
+            matrices.append(future.result())
+            if progress is not None:
+                progress(f"every system with seed {seed}")
+    return matrices
+
+
+def seed_spread(seeds: Sequence[int], summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The summaries of the matrix run with each of ``seeds`` side by side: how much of a change
+    between two models the fit's and the runs' random numbers alone would give.
+    ``{"seeds": [...], key: [one value per seed], ...}`` for each of :data:`SPREAD_KEYS`."""
     return {"seeds": list(seeds), **{k: [s[k] for s in summaries] for k in SPREAD_KEYS}}
 
 

@@ -667,11 +667,18 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_run_through.json",
         "plus a native thread's cold start after a sleep (the kernel receive's, from the wake-up "
         "probe's CPU by gap), a group's messages waking each thread once, a message served "
         "through the shared vCPU's hops (wake-up preemption), and the balancer reading the "
-        "vCPU's utilization, kernel path included",
+        "vCPU's utilization, kernel path included (commit 16263f1)",
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        "plus the server's cold start paid by every echo (one message a cycle, where the "
+        "testbed's cancel follows its order's reply), grown over evenly spaced gaps as "
+        "sockperf sends them",
         CORPUS_DAY,
     ),
     (

@@ -39,7 +39,7 @@ from twin.components import (
     venue,
 )
 from twin.dists import Dist
-from twin.kinds import Batching, Loop, Strategy, Tier, WorkloadKind
+from twin.kinds import Arrivals, Batching, Loop, Strategy, Tier, WorkloadKind
 from twin.path import Hop, Span
 from twin.profile import Profile
 from twin.scenario import MTU_BYTES, TCP_IP_HEADER_BYTES, Scenario
@@ -404,7 +404,11 @@ class _PathBuilder:
         workload = self.s.workload
         alternating = workload.loop == Loop.CLOSED and workload.accounts == 1
         group = float(workload.burst) if workload.loop == Loop.OPEN else 1.0
-        return loopback.shared_vcpu_hops(hops, self.profile, rate, sender, alternating, group)
+        per_cycle = workload.messages_per_cycle
+        uniform = workload.loop == Loop.OPEN and workload.arrivals == Arrivals.UNIFORM
+        return loopback.shared_vcpu_hops(
+            hops, self.profile, rate, sender, alternating, group, per_cycle, uniform
+        )
 
     def public_api_round_trip(self) -> list[Hop]:
         """A REST request to a venue's public endpoint (see :mod:`twin.components.venue`): the

@@ -311,10 +311,12 @@ def test_a_bad_wake_probe_is_one_line(tmp_path, capsys) -> None:
 
 
 def test_the_matrix_reports_its_spread_over_seeds(capsys, tmp_path) -> None:
-    """--seeds K re-runs the whole matrix with seeds 1..K: one summary value per seed, the
-    default run's seed (1) among them with the same summary, and the range printed."""
+    """--seeds K reports the whole matrix's summary with seeds 1..K, run on a pool of processes:
+    one value per seed, seed 1's the matrix's own, the range printed, and the same numbers as
+    a run in one process."""
     out = tmp_path / "matrix.json"
-    assert main(["validate", "--matrix", str(CORPUS), "--seeds", "2", "--json-out", str(out)]) == 0
+    args = ["validate", "--matrix", str(CORPUS), "--seeds", "2", "--workers", "2"]
+    assert main([*args, "--json-out", str(out)]) == 0
     assert "over seeds 1, 2: within goal" in capsys.readouterr().out
     matrix = json.loads(out.read_text())
     spread = matrix["seed_spread"]
@@ -326,11 +328,17 @@ def test_the_matrix_reports_its_spread_over_seeds(capsys, tmp_path) -> None:
         matrix["summary"]["p50_median_abs_err_pct"]
     )
     assert spread["p50_median_abs_err_pct"][1] != spread["p50_median_abs_err_pct"][0]
+    from calibration import matrix as module
+
+    (alone,) = module.seed_matrices(CORPUS, [2], workers=1)
+    assert {k: spread[k][1] for k in module.SPREAD_KEYS} == {
+        k: alone["summary"][k] for k in module.SPREAD_KEYS
+    }
 
 
 def test_seeds_without_a_matrix_is_refused(capsys) -> None:
     assert main(["validate", "default", "--seeds", "2"]) == 2
-    assert "--seeds goes with --matrix" in capsys.readouterr().err
+    assert "--seeds and --workers go with --matrix" in capsys.readouterr().err
 
 
 def test_a_route_through_the_relay_takes_its_work_at_the_calibration_point(tmp_path) -> None:
@@ -523,8 +531,9 @@ def test_a_testbed_gateways_read_costs_what_sockperfs_server_pays_on_its_route()
     for route in ("loopback", "veth"):
         sockperf = by_name[f"sockperf-tcp-{route}"]
         assert sockperf.probe is not None
-        (s_c, n_c), (s_p, n_p) = _server(sockperf.point(sockperf.calibrated_on)), _server(
-            sockperf.probe
+        (s_c, n_c), (s_p, n_p) = (
+            _server(sockperf.point(sockperf.calibrated_on)),
+            _server(sockperf.probe),
         )
         read = matrix.read_calls(by_name[f"testbed-{route}"], corpus)
         assert read is not None and sockperf.name in read.source

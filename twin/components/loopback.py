@@ -556,6 +556,8 @@ def shared_vcpu_hops(
     sender: Sender,
     alternating: bool = False,
     group: float = 1.0,
+    per_cycle: int = 2,
+    uniform: bool = False,
 ) -> list[Hop]:
     """The round trip with both processes on one vCPU when :func:`colocated` and while that
     vCPU's own work (theirs and the kernel path they run on it) leaves it spare capacity too,
@@ -576,7 +578,9 @@ def shared_vcpu_hops(
     :attr:`twin.path.Hop.linger`, less the kernel path it sends, measured in that CPU and now
     the vCPU's work on the path), the client's 1.5 wake-ups a message (timer, ack, cancel ack a
     cycle) split as half for its write and one for the reply; the gateway's cold start, paid by
-    the orders, at its mean over the cycles' exponential gaps. Messages that arrive in groups
+    the first message of each cycle (``per_cycle`` messages a cycle: the testbed's order, not
+    its cancel; every echo), at its mean over the cycles' gaps (exponential, or evenly spaced
+    where ``uniform``). Messages that arrive in groups
     (an open loop's ``workload.burst``, ``group`` cycles at a time on average) wake each thread
     once a group: the first finds it asleep, the rest queue on the vCPU behind it and find the
     thread still at work, so a message carries ``1 / group`` of those wake-ups' work and the
@@ -609,7 +613,7 @@ def shared_vcpu_hops(
         stall=wake_stall(profile),
     )
     vcpu = _halted(vcpu, profile)
-    groups_per_us = rate_msgs_per_s * 1e-6 / 2 / group
+    groups_per_us = rate_msgs_per_s * 1e-6 / per_cycle / group
     kernel = [hop for hop in hops if hop.component == "kernel"]
     path_us = kernel[0].fixed_us + kernel[0].delay.mean if kernel else 0.0
     # A thread's handler work and bookkeeping come with a wake-up of its own, which an event finds
@@ -638,11 +642,15 @@ def shared_vcpu_hops(
         wakes = (0.5 if hop.name == CLIENT_WRITE else 1.0) * asleep[name]
         handler = wakes * speed * profile.value(f"{name}_wake_us")
         if name != client:
-            # Paid by a group's first order (after the groups' exponential gap G of rate r the
-            # cold start has grown to E[1 - exp(-G / tau)] = 1 / (1 + r tau) of itself), not by
-            # the cancels (the gateway ran moments before).
-            cold_share = 1.0 / (1.0 + groups_per_us * profile.value(f"{name}_idle_us")) / group
-            handler += 0.5 * speed * profile.value(f"{name}_cold_us") * cold_share
+            # Paid by a group's first cycle's first message (after the groups' gap G the cold
+            # start has grown to E[1 - exp(-G / tau)] of itself: 1 / (1 + r tau) for exponential
+            # gaps of rate r, 1 - exp(-1 / (r tau)) for even ones), not by a testbed's cancels
+            # (the gateway ran moments before).
+            gaps_tau = groups_per_us * profile.value(f"{name}_idle_us")
+            grown = 1.0 / (1.0 + gaps_tau)
+            if uniform:
+                grown = -math.expm1(-1.0 / gaps_tau) if gaps_tau > 0 else 1.0
+            handler += speed * profile.value(f"{name}_cold_us") * grown / group / per_cycle
         service = hop.service
         if isinstance(service, ShiftedLognormal):
             service = replace(service, shift_us=service.shift_us + handler)

@@ -461,6 +461,35 @@ def test_a_group_of_messages_wakes_each_thread_once():
         loopback.shared_vcpu_hops([], p, rate, Sender.EVENT_LOOP, group=0.5)
 
 
+def test_every_echo_pays_the_servers_cold_start_grown_over_its_gap():
+    """sockperf's every message is a request after a gap (one a cycle, where the testbed's
+    cancel follows its order's reply at once): the server's hop on the shared vCPU carries its
+    whole cold start, grown over the gap to ``1 - exp(-gap / tau)`` of itself for evenly spaced
+    sends and to ``1 / (1 + r tau)`` on average for exponential gaps."""
+    from twin.simulation import prepare
+
+    rate, cold, tau = 1000.0, 20.0, 500.0
+    spinning = load_scenario(ROOT / "twin" / "scenarios" / "local_sockperf.toml").with_fields(
+        {"workload.rate_msgs_per_s": rate}
+    )
+    speed = loopback._speed_ratio(_profile(), "local_gateway_work", rate, Sender.SPINNING)
+
+    def server_mean(scenario, cold_us: float) -> float:
+        p = _profile(
+            local_balance_imbalance_pct=117.0,
+            local_gateway_work_cold_us=cold_us,
+            local_gateway_work_idle_us=tau,
+        )
+        return float(prepare(scenario, p).path.hop_moments_us()[0][2])
+
+    gap_tau = 1e6 / rate / tau
+    even = server_mean(spinning, cold) - server_mean(spinning, 0.0)
+    assert even == pytest.approx(speed * cold * -math.expm1(-gap_tau), rel=1e-9)
+    poisson = spinning.with_fields({"workload.arrivals": "poisson"})
+    exponential = server_mean(poisson, cold) - server_mean(poisson, 0.0)
+    assert exponential == pytest.approx(speed * cold / (1.0 + 1.0 / gap_tau), rel=1e-9)
+
+
 def test_the_balancer_sees_the_kernel_path_the_vcpu_runs():
     """Linux's balancer reads the CPU's utilization, the kernel path its threads' system calls
     run included: a path slow enough to fill the shared vCPU (with the processes' own work
