@@ -6,7 +6,10 @@ process. A sample counts for a client thread when both it and the server ran wit
 :data:`ACTIVE_S` (their CPU times moved: the kernel updates a running thread's at each tick), so
 the phases where either only sleeps (a warm-up pause, the end of a run) do not count. The result
 says, per client thread in start order, in what share of its counted samples it ran on the
-server's CPU: which threads the host keeps on one vCPU (``twin.components.loopback.colocated``).
+server's CPU: which threads the host keeps on one vCPU (``twin.components.loopback.colocated``),
+and, from its last reading, its CPU time and how often it was scheduled in (``schedstat``'s
+first and third fields: :meth:`Placement.thread_costs`), which the process's own counters do not
+tell apart (a spinning sender's and a sleeping receiver's).
 """
 
 from __future__ import annotations
@@ -28,12 +31,15 @@ class ThreadSamples:
     moved_at: float = -1.0  # when its CPU time last moved (s, monotonic)
     counted: int = 0
     together: int = 0
+    runs: int = 0  # times scheduled in, as last read
 
-    def ran(self, ran_ns: int, now: float) -> bool:
-        """Record the thread's CPU time; whether it moved within the last :data:`ACTIVE_S`."""
+    def ran(self, ran_ns: int, now: float, runs: int = 0) -> bool:
+        """Record the thread's CPU time (and times scheduled in); whether its CPU time moved
+        within the last :data:`ACTIVE_S`."""
         if 0 <= self.ran_ns < ran_ns:
             self.moved_at = now
         self.ran_ns = ran_ns
+        self.runs = runs
         return self.moved_at >= 0 and now - self.moved_at <= ACTIVE_S
 
 
@@ -53,10 +59,24 @@ class Placement:
             out[f"thread_{k}_samples"] = t.counted
         return out
 
+    def thread_costs(self, messages: int) -> list[dict[str, float]]:
+        """Per client thread in start order, its CPU (us) and times scheduled in per message, as
+        last read (within :data:`INTERVAL_S` of its end); ``[]`` without messages."""
+        if messages <= 0:
+            return []
+        return [
+            {
+                "cpu_us_per_msg": max(0, t.ran_ns) / 1e3 / messages,
+                "runs_per_msg": t.runs / messages,
+            }
+            for _, t in sorted(self.threads.items())
+        ]
 
-def _stat(pid: int) -> dict[int, tuple[int, int]]:
-    """Each thread's (on-CPU time in ns, last CPU) of process ``pid``; empty when it is gone."""
-    out: dict[int, tuple[int, int]] = {}
+
+def _stat(pid: int) -> dict[int, tuple[int, int, int]]:
+    """Each thread's (on-CPU time in ns, times scheduled in, last CPU) of process ``pid``; empty
+    when it is gone."""
+    out: dict[int, tuple[int, int, int]] = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
@@ -65,12 +85,13 @@ def _stat(pid: int) -> dict[int, tuple[int, int]]:
         task = f"/proc/{pid}/task/{tid}"
         try:
             with open(f"{task}/schedstat") as fh:
-                ran_ns = int(fh.read().split()[0])
+                fields = fh.read().split()
+            ran_ns, runs = int(fields[0]), int(fields[2])
             with open(f"{task}/stat") as fh:
                 cpu = int(fh.read().rpartition(")")[2].split()[36])
         except (OSError, ValueError, IndexError):
             continue
-        out[int(tid)] = (ran_ns, cpu)
+        out[int(tid)] = (ran_ns, runs, cpu)
     return out
 
 
@@ -84,11 +105,11 @@ def sample_placement(server_pid: int, client_pid: int, stop: threading.Event) ->
         if not server or not client:
             continue
         now = time.monotonic()
-        ran_ns, cpu = max(server.values())
+        ran_ns, _, cpu = max(server.values())
         server_ran = server_thread.ran(ran_ns, now)
-        for tid, (t_ran_ns, t_cpu) in client.items():
+        for tid, (t_ran_ns, t_runs, t_cpu) in client.items():
             thread = placement.threads.setdefault(tid, ThreadSamples())
-            if thread.ran(t_ran_ns, now) and server_ran:
+            if thread.ran(t_ran_ns, now, t_runs) and server_ran:
                 thread.counted += 1
                 thread.together += int(t_cpu == cpu)
     return placement

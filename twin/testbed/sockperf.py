@@ -14,8 +14,9 @@ Always ``--full-rtt`` (round trips, not halves) and ``--full-log``: the per-mess
 read, then cut to its summary: ``sockperf.txt``), ``rtt.hgrm`` (every round trip of the log as an
 HDR histogram, microseconds: compact where the log runs to megabytes), ``host.json`` (the host's
 load and CPU during the run, and each sockperf process's CPU time and voluntary context switches per
-message sockperf counted, warm-up included: :func:`process_costs`; and where the client's threads
-ran against the server's, :mod:`twin.testbed.placement`) and, through the relay, ``relay.json``
+message sockperf counted, warm-up included: :func:`process_costs`, the client's threads apart
+too, ``processes.client.threads``; and where the client's threads ran against the server's,
+:mod:`twin.testbed.placement`) and, through the relay, ``relay.json``
 (the relay's own measured cost).
 """
 
@@ -31,10 +32,11 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from twin.atomic import write_json, write_text
 from twin.errors import ConfigError, SimulationError
@@ -231,10 +233,12 @@ def measure_sockperf(out_dir: Path, run: SockperfRun) -> Path:
     record_us(counts, measurement.samples_us)
     conditions = {**host_shares(before, after), "loadavg_1m": after.loadavg_1m}
     summary_text = log.read_text().partition(FULL_LOG_HEADER)[0]
+    messages = _messages(summary_text)
     costs = process_costs(
-        _messages(summary_text),
+        messages,
         (server_before, server_after),
         (children_before, children_after),
+        placement[0].thread_costs(messages),
     )
     write_json(
         out_dir / "host.json",
@@ -278,7 +282,8 @@ def process_costs(
     messages: int,
     server: tuple[tuple[int, int] | None, tuple[int, int] | None],
     client: tuple[resource.struct_rusage, resource.struct_rusage],
-) -> dict[str, dict[str, float] | None]:
+    threads: Sequence[Mapping[str, float]] = (),
+) -> dict[str, dict[str, Any] | None]:
     """Each sockperf process's cost per message answered: CPU (us) and voluntary switches.
 
     The server's from its threads' ``schedstat`` and ``/proc/PID/status`` before and after the
@@ -286,7 +291,9 @@ def process_costs(
     reaped meanwhile), user and system time apart: a client that paces its sends by spinning
     burns user time between them whatever the rate, its system time is its system calls. A
     voluntary switch is a sleep: a thread with far fewer than one per message never sleeps.
-    ``None`` for a process not measured (no messages, or the server gone).
+    ``threads``: the client's threads apart (:meth:`twin.testbed.placement.Placement.
+    thread_costs`), kept as ``threads`` beside its totals. ``None`` for a process not measured
+    (no messages, or the server gone).
     """
     if messages <= 0:
         return {"server": None, "client": None}
@@ -299,9 +306,10 @@ def process_costs(
             "voluntary_switches_per_msg": (s1[1] - s0[1]) / messages,
         }
     )
-    client_cost = {
+    client_cost: dict[str, Any] = {
         "user_us_per_msg": (c1.ru_utime - c0.ru_utime) * 1e6 / messages,
         "system_us_per_msg": (c1.ru_stime - c0.ru_stime) * 1e6 / messages,
         "voluntary_switches_per_msg": (c1.ru_nvcsw - c0.ru_nvcsw) / messages,
+        "threads": [dict(t) for t in threads],
     }
     return {"server": server_cost, "client": client_cost}

@@ -36,6 +36,7 @@ def _udp_echo() -> tuple[socket.socket, int]:
     return server, server.getsockname()[1]
 
 
+@pytest.mark.exclusive  # times the relay's sleeps: a second busy core moves them
 def test_relay_delays_every_message_and_measures_its_cost(tmp_path: Path) -> None:
     server, port = _udp_echo()
     stats = tmp_path / "relay.json"
@@ -129,6 +130,13 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
     assert 0 < server["cpu_us_per_msg"] < 1000 and server["voluntary_switches_per_msg"] > 0
     # The sender spins between its sends: user time far above any message's work.
     assert client["user_us_per_msg"] > 100
+    # Its threads apart (the spinning sender, the receiver that sleeps for each reply): their
+    # CPU adds up to the process's, the receiver's a small part of it, scheduled in for replies.
+    sender, receiver = client["threads"]
+    total = client["user_us_per_msg"] + client["system_us_per_msg"]
+    assert sender["cpu_us_per_msg"] + receiver["cpu_us_per_msg"] == pytest.approx(total, rel=0.1)
+    assert 0 < receiver["cpu_us_per_msg"] < sender["cpu_us_per_msg"] / 5
+    assert receiver["runs_per_msg"] > 0.1
     # Where its two threads ran against the server: the sender and the receiver, each sampled.
     placement = host["placement"]
     for k in (0, 1):

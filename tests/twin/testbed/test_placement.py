@@ -25,7 +25,8 @@ def _spinner(cpu: int, seconds: float) -> subprocess.Popen:
     return proc
 
 
-def _share(server_cpu: int, client_cpu: int) -> float | int | None:
+def _share(server_cpu: int, client_cpu: int) -> tuple[float | int | None, float]:
+    """The client's share of samples on the server's CPU, and its CPU time (s)."""
     server, client = _spinner(server_cpu, 1.0), _spinner(client_cpu, 0.6)
     try:
         thread, done, result = sampling(server.pid, client.pid)
@@ -37,18 +38,32 @@ def _share(server_cpu: int, client_cpu: int) -> float | int | None:
         stop(client)
     summary = result[0].summary()
     assert summary["thread_0_samples"] > 50  # both ran through most of the 0.6 s
-    return summary["thread_0_with_server_share"]
+    (costs,) = result[0].thread_costs(1)
+    assert costs["runs_per_msg"] >= 1
+    return summary["thread_0_with_server_share"], costs["cpu_us_per_msg"] / 1e6
 
 
 def test_threads_on_one_cpu_and_on_two_are_told_apart() -> None:
+    """Spinning 0.6 s beside another spinner: on its CPU, about half of it (0.3 s, 0.37 measured
+    with its start-up); on its own, most of it (0.64 measured; this process's sampler may take
+    some of that CPU)."""
     cpus = sorted(os.sched_getaffinity(0))
-    assert _share(cpus[0], cpus[0]) == 1.0
+    share, together_s = _share(cpus[0], cpus[0])
+    assert share == 1.0 and 0.15 < together_s < 0.45
     if len(cpus) > 1:
-        assert _share(cpus[0], cpus[1]) == 0.0
+        share, apart_s = _share(cpus[0], cpus[1])
+        assert share == 0.0 and 0.45 < apart_s < 0.8
 
 
 def test_a_thread_never_counted_has_no_share() -> None:
-    placement = Placement({7: ThreadSamples(counted=0), 3: ThreadSamples(counted=4, together=1)})
+    placement = Placement(
+        {7: ThreadSamples(counted=0), 3: ThreadSamples(ran_ns=8000, counted=4, together=1, runs=2)}
+    )
+    assert placement.thread_costs(2) == [
+        {"cpu_us_per_msg": 4.0, "runs_per_msg": 1.0},
+        {"cpu_us_per_msg": 0.0, "runs_per_msg": 0.0},
+    ]
+    assert placement.thread_costs(0) == []
     assert placement.summary() == {
         "thread_0_with_server_share": 0.25,
         "thread_0_samples": 4,
