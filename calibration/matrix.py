@@ -58,7 +58,7 @@ from calibration.readers import read
 from calibration.targets import Target, TargetSet, load_targets, measurement_targets
 from calibration.testbed.fit import measured_parameters, tail_sigma, wake_cpu_left
 from calibration.testbed.summary import median_summary, read_summary
-from twin.components.loopback import EVENTS_PER_MSG, halt_polling
+from twin.components.loopback import EVENTS_PER_MSG, events_per_msg, halt_polling
 from twin.errors import MeasurementError, TwinError
 from twin.kinds import Sender, Tier, Transport
 from twin.percentiles import ALL_PERCENTILES
@@ -356,71 +356,98 @@ def veth_extra(system: CorpusSystem, corpus: Sequence[CorpusSystem]) -> Paramete
 SOCKPERF_HOST = "host.json"
 
 
-def _server_costs(point: CorpusPoint) -> tuple[float, float]:
-    """A sockperf point's server CPU (us) and sleeps (voluntary switches) per message, medians
-    over its runs (``host.json``)."""
+@dataclass(frozen=True)
+class NativeThread:
+    """Where a sockperf run's ``host.json`` states one of its threads' cost a message: the
+    model's process it stands for (``name``), what it is, and how to read its CPU (us) and its
+    sleeps a message from ``processes`` (None where the run does not state it)."""
+
+    name: str
+    label: str
+    costs: Callable[[Mapping[str, Any]], tuple[float, float] | None]
+
+
+def _server(processes: Mapping[str, Any]) -> tuple[float, float]:
+    server = processes["server"]
+    return float(server["cpu_us_per_msg"]), float(server["voluntary_switches_per_msg"])
+
+
+def _receiver(processes: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The client's receiver: its last started thread (sockperf's reader; the first is its
+    sender), times scheduled in standing for its sleeps."""
+    threads = processes["client"].get("threads")
+    if not threads:
+        return None
+    return float(threads[-1]["cpu_us_per_msg"]), float(threads[-1]["runs_per_msg"])
+
+
+# The threads a native tool's runs state apart: the server's process (CPU and voluntary switches
+# from /proc) and, from 2026-11-27 on, the client's receiving thread (schedstat, the placement
+# sampler's: twin.testbed.placement.Placement.thread_costs).
+NATIVE_THREADS = (
+    NativeThread("local_gateway_work", "server", _server),
+    NativeThread("local_client_work", "receiver", _receiver),
+)
+
+
+def _thread_costs(point: CorpusPoint, thread: NativeThread) -> tuple[float, float] | None:
+    """A sockperf point's ``thread``'s CPU (us) and sleeps a message, medians over its runs
+    (``host.json``); None where a run does not state them (older runs)."""
     cpu, sleeps = [], []
     for run in point.runs:
         path = run / SOCKPERF_HOST
         try:
-            server = json.loads(path.read_text())["processes"]["server"]
-            cpu.append(float(server["cpu_us_per_msg"]))
-            sleeps.append(float(server["voluntary_switches_per_msg"]))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            processes = json.loads(path.read_text()).get("processes")
+            costs = thread.costs(processes) if processes is not None else None
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
             raise MeasurementError(f"{path}: not a sockperf run's host costs ({exc})") from None
+        if costs is None:
+            return None
+        cpu.append(costs[0])
+        sleeps.append(costs[1])
     return statistics.median(cpu), statistics.median(sleeps)
 
 
-def _states_costs(point: CorpusPoint) -> bool:
-    """Whether every run of a point states its processes' costs (``host.json``'s
-    ``processes``: a lab's sockperf runs since it recorded them)."""
-    for run in point.runs:
-        try:
-            if "processes" not in json.loads((run / SOCKPERF_HOST).read_text()):
-                return False
-        except FileNotFoundError:
-            return False
-        except (OSError, ValueError, TypeError) as exc:
-            path = run / SOCKPERF_HOST
-            raise MeasurementError(f"{path}: not a run's host stats ({exc})") from None
-    return True
-
-
 def _own_calls(s_c: float, n_c: float, s_p: float, n_p: float) -> float:
-    """A message's own CPU (us) of a server measured at two points: ``s`` us and ``n`` sleeps a
+    """A message's own CPU (us) of a thread measured at two points: ``s`` us and ``n`` sleeps a
     message at each; a sleep costing the same at both, ``(s_p n_c - s_c n_p) / (n_c - n_p)``."""
     return max(0.0, (s_p * n_c - s_c * n_p) / (n_c - n_p))
 
 
-def native_server_work(system: CorpusSystem) -> dict[str, Parameter] | None:
-    """A native server's warm work a message and a wake-up's CPU (``local_gateway_work_
-    marginal_us``, ``_wake_cpu_us``) from what its calibration point and its burst probe
-    measured (``host.json``: CPU and sleeps a message, :func:`_server_costs`): the message's own
-    calls (:func:`_own_calls`), and the rest of the calibration point's CPU over its wake-ups
-    (:func:`calibration.testbed.fit.wake_cpu_left`). None for a system
-    without both (the testbed's runs state their work otherwise; older runs do not state it)."""
+def native_work(system: CorpusSystem, sender: Sender) -> dict[str, Parameter]:
+    """A native tool's threads' warm work a message and a wake-up's CPU (``{name}_marginal_us``,
+    ``{name}_wake_cpu_us``, :data:`NATIVE_THREADS`: its server's, and its client's receiver
+    where the runs state it) from what its calibration point and its burst probe measured
+    (``host.json``: CPU and sleeps a message, :func:`_thread_costs`): the message's own calls
+    (:func:`_own_calls`), and the rest of the calibration point's CPU over its wake-ups
+    (:func:`calibration.testbed.fit.wake_cpu_left`, ``sender`` the client's: a spinning one
+    leaves the receiver one event a message). Empty for a system without both (the testbed's
+    runs state their work otherwise; older runs do not state it)."""
     point = system.point(system.calibrated_on)
     probe = system.probe
-    if probe is None or not (_states_costs(point) and _states_costs(probe)):
-        return None
-    s_c, n_c = _server_costs(point)
-    s_p, n_p = _server_costs(probe)
-    if n_c <= n_p:
-        return None
-    own = _own_calls(s_c, n_c, s_p, n_p)
+    out: dict[str, Parameter] = {}
+    if probe is None:
+        return out
     rate = float(point.overrides["workload.rate_msgs_per_s"])
-    wake_cpu_us, rho = wake_cpu_left(s_c, own, EVENTS_PER_MSG["local_gateway_work"], rate)
-    src = (
-        f"measurement: {system.name}'s server CPU a message, {s_p:.1f} us at its burst probe "
-        f"({n_p:.2f} sleeps a message) and {s_c:.1f} us at {point.id} ({n_c:.2f}; medians over "
-        f"the runs, {SOCKPERF_HOST})"
-    )
-    return {
-        "local_gateway_work_marginal_us": Parameter(own, f"{src}: a message's own calls"),
-        "local_gateway_work_wake_cpu_us": Parameter(
+    for thread in NATIVE_THREADS:
+        at_point, at_probe = _thread_costs(point, thread), _thread_costs(probe, thread)
+        if at_point is None or at_probe is None or at_point[1] <= at_probe[1]:
+            continue
+        (s_c, n_c), (s_p, n_p) = at_point, at_probe
+        own = _own_calls(s_c, n_c, s_p, n_p)
+        wake_cpu_us, rho = wake_cpu_left(s_c, own, events_per_msg(thread.name, sender), rate)
+        src = (
+            f"measurement: {system.name}'s {thread.label} CPU a message, {s_p:.1f} us at its "
+            f"burst probe ({n_p:.2f} sleeps a message) and {s_c:.1f} us at {point.id} "
+            f"({n_c:.2f}; medians over the runs, {SOCKPERF_HOST})"
+        )
+        out[f"{thread.name}_marginal_us"] = Parameter(own, f"{src}: a message's own calls")
+        out[f"{thread.name}_wake_cpu_us"] = Parameter(
             wake_cpu_us, f"{src}: the rest, over {1 - rho:.3f} wake-ups"
-        ),
-    }
+        )
+    return out
 
 
 def read_calls(system: CorpusSystem, corpus: Sequence[CorpusSystem]) -> Parameter | None:
@@ -442,10 +469,11 @@ def read_calls(system: CorpusSystem, corpus: Sequence[CorpusSystem]) -> Paramete
         same_route = base.overrides.get("connectivity.tier") == tier
         if _stated(base) or not tcp or not same_route or sibling.probe is None:
             continue
-        s_c, n_c = _server_costs(base)
-        s_p, n_p = _server_costs(sibling.probe)
-        if n_c <= n_p:
+        at_point = _thread_costs(base, NATIVE_THREADS[0])
+        at_probe = _thread_costs(sibling.probe, NATIVE_THREADS[0])
+        if at_point is None or at_probe is None or at_point[1] <= at_probe[1]:
             continue
+        (s_c, n_c), (s_p, n_p) = at_point, at_probe
         return Parameter(
             _own_calls(s_c, n_c, s_p, n_p),
             f"measurement: {sibling.name}'s server CPU a message, {s_p:.1f} us at its burst "
@@ -521,10 +549,11 @@ def measured_prior(
     system's burst probe when it has one), so the fit moves only what latency alone tells.
     Every system's host is the lab's: Linux's load balancer (:data:`LINUX_IMBALANCE_PCT`: the
     two processes share a vCPU while it has spare capacity). Runs of other tools state only
-    their server's CPU and sleeps a message (:func:`native_server_work`: its warm work and a
-    wake-up's CPU, with the burst probe's); being native code, their handlers leave no
-    bookkeeping after a wake-up (``linger``), the client's wake-up CPU being its per-wake-up
-    work, which the fit scales with the rest of its work, and their threads' cold start after a
+    their server's CPU and sleeps a message, and from 2026-11-27 on their client receiver's
+    (:func:`native_work`: each one's warm work and a wake-up's CPU, with the burst probe's);
+    being native code, their handlers leave no bookkeeping after a wake-up (``linger``), a
+    wake-up's CPU not measured being its per-wake-up work, which the fit scales with the rest
+    of its work, and their threads' cold start after a
     sleep is their kernel receive's (``cold``, :func:`native_cold_start`; by default the
     committed probe's, :data:`calibration.coldstart.CPU_PROBE`). Every
     system takes what the wake-up probes measured of the lab's host (``host``:
@@ -565,11 +594,12 @@ def measured_prior(
             known.update(cold.parameters(name))
             known[f"{name}_linger_us"] = Parameter(0.0, NATIVE_LINGER_SOURCE)
             derived[f"{name}_wake_cpu_us"] = replace(prior[f"{name}_wake_us"], fitted=False)
-        server = native_server_work(system)
-        if server is not None:
-            known.update(server)
-            derived.pop("local_gateway_work_wake_cpu_us")
-    if _scenario(system, point, 1).hosts["client"].sender == Sender.SPINNING:
+    sender = _scenario(system, point, 1).hosts["client"].sender
+    measured = native_work(system, sender)  # none for a testbed system
+    known.update(measured)
+    for name in measured:
+        derived.pop(name, None)
+    if sender == Sender.SPINNING:
         known["local_socket_wake_us"] = Parameter(0.0, SPINNER_SOCKET_WAKE_SOURCE)
     params = {**prior.params, **known, **derived}
     return replace(prior, params=MappingProxyType(params)), frozenset(known)

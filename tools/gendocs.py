@@ -531,6 +531,9 @@ PAUSED_CORPUS_DAY = "2026-11-25"
 SHORT_CORPUS_DAY = "2026-11-26 06:00"
 CORPUS_DAY = "2026-11-26 08:00"
 POLLING_CORPUS_DAY = "2026-11-26 13:15, a host that polls (3 systems, loopback)"
+# calibration/data/load_2026-11-27: the first corpus with sockperf's client threads apart, of a
+# slower, busier host (the testbed's calibration point p50 232 us against 70 the day before).
+THREADS_CORPUS_DAY = "2026-11-27 09:15, a slower host (client threads apart)"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -680,6 +683,17 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         "testbed's cancel follows its order's reply), grown over evenly spaced gaps as "
         "sockperf sends them",
         CORPUS_DAY,
+    ),
+    (
+        "calibration/validation/load_matrix_slow_host.json",
+        "the committed model (commit 9b9976e) on a corpus of a slower host",
+        THREADS_CORPUS_DAY,
+    ),
+    (
+        "calibration/validation/load_matrix_receiver.json",
+        "plus sockperf's receiver's work measured, not fitted: its thread's CPU and times "
+        "scheduled in a message at the calibration point and its burst probe",
+        THREADS_CORPUS_DAY,
     ),
     (
         "calibration/validation/load_matrix_polling_host_before.json",

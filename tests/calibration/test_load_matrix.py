@@ -14,10 +14,13 @@ import pytest
 from calibration.targets import load_targets
 from twin.cli import main
 from twin.errors import ProfileError
+from twin.kinds import Sender
 from twin.percentiles import DISTRIBUTION_WEIGHTS
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).parent / "fixtures" / "load_small"
+# The first lab corpus whose sockperf runs state each client thread's CPU apart (the receiver's).
+THREADS_CORPUS = "load_2026-11-27"
 RUN_1000 = CORPUS / "testbed-loopback" / "open-c1-r1000" / "run_0"
 
 
@@ -173,19 +176,19 @@ def test_matrix_of_a_folder_without_manifest(tmp_path, capsys) -> None:
 
 
 def test_a_native_tool_takes_the_hosts_probes_and_no_interpreter_overheads() -> None:
-    """sockperf states only its server's CPU: the matrix's prior for it is the shipped profile
-    with the host's wake-up probe, its threads' cold start the kernel receive's (the committed
-    CPU probe's fit, :mod:`calibration.coldstart`), no linger (native code), the server's
-    work measured (:func:`calibration.matrix.native_server_work`), the client's wake-up CPU its
-    per-wake-up work; those are not fitted, the client's wake-up CPU scales with its work's
-    factor."""
+    """sockperf states its server's and its receiver's CPU: the matrix's prior for it is the
+    shipped profile with the host's wake-up probe, its threads' cold start the kernel receive's
+    (the committed CPU probe's fit, :mod:`calibration.coldstart`), no linger (native code), the
+    server's and the receiver's work measured (:func:`calibration.matrix.native_work`); those
+    are not fitted. On a corpus whose runs do not state the receiver's thread, its wake-up CPU is
+    its per-wake-up work, which scales with its work's factor."""
     from calibration import matrix
     from calibration.coldstart import CPU_PROBE, fit_cold_start
     from twin.profile import load_profile, resolve_profile_path
 
     shipped = load_profile(resolve_profile_path("local"))
     sockperf = next(
-        s for s in matrix.load_corpus(REPO / "calibration" / "data" / "load")
+        s for s in matrix.load_corpus(REPO / "calibration" / "data" / THREADS_CORPUS)
         if s.name == "sockperf-udp-loopback"
     )  # fmt: skip
     prior, known = matrix.measured_prior(sockperf, shipped)
@@ -199,22 +202,39 @@ def test_a_native_tool_takes_the_hosts_probes_and_no_interpreter_overheads() -> 
     assert shipped.value("local_client_work_cold_us") > cold.cold_us
     assert shipped.value("local_client_work_idle_us") > cold.tau_us
     assert prior.value("local_client_work_linger_us") == 0
-    wake_cpu = prior.value("local_client_work_wake_cpu_us")
-    assert wake_cpu == shipped.value("local_client_work_wake_us")
     assert {"local_wake_cold_us", "local_client_work_cold_us"} <= known
-    server = matrix.native_server_work(sockperf)
-    assert server is not None and set(server) <= known
-    for name, param in server.items():
+    measured = matrix.native_work(sockperf, Sender.SPINNING)
+    assert set(measured) == {
+        f"{name}_{part}"
+        for name in ("local_client_work", "local_gateway_work")
+        for part in ("marginal_us", "wake_cpu_us")
+    }
+    assert set(measured) <= known
+    for name, param in measured.items():
         assert prior.value(name) == param.value
-    manifest = REPO / "calibration" / "data" / "load" / matrix.MANIFEST
+    manifest = REPO / "calibration" / "data" / THREADS_CORPUS / matrix.MANIFEST
     groups = {g.name: g.params for g in matrix.calibration_targets(sockperf, manifest, known).free}
-    assert "server_marginal" not in groups
+    assert "server_marginal" not in groups and "client_marginal" not in groups
     assert groups["server_work"] == ("local_gateway_work_wake_us",)
+    assert groups["client_work"] == ("local_client_work_wake_us",)
     assert groups["stall"] == ("local_wake_stall_mean_us",)
     assert groups["stall_prob"] == ("local_wake_stall_prob",)
     assert "local_wake_cold_us" not in groups["wake"]
     assert all("work_cold" not in p and "linger" not in p for ps in groups.values() for p in ps)
-    assert "local_client_work_wake_cpu_us" in groups["client_work"]
+    # The corpus of the day before: its runs state the server's CPU, not the receiver's apart.
+    older = next(
+        s for s in matrix.load_corpus(REPO / "calibration" / "data" / "load")
+        if s.name == "sockperf-udp-loopback"
+    )  # fmt: skip
+    assert set(matrix.native_work(older, Sender.SPINNING)) == {
+        "local_gateway_work_marginal_us",
+        "local_gateway_work_wake_cpu_us",
+    }
+    prior, known = matrix.measured_prior(older, shipped)
+    assert prior.value("local_client_work_wake_cpu_us") == shipped.value(
+        "local_client_work_wake_us"
+    )
+    assert "local_client_work_wake_cpu_us" not in known
 
 
 def _with_probes(corpus: Path, manifest: dict) -> None:
@@ -474,24 +494,26 @@ def test_the_fit_simulates_as_many_seconds_as_its_point_recorded() -> None:
         assert {t.duration_s for t in targets if point.id in t.id} == {round(recorded)}
 
 
-def test_a_native_servers_work_is_what_its_cpu_and_sleeps_tell() -> None:
+def test_a_native_threads_work_is_what_its_cpu_and_sleeps_tell() -> None:
     """A sockperf system's server: its CPU a message at the calibration point (``s_c``, ``n_c``
     sleeps a message) and at its burst probe (``s_p``, ``n_p``), a sleep costing the same at
     both, is a message's own calls ``b`` and a wake-up's CPU: the model's demand at the
     calibration rate, ``b + c (1 - rho)`` (:func:`twin.components.loopback.utilization`),
-    is what was measured. A testbed system takes its work from its summaries instead."""
+    is what was measured; its receiver's the same way (times scheduled in for its sleeps, its
+    own calls none where its CPU a run is more in groups than alone). A testbed system takes
+    its work from its summaries instead."""
     from calibration import matrix
     from twin.components.loopback import utilization
     from twin.profile import load_profile, resolve_profile_path
 
-    corpus = matrix.load_corpus(REPO / "calibration" / "data" / "load")
+    corpus = matrix.load_corpus(REPO / "calibration" / "data" / THREADS_CORPUS)
     shipped = load_profile(resolve_profile_path("local"))
     for system in corpus:
-        server = matrix.native_server_work(system)
+        server = matrix.native_work(system, Sender.SPINNING)
         if system.name.startswith("testbed"):
-            assert server is None
+            assert server == {}
             continue
-        assert server is not None
+        assert server
         point = system.point(system.calibrated_on)
         assert system.probe is not None
         (s_c, n_c), (s_p, n_p) = _server(point), _server(system.probe)
@@ -502,6 +524,26 @@ def test_a_native_servers_work_is_what_its_cpu_and_sleeps_tell() -> None:
         rate = float(point.overrides["workload.rate_msgs_per_s"])
         rho = utilization(prior, "local_gateway_work", rate)
         assert rho / (rate * 1e-6) == pytest.approx(s_c, rel=1e-3)
+        (r_c, m_c), (r_p, m_p) = _receiver(point), _receiver(system.probe)
+        own = server["local_client_work_marginal_us"].value
+        assert own == pytest.approx(max(0.0, (r_p * m_c - r_c * m_p) / (m_c - m_p)))
+        rho = utilization(prior, "local_client_work", rate, sender=Sender.SPINNING)
+        assert rho / (rate * 1e-6) == pytest.approx(r_c, rel=1e-3)
+
+
+def _receiver(point) -> tuple[float, float]:
+    """A sockperf point's receiver thread's CPU (us) and times scheduled in a message: medians
+    over its runs."""
+    import statistics
+
+    threads = [
+        json.loads((run / "host.json").read_text())["processes"]["client"]["threads"][-1]
+        for run in point.runs
+    ]
+    return (
+        statistics.median(t["cpu_us_per_msg"] for t in threads),
+        statistics.median(t["runs_per_msg"] for t in threads),
+    )
 
 
 def _server(point) -> tuple[float, float]:
