@@ -410,6 +410,18 @@ def _thread_costs(point: CorpusPoint, thread: NativeThread) -> tuple[float, floa
     return statistics.median(cpu), statistics.median(sleeps)
 
 
+def _two_points(
+    point: CorpusPoint, probe: CorpusPoint, thread: NativeThread
+) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """``thread``'s CPU and sleeps a message at a calibration point and at its burst probe
+    (:func:`_thread_costs`); None where either does not state them or the point sleeps no more
+    than the probe (the two-point rule, :func:`_own_calls`, needs it to)."""
+    at_point, at_probe = _thread_costs(point, thread), _thread_costs(probe, thread)
+    if at_point is None or at_probe is None or at_point[1] <= at_probe[1]:
+        return None
+    return at_point, at_probe
+
+
 def _own_calls(s_c: float, n_c: float, s_p: float, n_p: float) -> float:
     """A message's own CPU (us) of a thread measured at two points: ``s`` us and ``n`` sleeps a
     message at each; a sleep costing the same at both, ``(s_p n_c - s_c n_p) / (n_c - n_p)``."""
@@ -432,10 +444,10 @@ def native_work(system: CorpusSystem, sender: Sender) -> dict[str, Parameter]:
         return out
     rate = float(point.overrides["workload.rate_msgs_per_s"])
     for thread in NATIVE_THREADS:
-        at_point, at_probe = _thread_costs(point, thread), _thread_costs(probe, thread)
-        if at_point is None or at_probe is None or at_point[1] <= at_probe[1]:
+        costs = _two_points(point, probe, thread)
+        if costs is None:
             continue
-        (s_c, n_c), (s_p, n_p) = at_point, at_probe
+        (s_c, n_c), (s_p, n_p) = costs
         own = _own_calls(s_c, n_c, s_p, n_p)
         wake_cpu_us, rho = wake_cpu_left(s_c, own, events_per_msg(thread.name, sender), rate)
         src = (
@@ -469,11 +481,10 @@ def read_calls(system: CorpusSystem, corpus: Sequence[CorpusSystem]) -> Paramete
         same_route = base.overrides.get("connectivity.tier") == tier
         if _stated(base) or not tcp or not same_route or sibling.probe is None:
             continue
-        at_point = _thread_costs(base, NATIVE_THREADS[0])
-        at_probe = _thread_costs(sibling.probe, NATIVE_THREADS[0])
-        if at_point is None or at_probe is None or at_point[1] <= at_probe[1]:
+        costs = _two_points(base, sibling.probe, NATIVE_THREADS[0])
+        if costs is None:
             continue
-        (s_c, n_c), (s_p, n_p) = at_point, at_probe
+        (s_c, n_c), (s_p, n_p) = costs
         return Parameter(
             _own_calls(s_c, n_c, s_p, n_p),
             f"measurement: {sibling.name}'s server CPU a message, {s_p:.1f} us at its burst "
