@@ -36,10 +36,8 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -63,6 +61,7 @@ from twin.errors import MeasurementError, TwinError
 from twin.kinds import Sender, Tier, Transport
 from twin.percentiles import ALL_PERCENTILES
 from twin.profile import Parameter, Profile, load_profile, resolve_profile_path
+from twin.replicate import map_in_order
 from twin.results import MESSAGE_KINDS, offered_utilization, rate_at_full_load
 from twin.scenario import Scenario, load_scenario
 from twin.simulation import prepare, run_prepared
@@ -935,15 +934,12 @@ def seed_matrices(
         raise TwinError(f"seeds {list(seeds)}: need distinct seeds")
     if workers <= 1 or len(seeds) == 1:
         return [accuracy_matrix(root, progress, seed) for seed in seeds]
-    context = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(max_workers=min(workers, len(seeds)), mp_context=context) as pool:
-        futures = [pool.submit(accuracy_matrix, root, None, seed) for seed in seeds]
-        matrices = []
-        for seed, future in zip(seeds, futures, strict=True):
-            matrices.append(future.result())
-            if progress is not None:
-                progress(f"every system with seed {seed}")
-    return matrices
+
+    def done(n: int) -> None:
+        if progress is not None:
+            progress(f"every system with seed {seeds[n - 1]}")
+
+    return map_in_order(accuracy_matrix, [(root, None, seed) for seed in seeds], workers, done)
 
 
 def seed_spread(seeds: Sequence[int], summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -43,6 +44,8 @@ from twin.results import (
 )
 from twin.simulation import DEFAULT_ENGINE, Prepared, with_path_rate
 from twin.uncertainty import Varied
+
+T = TypeVar("T")
 
 # Stream id keeping replication seeds apart from every other use of the scenario seed.
 REPLICATION_STREAM = 0x5245504C
@@ -143,20 +146,39 @@ def _outputs(
     planned: int,
 ) -> list[EngineOutput]:
     """Run each job, in this process or on a pool of ``workers`` processes, in order."""
-    results: list[EngineOutput] = []
-    if workers <= 1 or len(jobs) == 1:
-        for path, load in jobs:
-            results.append(_run_one(engine, path, load))
-            if progress is not None:
-                progress(done_before + len(results), planned)
+
+    def done(n: int) -> None:
+        if progress is not None:
+            progress(done_before + n, planned)
+
+    calls = [(engine, path, load) for path, load in jobs]
+    return map_in_order(_run_one, calls, workers, done)
+
+
+def map_in_order(
+    fn: Callable[..., T],
+    calls: Sequence[tuple[object, ...]],
+    workers: int,
+    done: Callable[[int], None] | None = None,
+) -> list[T]:
+    """``fn(*args)`` for each ``args`` of ``calls``, the results in the calls' order: in this
+    process, or on a pool of ``workers`` processes (a fresh interpreter each, forkserver where
+    there is one: ``fn`` and its arguments must pickle). ``done(n)`` hears when the first ``n``
+    results are in."""
+    results: list[T] = []
+    if workers <= 1 or len(calls) <= 1:
+        for args in calls:
+            results.append(fn(*args))
+            if done is not None:
+                done(len(results))
         return results
     context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as pool:
-        futures = [pool.submit(_run_one, engine, path, load) for path, load in jobs]
+    with ProcessPoolExecutor(max_workers=min(workers, len(calls)), mp_context=context) as pool:
+        futures = [pool.submit(fn, *args) for args in calls]
         for future in futures:
             results.append(future.result())
-            if progress is not None:
-                progress(done_before + len(results), planned)
+            if done is not None:
+                done(len(results))
     return results
 
 
