@@ -14,7 +14,8 @@ scenario fields that reproduce them, run folders). For each system :func:`system
 2. predicts every point (the calibration point too, as a check of the fit) with the fitted
    profile and the point's overrides, on the default engine;
 3. compares p50, p90, p99 (median over the point's runs) and throughput (the runs' median
-   achieved rate) with the prediction;
+   achieved rate) with the prediction, and at a testbed point each process's CPU a message
+   (:func:`cpu_point`: schedstat's, against what the model spends at that throughput);
 4. gives the saturation rate: measured, the highest throughput any point achieved, with
    ``reached`` true when some open-loop point fell short of its rate (below
    :data:`KEPT_UP_SHARE` of it: the system was driven past its capacity, so the highest
@@ -65,6 +66,7 @@ from twin.replicate import map_in_order
 from twin.results import MESSAGE_KINDS, offered_utilization, rate_at_full_load
 from twin.scenario import Scenario, load_scenario
 from twin.simulation import prepare, run_prepared
+from twin.topology import local_cpu_us_per_msg
 
 MANIFEST = "manifest.json"
 LOCAL_TARGETS = Path(__file__).resolve().parent / "targets" / "local.toml"
@@ -741,6 +743,32 @@ def _error_pct(measured: float | None, predicted: float | None) -> float | None:
     return 100.0 * (predicted - measured) / measured
 
 
+def cpu_point(
+    point: CorpusPoint, scenario: Scenario, profile: Profile, throughput: float | None
+) -> dict[str, Any] | None:
+    """A testbed point's CPU a message (us), ``client``, ``gateway`` and their sum ``host``:
+    measured (schedstat, the median of its runs) and what the model spends at the measured
+    throughput (:func:`twin.topology.local_cpu_us_per_msg`), with the error; None where the
+    runs do not state it (another tool's) or nothing was answered."""
+    if not _stated(point) or not throughput:
+        return None
+    runs = [read_summary(run) for run in point.runs]
+    measured: dict[str, float] = {}
+    for process in ("client", "gateway"):
+        values = [v for v in (r.cpu_us_per_msg(process) for r in runs) if v is not None]
+        if not values:
+            return None
+        measured[process] = float(statistics.median(values))
+    predicted = local_cpu_us_per_msg(scenario, profile, throughput)
+    measured["host"] = measured["client"] + measured["gateway"]
+    predicted["host"] = predicted["client"] + predicted["gateway"]
+    return {
+        "measured": measured,
+        "predicted": predicted,
+        "error_pct": {k: _error_pct(measured[k], predicted[k]) for k in measured},
+    }
+
+
 def system_matrix(
     system: CorpusSystem, manifest: Path, seed: int = 1, corpus: Sequence[CorpusSystem] = ()
 ) -> dict[str, Any]:
@@ -776,8 +804,10 @@ def system_matrix(
             if point.overrides.get("workload.loop") == "open":
                 asked = float(point.overrides["workload.rate_msgs_per_s"])
                 reached = reached or measured["throughput"] < KEPT_UP_SHARE * asked
-        predicted, predicted_kinds = predicted_point(_scenario(system, point, seed), profile)
+        scenario = _scenario(system, point, seed)
+        predicted, predicted_kinds = predicted_point(scenario, profile)
         kinds = measured_kinds(point)
+        cpu = cpu_point(point, scenario, profile, measured["throughput"])
         points.append(
             {
                 "id": point.id,
@@ -799,6 +829,7 @@ def system_matrix(
                     for kind in kinds
                     if kind in predicted_kinds
                 },
+                **({} if cpu is None else {"cpu_us_per_msg": cpu}),
             }
         )
     calibration_point = system.point(system.calibrated_on)
@@ -870,6 +901,12 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         errors = [abs(p["error_pct"][key]) for p in predicted if p["error_pct"][key] is not None]
         return float(statistics.median(errors)) if errors else None
 
+    cpu_errors = [
+        abs(p["cpu_us_per_msg"]["error_pct"]["host"])
+        for p in predicted
+        if "cpu_us_per_msg" in p and p["cpu_us_per_msg"]["error_pct"]["host"] is not None
+    ]
+
     return {
         "points": len(predicted),
         "p50_median_abs_err_pct": median_abs("p50"),
@@ -888,6 +925,10 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         ),
         "saturation_within_goal": (sum(saturations) / len(saturations) if saturations else None),
         "saturations_judged": len(saturations),
+        # The testbed's points: the host's CPU a message (both processes), predicted against
+        # schedstat's.
+        "cpu_median_abs_err_pct": (float(statistics.median(cpu_errors)) if cpu_errors else None),
+        "cpu_points": len(cpu_errors),
     }
 
 

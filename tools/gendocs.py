@@ -534,6 +534,9 @@ POLLING_CORPUS_DAY = "2026-11-26 13:15, a host that polls (3 systems, loopback)"
 # calibration/data/load_2026-11-27: the first corpus with sockperf's client threads apart, of a
 # slower, busier host (the testbed's calibration point p50 232 us against 70 the day before).
 THREADS_CORPUS_DAY = "2026-11-27 09:15, a slower host (client threads apart)"
+HOST_GAP_CORPUS_DAY = "2026-11-27 12:23, a slower host (testbed only, CPU by the host's idle gap)"
+HOST_GAP_BEFORE = "calibration/validation/load_matrix_host_gap_before.json"
+HOST_GAP_MATRIX = "calibration/validation/load_matrix_host_gap.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -696,6 +699,18 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         THREADS_CORPUS_DAY,
     ),
     (
+        HOST_GAP_BEFORE,
+        "the same model (a wake-up's CPU the calibration rate's at every rate) on a corpus "
+        "whose testbed runs state each process's CPU by the host's idle gap",
+        HOST_GAP_CORPUS_DAY,
+    ),
+    (
+        HOST_GAP_MATRIX,
+        "plus a wake-up's CPU shedding its cold start as the load shortens the host's idle "
+        "gaps (fitted on the calibration point's CPU by the host's idle gap)",
+        HOST_GAP_CORPUS_DAY,
+    ),
+    (
         "calibration/validation/load_matrix_polling_host_before.json",
         "the model of commit 0fb932e on a corpus of a host that polls",
         POLLING_CORPUS_DAY,
@@ -748,6 +763,39 @@ def _seed_range(spread: dict[str, Any] | None) -> str:
         f"{span('share_within_goal', 100)} / {span('p50_median_abs_err_pct', 1)} / "
         f"{span('p99_median_abs_err_pct', 1)} ({len(seeds)} seeds)"
     )
+
+
+def load_cpu() -> str:
+    """The testbed's CPU a message at its points of one connection, measured (schedstat) against
+    what the model spends, with a wake-up's CPU the calibration rate's at every rate and with its
+    cold start shed as the host's idle gaps shorten (seed 1 of each matrix)."""
+    before, after = (_load(path) for path in (HOST_GAP_BEFORE, HOST_GAP_MATRIX))
+    rows = []
+    for old, new in zip(before["systems"], after["systems"], strict=True):
+        for p, q in zip(old["points"], new["points"], strict=True):
+            if "cpu_us_per_msg" not in q or q["conditions"].get("connections") != 1:
+                continue  # the points of one connection (every point's is in the results)
+            m, flat, cold = (
+                q["cpu_us_per_msg"]["measured"],
+                p["cpu_us_per_msg"]["predicted"],
+                q["cpu_us_per_msg"]["predicted"],
+            )
+            name = f"**{q['id']}**" if q["calibration"] else q["id"]
+            rows.append(
+                (
+                    new["system"],
+                    name,
+                    _us(m["client"]),
+                    _us(m["gateway"]),
+                    _us(flat["host"]),
+                    _signed(p["cpu_us_per_msg"]["error_pct"]["host"]),
+                    _us(cold["host"]),
+                    _signed(q["cpu_us_per_msg"]["error_pct"]["host"]),
+                )
+            )
+    header = ("system", "point", "client us/msg", "gateway us/msg",
+              "model, flat: both", "error", "model, cold start: both", "error")  # fmt: skip
+    return _table(header, "llrrrrrr", rows)
 
 
 def load_points() -> str:
@@ -939,6 +987,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "load-summary": load_summary,
     "load-kinds": load_kinds,
     "load-points": load_points,
+    "load-cpu": load_cpu,
     "crosscheck": crosscheck,
     "crosscheck-spans": crosscheck_spans,
     "engines": engines,

@@ -39,6 +39,7 @@ from twin.components import (
     venue,
 )
 from twin.dists import Dist
+from twin.errors import ModelError
 from twin.kinds import Arrivals, Batching, Loop, Strategy, Tier, WorkloadKind
 from twin.path import Hop, Span
 from twin.profile import Profile
@@ -394,21 +395,17 @@ class _PathBuilder:
         rate = self.rate
         sender = self.s.hosts["client"].sender
         transport = self.s.connectivity.transport
-        hops = (
-            loopback.client_send_hops(self.profile, rate, sender)
-            + loopback.path_hops("client→gateway", tier, self.profile, transport, sender)
-            + loopback.gateway_hops(self.profile, rate, sender)
-            + loopback.path_hops("gateway→client", tier, self.profile, transport, sender)
-            + loopback.client_receive_hops(self.profile, rate, sender)
-        )
         workload = self.s.workload
-        alternating = workload.loop == Loop.CLOSED and workload.accounts == 1
-        group = float(workload.burst) if workload.loop == Loop.OPEN else 1.0
-        per_cycle = workload.messages_per_cycle
-        uniform = workload.loop == Loop.OPEN and workload.arrivals == Arrivals.UNIFORM
-        return loopback.shared_vcpu_hops(
-            hops, self.profile, rate, sender, alternating, group, per_cycle, uniform
+        cycles = local_cycles(self.s)
+        hops = (
+            loopback.client_send_hops(self.profile, rate, sender, cycles)
+            + loopback.path_hops("client→gateway", tier, self.profile, transport, sender)
+            + loopback.gateway_hops(self.profile, rate, sender, cycles)
+            + loopback.path_hops("gateway→client", tier, self.profile, transport, sender)
+            + loopback.client_receive_hops(self.profile, rate, sender, cycles)
         )
+        alternating = workload.loop == Loop.CLOSED and workload.accounts == 1
+        return loopback.shared_vcpu_hops(hops, self.profile, rate, sender, alternating, cycles)
 
     def public_api_round_trip(self) -> list[Hop]:
         """A REST request to a venue's public endpoint (see :mod:`twin.components.venue`): the
@@ -530,3 +527,26 @@ def build_spans(scenario: Scenario, hops: list[Hop]) -> tuple[Span, ...]:
     """The spans a scenario's path reports besides its round trip (a feed's stages)."""
     kind = scenario.workload.kind
     return feed.feed_spans(hops, kind) if kind.has_feed else ()
+
+
+def local_cycles(scenario: Scenario) -> loopback.Cycles:
+    """How a local scenario's messages reach its host (:class:`twin.components.loopback.Cycles`):
+    its messages a cycle, an open loop's groups (``workload.burst``) and arrival law."""
+    workload = scenario.workload
+    is_open = workload.loop == Loop.OPEN
+    return loopback.Cycles(
+        per_cycle=workload.messages_per_cycle,
+        group=float(workload.burst) if is_open else 1.0,
+        uniform=is_open and workload.arrivals == Arrivals.UNIFORM,
+    )
+
+
+def local_cpu_us_per_msg(scenario: Scenario, profile: Profile, rate: float) -> dict[str, float]:
+    """Each local process's CPU a message (us) the model spends at ``rate`` (msg/s) under the
+    scenario's workload: its utilization (:func:`twin.components.loopback.process_utilization`)
+    over the rate, keyed ``client`` and ``gateway``; what a run's schedstat measures."""
+    if rate <= 0:
+        raise ModelError(f"rate {rate} msg/s: need > 0")
+    sender = scenario.hosts["client"].sender
+    busy = loopback.process_utilization(profile, rate, sender, local_cycles(scenario))
+    return {name.split("_")[1]: rho / (rate * 1e-6) for name, rho in busy.items()}

@@ -106,17 +106,20 @@ def tail_sigma(p50: float, p99: float) -> float:
     return max(0.05, math.log(max(p99, p50 * 1.01) / p50) / Z99)
 
 
-def fit_cold_start(by_gap: Mapping[str, list[float]]) -> tuple[float, float, float]:
+def fit_cold_start(
+    by_gap: Mapping[str, list[float]], statistic: str = "p50_us"
+) -> tuple[float, float, float]:
     """``(warm_us, cold_us, idle_us)`` of ``work(g) = warm + cold * (1 - exp(-g / idle))``.
 
-    Weighted least squares (weights: square root of each class's count) on the median work of
-    each idle-gap class; a gap class is represented by its geometric middle.
+    Weighted least squares (weights: square root of each class's count) on each idle-gap
+    class's ``statistic`` (its median work, or ``mean_us``); a gap class is represented by its
+    geometric middle.
     """
     from scipy.optimize import least_squares
 
     lo = np.asarray(by_gap["gap_from_us"], dtype=float)
     count = np.asarray(by_gap["count"], dtype=float)
-    work = np.asarray(by_gap["p50_us"], dtype=float)
+    work = np.asarray(by_gap[statistic], dtype=float)
     hi = np.append(lo[1:], lo[-1] * 2)
     mid = np.sqrt(np.maximum(lo, hi / 4) * hi)
     keep = count >= 5
@@ -202,6 +205,32 @@ def _cpu_us_per_msg(summary: LoadSummary, process: str, where: str) -> float:
     return float(value)
 
 
+def wake_cold_start(summary: LoadSummary, who: str, where: str) -> dict[str, Parameter]:
+    """A wake-up's whole CPU's cold start by the host's idle gap before its busy period
+    (``{name}_wake_cold_us``, ``{name}_wake_idle_us``: :func:`twin.components.loopback.
+    wake_cpu_us`): the mean CPU by gap class of the run's ``cpu_by_host_gap`` (the client's
+    thread CPU a busy wake-up, the gateway's a read), :func:`fit_cold_start`. Without the table
+    (a run recorded before it) or with fewer than three classes of five: none, the wake-up's
+    CPU stays what the calibration rate measured at every rate."""
+    name = f"local_{who}_work"
+    table = summary.cpu_by_host_gap.get(who)
+    if table is None or sum(c >= 5 for c in table["count"]) < 3:
+        why = f"measurement: {where} has no CPU by the host's idle gap (no cold start)"
+        return {
+            f"{name}_wake_cold_us": Parameter(0.0, why),
+            f"{name}_wake_idle_us": Parameter(1.0, why),
+        }
+    _, cold, idle = fit_cold_start(table, "mean_us")
+    src = (
+        f"fit: {who} CPU a {'read' if who == 'gateway' else 'wake-up'} by the host's idle gap "
+        f"before its busy period, {where} (least squares on class means)"
+    )
+    return {
+        f"{name}_wake_cold_us": Parameter(cold, src, fitted=True),
+        f"{name}_wake_idle_us": Parameter(idle, src, fitted=True),
+    }
+
+
 def wake_cpu_left(
     demand_us: float, marginal_us: float, events: float, rate: float
 ) -> tuple[float, float]:
@@ -256,6 +285,7 @@ def measured_parameters(
         _, cold, idle = fit_cold_start(summary.work_by_idle_gap[who])
         params[f"{name}_cold_us"] = Parameter(cold, gap_src, fitted=True)
         params[f"{name}_idle_us"] = Parameter(idle, gap_src, fitted=True)
+        params.update(wake_cold_start(summary, who, where))
         per_batch_us, marginal_us, batch_where = batch_split(summary, probe, who)
         marginal_us = min(marginal_us, demand[who] / events)
         batch_src = (

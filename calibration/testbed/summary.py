@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,10 @@ class LoadSummary:
 
     Percentile mappings (``rtt_us``, ``send_lag_us``, ...) hold ``p50 .. p99_9``, ``max``,
     ``mean`` and ``count``. ``work_by_*`` map each process to its table by idle gap or batch
-    size. Per-message costs are None when the process's CPU times could not be read.
+    size. ``cpu_by_host_gap`` maps each process to its thread's CPU a wake-up (the client's) or a
+    read (the gateway's, a message of it) by the host's idle gap before the busy period it came
+    in (the time since the loop last had no cycle in flight); empty in runs recorded before it.
+    Per-message costs are None when the process's CPU times could not be read.
     """
 
     conditions: LoadConditions
@@ -78,6 +81,7 @@ class LoadSummary:
     gateway_runqueue_us_per_msg: float | None
     client_wakeups_per_msg: float
     host: Mapping[str, float | None]
+    cpu_by_host_gap: Mapping[str, Mapping[str, list[float]]] = field(default_factory=dict)
     tool: str = field(default=TOOL)
 
     def cpu_us_per_msg(self, process: str) -> float | None:
@@ -117,6 +121,8 @@ class LoadSummary:
             if f.name in ("conditions", "tool"):
                 continue
             if f.name not in data:
+                if f.default is not MISSING or f.default_factory is not MISSING:
+                    continue  # a field added since: older runs do without it
                 raise MeasurementError(f"{source}: {f.name} is missing")
             value = data[f.name]
             values[f.name] = dict(value) if isinstance(value, Mapping) else value

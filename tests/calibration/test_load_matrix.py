@@ -21,6 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).parent / "fixtures" / "load_small"
 # The first lab corpus whose sockperf runs state each client thread's CPU apart (the receiver's).
 THREADS_CORPUS = "load_2026-11-27"
+# The first corpus whose testbed runs state each process's CPU by the host's idle gap.
+HOST_GAP_CORPUS = "load_2026-11-27_host_gap"
 RUN_1000 = CORPUS / "testbed-loopback" / "open-c1-r1000" / "run_0"
 
 
@@ -108,6 +110,12 @@ def test_matrix_json_contract(tmp_path, capsys) -> None:
             assert set(point) >= {"conditions", "measured", "predicted", "error_pct", "kinds"}
             assert point["kinds"] == {}  # the fixture's runs keep no order.hgrm / cancel.hgrm
             assert set(point["measured"]) == {"p50", "p90", "p99", "throughput"}
+            # A testbed run states its processes' CPU a message; sockperf's are compared apart.
+            cpu = point.get("cpu_us_per_msg")
+            assert (cpu is not None) == (system["system"] == "testbed-loopback")
+            if cpu is not None:
+                assert set(cpu) == {"measured", "predicted", "error_pct"}
+                assert all(set(cpu[k]) == {"client", "gateway", "host"} for k in cpu)
         own = next(p for p in system["points"] if p["id"] == system["calibrated_on"])
         assert abs(own["error_pct"]["p50"]) < 25  # the fit reproduces its own point
     summary = matrix["summary"]
@@ -117,7 +125,9 @@ def test_matrix_json_contract(tmp_path, capsys) -> None:
         "p50_median_abs_err_pct",
         "p99_median_abs_err_pct",
         "share_within_goal",
+        "cpu_median_abs_err_pct",
     }
+    assert summary["cpu_points"] == 2  # testbed-loopback's three points less its calibration
 
 
 def test_matrix_text_has_a_line_per_point(capsys) -> None:
@@ -598,3 +608,39 @@ def test_a_testbed_gateways_read_costs_what_sockperfs_server_pays_on_its_route()
     assert with_read.value("local_client_work_linger_us") == without.value(
         "local_client_work_linger_us"
     )
+
+
+def test_a_wake_ups_cold_start_predicts_the_cpu_the_load_saves() -> None:
+    """On a corpus whose runs state the CPU by the host's idle gap, the calibration point's
+    tables give each process's wake-up cold start; the model's CPU a message is then its
+    measured one at the calibration point, and at 2k-16k msg/s (one connection, open loop)
+    nearer the measured one than with a wake-up's CPU the calibration rate's at every rate."""
+    from types import MappingProxyType
+
+    from calibration import matrix
+    from twin.profile import Parameter, load_profile, resolve_profile_path
+
+    root = REPO / "calibration" / "data" / HOST_GAP_CORPUS
+    corpus = matrix.load_corpus(root)
+    system = next(s for s in corpus if s.name == "testbed-loopback")
+    prior, known = matrix.measured_prior(
+        system, load_profile(resolve_profile_path("local")), matrix.host_parameters(root)
+    )
+    for who in ("client", "gateway"):
+        assert f"local_{who}_work_wake_cold_us" in known
+        assert prior.value(f"local_{who}_work_wake_cold_us") > 10.0
+    flat = dict(prior.params)
+    for who in ("client", "gateway"):
+        flat[f"local_{who}_work_wake_cold_us"] = Parameter(0.0, "test")
+    without = replace(prior, params=MappingProxyType(flat))
+    own = system.point(system.calibrated_on)
+    at_own = matrix.cpu_point(own, matrix._scenario(system, own, 1), prior, 1000.0)
+    assert at_own is not None
+    assert at_own["predicted"]["host"] == pytest.approx(at_own["measured"]["host"], rel=0.02)
+    for rate in (2000, 4000, 8000, 16000):
+        point = system.point(f"open-c1-r{rate}")
+        scenario = matrix._scenario(system, point, 1)
+        cold = matrix.cpu_point(point, scenario, prior, float(rate))
+        flat_cpu = matrix.cpu_point(point, scenario, without, float(rate))
+        assert cold is not None and flat_cpu is not None
+        assert abs(cold["error_pct"]["host"]) < abs(flat_cpu["error_pct"]["host"]), rate

@@ -30,7 +30,12 @@ regularly every 200 us or less soon wakes from polling), and a **cold start**
 ``cold * (1 - exp(-idle / {name}_idle_us))``; where the timer wakes the client for an order, with
 that probability too, a rare **stall** (:func:`wake_stall`: a late timer, no CPU held). The service
 is the marginal work per event (``b``); a wake-up's CPU off the path (``{name}_linger_us``)
-keeps the thread busy after the message left, so utilization is the measured CPU's.
+keeps the thread busy after the message left, so utilization is the measured CPU's. A wake-up's
+whole CPU (:func:`wake_cpu_us`) holds a cold start that grows with how long the host was idle
+before the wake-up's busy period (``{name}_wake_cold_us``, ``{name}_wake_idle_us``: the
+testbed's ``cpu_by_host_gap``): measured at the calibration rate's gaps, it sheds that cold
+start as the load shortens them (:class:`Cycles`), off the path (the linger) and in the
+utilization.
 
 **Shared cores.** Each process's work is slowed under fair sharing to ``min(1, n / (1 + k))``
 of a core, ``k`` the background, the other process's utilization and a spinning sender
@@ -44,7 +49,7 @@ server, the client's receiver and the way back); beyond, each is a sleeping stat
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -75,8 +80,86 @@ def events_per_msg(name: str, sender: Sender = Sender.EVENT_LOOP) -> float:
     return EVENTS_PER_MSG[name]
 
 
+@dataclass(frozen=True)
+class Cycles:
+    """How a workload's messages reach the host, which sets the host's idle gaps between them:
+    ``per_cycle`` messages a cycle (the testbed's order and cancel: 2; an echo: 1), cycles in
+    groups of ``group`` on average (an open loop's ``workload.burst``), the gaps between groups
+    exponential (Poisson arrivals) or, where ``uniform``, even. The default is the testbed's
+    calibration point's."""
+
+    per_cycle: int = 2
+    group: float = 1.0
+    uniform: bool = False
+
+    def __post_init__(self) -> None:
+        if self.per_cycle < 1:
+            raise ModelError(f"messages a cycle {self.per_cycle}: need >= 1")
+        if not self.group >= 1.0:
+            raise ModelError(f"cycles a group {self.group}: need >= 1")
+
+    def at_calibration(self) -> Cycles:
+        """The same law in groups of one: the calibration point's (an open loop, no bursts)."""
+        return replace(self, group=1.0)
+
+    def grown(self, rate_msgs_per_s: float, tau_us: float) -> float:
+        """``E[1 - exp(-G / tau)]`` over the gaps ``G`` between groups at this rate (msg/s):
+        the share of a cold start of time scale ``tau_us`` that has grown back when a group
+        comes, ``1 / (1 + r tau)`` for exponential gaps of rate ``r``, ``1 - exp(-1 / (r tau))``
+        for even ones; 1 without arrivals."""
+        gaps_tau = rate_msgs_per_s * 1e-6 / self.per_cycle / self.group * tau_us
+        if gaps_tau <= 0:
+            return 1.0
+        if self.uniform:
+            return -math.expm1(-1.0 / gaps_tau)
+        return 1.0 / (1.0 + gaps_tau)
+
+
+CALIBRATION_CYCLES = Cycles()
+
+
+def _cold_fall_us(profile: Profile, name: str, rate: float, cycles: Cycles) -> float:
+    """How much less a wake-up's CPU is at ``rate`` than at the calibration rate: its cold
+    start ``{name}_wake_cold_us x (1 - exp(-G / {name}_wake_idle_us))`` after the host's idle
+    gap ``G`` before the wake-up's busy period, every wake-up of the period paying it (a reply's
+    wake-up moments after the thread slept costs as much more as the cycle's first after a long
+    idle: the testbed's client, design notes), at its mean over the cycles' gaps at each rate
+    (:meth:`Cycles.grown`). Negative where the gaps are longer than the calibration point's."""
+    cold = profile.value(f"{name}_wake_cold_us")
+    if cold <= 0:
+        return 0.0
+    tau = profile.value(f"{name}_wake_idle_us")
+    calibrated = profile.value("local_calibration_rate_msgs_per_s")
+    return cold * (cycles.at_calibration().grown(calibrated, tau) - cycles.grown(rate, tau))
+
+
+def wake_cpu_us(
+    profile: Profile, name: str, rate_msgs_per_s: float, cycles: Cycles = CALIBRATION_CYCLES
+) -> float:
+    """A process's CPU a wake-up (us) at this rate: what the calibration rate measured
+    (``{name}_wake_cpu_us``: every system call, epoll and the work off the path, its cold
+    starts at that rate's gaps) less the cold start the shorter gaps at this rate leave out
+    (:func:`_cold_fall_us`); never below zero."""
+    measured = profile.value(f"{name}_wake_cpu_us")
+    return max(0.0, measured - _cold_fall_us(profile, name, rate_msgs_per_s, cycles))
+
+
+def linger_us(
+    profile: Profile, name: str, rate_msgs_per_s: float, cycles: Cycles = CALIBRATION_CYCLES
+) -> float:
+    """A wake-up's CPU off the message's path at this rate (``{name}_linger_us`` at the
+    calibration rate): the wake-up's CPU falls with the gaps (:func:`wake_cpu_us`) off the path,
+    the cold start on it being its station's own (by the station's idle gap); never below zero."""
+    measured = profile.value(f"{name}_linger_us")
+    return max(0.0, measured - _cold_fall_us(profile, name, rate_msgs_per_s, cycles))
+
+
 def core_speed(
-    profile: Profile, rate_msgs_per_s: float, other_work: str, sender: Sender = Sender.EVENT_LOOP
+    profile: Profile,
+    rate_msgs_per_s: float,
+    other_work: str,
+    sender: Sender = Sender.EVENT_LOOP,
+    cycles: Cycles = CALIBRATION_CYCLES,
 ) -> float:
     """Share of a core a process's thread gets under fair sharing: ``min(1, n / (1 + k))``.
 
@@ -85,9 +168,10 @@ def core_speed(
     spinning sender one more thread that is always runnable.
     """
     cores = profile.value("local_host_cores")
+    busy = utilization(profile, other_work, rate_msgs_per_s, sender=sender, cycles=cycles)
     other = (
         profile.value("local_background_threads")
-        + min(1.0, utilization(profile, other_work, rate_msgs_per_s, sender=sender))
+        + min(1.0, busy)
         + (1.0 if sender == Sender.SPINNING else 0.0)
     )
     return max(MIN_SPEED, min(1.0, cores / (1.0 + other)))
@@ -99,43 +183,59 @@ def utilization(
     rate_msgs_per_s: float,
     speed: float = 1.0,
     sender: Sender = Sender.EVENT_LOOP,
+    cycles: Cycles = CALIBRATION_CYCLES,
 ) -> float:
     """Mean CPU utilization ``rho`` of a process's thread at this rate (mean-value estimate).
 
     Per message a process handles ``e`` events (:func:`events_per_msg`) at a marginal cost ``b``
     each, and the events that find it asleep (a share ``1 - rho``, M/G/1) add the wake-up's CPU
-    ``c`` (``{name}_wake_cpu_us``: measured at the calibration rate, so it holds that rate's
-    cold starts and everything off the round trip's path): ``rho = x s e (b + c (1 - rho))``,
-    i.e. ``rho = x s e (b + c) / (1 + x s e c)``, ``s`` the core-sharing slowdown relative to
+    ``c`` (:func:`wake_cpu_us`: measured at the calibration rate, so it holds that rate's
+    system calls and everything off the round trip's path, its cold start following the gaps
+    between the ``cycles`` at this rate): ``rho = x s e (b + c (1 - rho))``, i.e.
+    ``rho = x s e (b + c) / (1 + x s e c)``, ``s`` the core-sharing slowdown relative to
     the calibration rate. At saturation it never sleeps: the rate is ``1 / (s b e)``.
     """
     e = events_per_msg(name, sender)
     b = profile.value(f"{name}_marginal_us")
-    c = profile.value(f"{name}_wake_cpu_us")
+    c = wake_cpu_us(profile, name, rate_msgs_per_s, cycles)
     x = rate_msgs_per_s * 1e-6 * speed
     return x * (b + c) * e / (1.0 + x * c * e)
 
 
-def _speed_ratio(profile: Profile, name: str, rate: float, sender: Sender) -> float:
+def _speed_ratio(
+    profile: Profile, name: str, rate: float, sender: Sender, cycles: Cycles = CALIBRATION_CYCLES
+) -> float:
     """How much slower the cores let ``name`` run at ``rate`` than at the calibration rate."""
     other = "local_gateway_work" if name == "local_client_work" else "local_client_work"
     calibrated = profile.value("local_calibration_rate_msgs_per_s")
-    return core_speed(profile, calibrated, other, sender) / core_speed(profile, rate, other, sender)
+    at_calibration = core_speed(profile, calibrated, other, sender, cycles.at_calibration())
+    return at_calibration / core_speed(profile, rate, other, sender, cycles)
 
 
 def process_utilization(
-    profile: Profile, rate_msgs_per_s: float, sender: Sender = Sender.EVENT_LOOP
+    profile: Profile,
+    rate_msgs_per_s: float,
+    sender: Sender = Sender.EVENT_LOOP,
+    cycles: Cycles = CALIBRATION_CYCLES,
 ) -> dict[str, float]:
     """Each process's CPU utilization at this rate (:func:`utilization`, shared cores)."""
     rate = rate_msgs_per_s
     return {
-        name: utilization(profile, name, rate, _speed_ratio(profile, name, rate, sender), sender)
+        name: utilization(
+            profile, name, rate, _speed_ratio(profile, name, rate, sender, cycles), sender, cycles
+        )
         for name in EVENTS_PER_MSG
     }
 
 
 def _station(
-    profile: Profile, name: str, label: str, rate: float, sender: Sender, reads: bool = False
+    profile: Profile,
+    name: str,
+    label: str,
+    rate: float,
+    sender: Sender,
+    cycles: Cycles,
+    reads: bool = False,
 ) -> Station:
     """A process's thread: one server that sleeps when idle (wake-up, cold start, linger).
 
@@ -151,7 +251,7 @@ def _station(
     the scheduling latency (:func:`_halted`; the halt probe measures the whole one-way latency,
     so this share is an upper bound on the latency's own).
     """
-    speed = _speed_ratio(profile, name, rate, sender)
+    speed = _speed_ratio(profile, name, rate, sender, cycles)
     handler = speed * profile.value(f"{name}_wake_us")
     per_read = reads and handler > 0
     thread = Station(
@@ -163,7 +263,7 @@ def _station(
         batch_per_connection=per_read,
         cold_us=speed * profile.value(f"{name}_cold_us") + profile.value("local_wake_cold_us"),
         cold_tau_us=profile.value(f"{name}_idle_us"),
-        linger_us=speed * profile.value(f"{name}_linger_us"),
+        linger_us=speed * linger_us(profile, name, rate, cycles),
         stall=wake_stall(profile),
     )
     return _halted(thread, profile)
@@ -240,9 +340,11 @@ def _work(profile: Profile, name: str, events: float, speed: float) -> Dist:
     return ShiftedLognormal(0.0, mean / math.exp(sigma**2 / 2), sigma)
 
 
-def _process_work(profile: Profile, name: str, rate: float, sender: Sender) -> Dist:
+def _process_work(
+    profile: Profile, name: str, rate: float, sender: Sender, cycles: Cycles
+) -> Dist:
     """A process's work per message on the shared cores (:func:`_work` at their slowdown)."""
-    speed = _speed_ratio(profile, name, rate, sender)
+    speed = _speed_ratio(profile, name, rate, sender, cycles)
     return _work(profile, name, events_per_msg(name, sender), speed)
 
 
@@ -261,7 +363,10 @@ def _provenance(profile: Profile, name: str) -> str:
 
 
 def client_send_hops(
-    profile: Profile, rate_msgs_per_s: float, sender: Sender = Sender.EVENT_LOOP
+    profile: Profile,
+    rate_msgs_per_s: float,
+    sender: Sender = Sender.EVENT_LOOP,
+    cycles: Cycles = CALIBRATION_CYCLES,
 ) -> list[Hop]:
     """The client's write of one message: on its event loop's thread (woken by the timer for an
     order), or on a sender thread of its own that spins until the send is due, so it never
@@ -281,15 +386,18 @@ def client_send_hops(
         Hop(
             CLIENT_WRITE,
             "host",
-            service=_process_work(profile, name, rate_msgs_per_s, sender),
-            station=_station(profile, name, CLIENT, rate_msgs_per_s, sender),
+            service=_process_work(profile, name, rate_msgs_per_s, sender, cycles),
+            station=_station(profile, name, CLIENT, rate_msgs_per_s, sender, cycles),
             source=_provenance(profile, name),
         )
     ]
 
 
 def client_receive_hops(
-    profile: Profile, rate_msgs_per_s: float, sender: Sender = Sender.EVENT_LOOP
+    profile: Profile,
+    rate_msgs_per_s: float,
+    sender: Sender = Sender.EVENT_LOOP,
+    cycles: Cycles = CALIBRATION_CYCLES,
 ) -> list[Hop]:
     """The client's thread returning from its wait for the reply (the round trip's end).
 
@@ -305,9 +413,11 @@ def client_receive_hops(
         Hop(
             "client receiver (read reply)" if spinning else "client wakes for the reply",
             "host",
-            service=_process_work(profile, name, rate_msgs_per_s, sender) if spinning else ZERO,
+            service=(
+                _process_work(profile, name, rate_msgs_per_s, sender, cycles) if spinning else ZERO
+            ),
             station=_station(
-                profile, name, RECEIVER if spinning else CLIENT, rate_msgs_per_s, sender
+                profile, name, RECEIVER if spinning else CLIENT, rate_msgs_per_s, sender, cycles
             ),
             source=_provenance(profile, name),
             may_stall=waits_for_spinner(sender),
@@ -478,19 +588,23 @@ def _renamed(hop: Hop, name: str) -> Hop:
 
 
 def gateway_hops(
-    profile: Profile, rate_msgs_per_s: float, sender: Sender = Sender.EVENT_LOOP
+    profile: Profile,
+    rate_msgs_per_s: float,
+    sender: Sender = Sender.EVENT_LOOP,
+    cycles: Cycles = CALIBRATION_CYCLES,
 ) -> list[Hop]:
     """The gateway's read, decode, risk check + matching and reply write (one event loop);
     ``sender`` is the client's, whose spinning takes a core from the shared ones."""
     name = "local_gateway_work"
-    station = _station(profile, name, GATEWAY, rate_msgs_per_s, sender, reads=True)
-    read = _speed_ratio(profile, name, rate_msgs_per_s, sender) * _read_calls_us(profile)
+    station = _station(profile, name, GATEWAY, rate_msgs_per_s, sender, cycles, reads=True)
+    speed = _speed_ratio(profile, name, rate_msgs_per_s, sender, cycles)
+    read = speed * _read_calls_us(profile)
     per_read = read > 0 and station.batch_per_connection
     return [
         Hop(
             "gateway read + engine + write",
             "gateway",
-            service=_process_work(profile, name, rate_msgs_per_s, sender),
+            service=_process_work(profile, name, rate_msgs_per_s, sender, cycles),
             station=station,
             source=_provenance(profile, name),
             may_stall=waits_for_spinner(sender),
@@ -513,6 +627,7 @@ def colocated(
     sender: Sender,
     relayed: bool = False,
     alternating: bool = False,
+    cycles: Cycles = CALIBRATION_CYCLES,
 ) -> bool:
     """Whether the host runs both processes' threads on one vCPU at this rate.
 
@@ -533,7 +648,7 @@ def colocated(
     pct = profile.value("local_balance_imbalance_pct")
     if pct <= 0 or alternating:
         return False
-    busy = sum(process_utilization(profile, rate_msgs_per_s, sender).values())
+    busy = sum(process_utilization(profile, rate_msgs_per_s, sender, cycles).values())
     if relayed:
         busy += relay_utilization(profile, rate_msgs_per_s)
     return busy * pct < 100.0
@@ -555,9 +670,7 @@ def shared_vcpu_hops(
     rate_msgs_per_s: float,
     sender: Sender,
     alternating: bool = False,
-    group: float = 1.0,
-    per_cycle: int = 2,
-    uniform: bool = False,
+    cycles: Cycles = CALIBRATION_CYCLES,
 ) -> list[Hop]:
     """The round trip with both processes on one vCPU when :func:`colocated` and while that
     vCPU's own work (theirs and the kernel path they run on it) leaves it spare capacity too,
@@ -597,10 +710,8 @@ def shared_vcpu_hops(
     the vCPU has spare capacity its reads take one message each), and hold the vCPU awake
     through their delay.
     """
-    if not group >= 1.0:
-        raise ModelError(f"cycles a group {group}: need >= 1")
     relayed = any(hop.component == "relay" for hop in hops)
-    if not colocated(profile, rate_msgs_per_s, sender, relayed, alternating):
+    if not colocated(profile, rate_msgs_per_s, sender, relayed, alternating, cycles):
         return hops
     client = "local_client_work"
     latency = stage(profile, "local_wake")
@@ -613,13 +724,12 @@ def shared_vcpu_hops(
         stall=wake_stall(profile),
     )
     vcpu = _halted(vcpu, profile)
-    groups_per_us = rate_msgs_per_s * 1e-6 / per_cycle / group
     kernel = [hop for hop in hops if hop.component == "kernel"]
     path_us = kernel[0].fixed_us + kernel[0].delay.mean if kernel else 0.0
     # A thread's handler work and bookkeeping come with a wake-up of its own, which an event finds
     # with the probability its thread is idle (the mean-value rule of utilization()).
-    busy = process_utilization(profile, rate_msgs_per_s, sender)
-    asleep = {name: (1.0 - min(1.0, rho)) / group for name, rho in busy.items()}
+    busy = process_utilization(profile, rate_msgs_per_s, sender, cycles)
+    asleep = {name: (1.0 - min(1.0, rho)) / cycles.group for name, rho in busy.items()}
     # With a spinning sender, the way out of its write runs in its system call, on its vCPU.
     out = []
     for i, hop in enumerate(hops):
@@ -638,19 +748,16 @@ def shared_vcpu_hops(
             out.append(hop)
             continue
         name = client if hop.station.name in (CLIENT, RECEIVER) else "local_gateway_work"
-        speed = _speed_ratio(profile, name, rate_msgs_per_s, sender)
+        speed = _speed_ratio(profile, name, rate_msgs_per_s, sender, cycles)
         wakes = (0.5 if hop.name == CLIENT_WRITE else 1.0) * asleep[name]
         handler = wakes * speed * profile.value(f"{name}_wake_us")
         if name != client:
-            # Paid by a group's first cycle's first message (after the groups' gap G the cold
-            # start has grown to E[1 - exp(-G / tau)] of itself: 1 / (1 + r tau) for exponential
-            # gaps of rate r, 1 - exp(-1 / (r tau)) for even ones), not by a testbed's cancels
-            # (the gateway ran moments before).
-            gaps_tau = groups_per_us * profile.value(f"{name}_idle_us")
-            grown = 1.0 / (1.0 + gaps_tau)
-            if uniform:
-                grown = -math.expm1(-1.0 / gaps_tau) if gaps_tau > 0 else 1.0
-            handler += speed * profile.value(f"{name}_cold_us") * grown / group / per_cycle
+            # Paid by a group's first cycle's first message (after the groups' gap the cold start
+            # has grown to Cycles.grown of itself), not by a testbed's cancels (the gateway ran
+            # moments before).
+            grown = cycles.grown(rate_msgs_per_s, profile.value(f"{name}_idle_us"))
+            cold = speed * profile.value(f"{name}_cold_us") * grown
+            handler += cold / cycles.group / cycles.per_cycle
         service = hop.service
         if isinstance(service, ShiftedLognormal):
             service = replace(service, shift_us=service.shift_us + handler)
@@ -658,8 +765,9 @@ def shared_vcpu_hops(
             service = Const(handler) if handler > 0 else ZERO
         else:
             raise ModelError(f"hop {hop.name!r}: unexpected work {service!r} on a shared vCPU")
-        linger = wakes * speed * profile.value(f"{name}_linger_us")
-        per_msg = events_per_msg(name, sender) * speed * profile.value(f"{name}_linger_us")
+        bookkeeping = speed * linger_us(profile, name, rate_msgs_per_s, cycles)
+        linger = wakes * bookkeeping
+        per_msg = events_per_msg(name, sender) * bookkeeping
         if per_msg > 0:
             linger *= max(0.0, 1.0 - path_us / per_msg)
         if name != client:

@@ -324,6 +324,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
         plan = replace(plan, duration_s=args.duration)
     if args.calibration_duration is not None:
         plan = replace(plan, calibration_duration_s=args.calibration_duration)
+    if args.testbed_only:
+        plan = replace(plan, sockperf_routes=())
     command = "twin testbed lab " + " ".join(sys.argv[3:])
     result = run_lab(
         Path(args.out), plan, command, lambda line: print(line, file=sys.stderr, flush=True)
@@ -666,6 +668,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         type=positive_float,
         metavar="S",
         help="seconds per run of each system's calibration point and burst probe",
+    )
+    p.add_argument(
+        "--testbed-only",
+        action="store_true",
+        help="the project's testbed systems alone (no sockperf)",
     )
     p.set_defaults(run=cmd_lab)
 

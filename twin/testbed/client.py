@@ -70,9 +70,9 @@ from twin.testbed.recorder import (
 from twin.testbed.timer import WakeTimer, precise_timer_slack
 
 # Fields of a reply the loop reads: msg_type, batch (the gateway read's frame count, in the
-# reserved u16), client_ts_ns, order_id, gateway_ns, symbol, account, code, gateway_cpu (offsets
-# 3, 6, 16, 24, 64, 72, 76, 83, 96; see :mod:`twin.testbed.protocol`).
-REPLY = struct.Struct("<3xB2xH8xqq32xqii3xB12xB23x")
+# reserved u16), client_ts_ns, order_id, gateway_ns, symbol, account, code, gateway_cpu,
+# read_cpu_ns (offsets 3, 6, 16, 24, 64, 72, 76, 83, 96, 100; see :mod:`twin.testbed.protocol`).
+REPLY = struct.Struct("<3xB2xH8xqq32xqii3xB12xB3xI16x")
 ORDER_AT_8 = struct.Struct("<Qqqq")  # seq, client_ts_ns, order_id, price_ticks
 ORDER_AT_76 = struct.Struct("<iB")  # account, side
 CANCEL_AT_8 = struct.Struct("<Qqq")  # seq, client_ts_ns, order_id
@@ -152,6 +152,8 @@ class _Conn:
     sched_ns: list[int] = field(default_factory=lambda: [0] * P.ORDER_IDS_PER_CONNECTION)
     gw_gap_ns: list[int] = field(default_factory=lambda: [0] * P.ORDER_IDS_PER_CONNECTION)
     gw_read_gap_ns: list[int] = field(default_factory=lambda: [0] * P.ORDER_IDS_PER_CONNECTION)
+    # ... and the host's idle gap before the busy period the request went out in (ns).
+    host_gap_ns: list[int] = field(default_factory=lambda: [0] * P.ORDER_IDS_PER_CONNECTION)
     out: bytearray = field(default_factory=bytearray)
     out_gap: int = 0  # the gap before the first request queued in ``out``
     pending: bytes = b""
@@ -212,6 +214,12 @@ class _Timings:
     # at a low rate is what makes a batch (replies pile up while the thread is off its core).
     wake_work: list[int] = field(default_factory=list)
     wake_gap: list[int] = field(default_factory=list)  # its idle gap (as ``recv_gap``)
+    # Per busy wake-up: its whole thread CPU and the host's idle gap before its busy period;
+    # per reply: the gateway's CPU for its read (a message of it) and the same gap at the send.
+    wake_cpu: list[int] = field(default_factory=list)
+    host_gap: list[int] = field(default_factory=list)
+    gateway_read_cpu: list[int] = field(default_factory=list)
+    gateway_host_gap: list[int] = field(default_factory=list)
     wakeups: int = 0
     runnable: list[int] = field(default_factory=list)
     # Replies read, and those the gateway had handled on the CPU the client read them on.
@@ -255,6 +263,10 @@ class LoadRun:
         self.timings = _Timings()
         self.window = _Window()
         self.last_request_ns = 0
+        # Cycles sent and not yet ended (cancel ack or reject), and the host's idle gap before
+        # the current busy period (ns): since the last wake-up that left none in flight.
+        self.in_flight = 0
+        self.host_gap_ns = 0
         self._conns: list[_Conn] = []
 
     def _connect(self) -> list[_Conn]:
@@ -292,9 +304,18 @@ class LoadRun:
         counts, recorded, tm = self.counts, self.recorded, self.timings
         out = conn.out
         n = 0
-        for mtype, batch, ts, oid, gw, symbol, account, code, gw_cpu in REPLY.iter_unpack(
-            memoryview(data)[:whole]
-        ):
+        for (
+            mtype,
+            batch,
+            ts,
+            oid,
+            gw,
+            symbol,
+            account,
+            code,
+            gw_cpu,
+            gw_read_cpu,
+        ) in REPLY.iter_unpack(memoryview(data)[:whole]):
             n += 1
             in_window = t_warm <= conn.sched_ns[oid] < t_end
             if in_window:
@@ -306,6 +327,8 @@ class LoadRun:
                     recorded["acks"] += 1
                     recorded["cancels_sent"] += 1
                     rec.pending["order"].append(now - ts)
+                    tm.gateway_read_cpu.append(gw_read_cpu)
+                    tm.gateway_host_gap.append(conn.host_gap_ns[oid])
                     tm.gateway.append(gw)
                     tm.gateway_batch.append(batch)
                     tm.gateway_gap.append(conn.gw_gap_ns[oid])
@@ -320,6 +343,7 @@ class LoadRun:
                     conn.out_gap = gap
                 conn.gw_gap_ns[oid] = gap
                 conn.gw_read_gap_ns[oid] = conn.out_gap
+                conn.host_gap_ns[oid] = self.host_gap_ns
                 self.last_request_ns = now
                 counts["cancels_sent"] += 1
                 continue
@@ -328,6 +352,8 @@ class LoadRun:
                 if in_window:
                     recorded["cancel_acks"] += 1
                     rec.pending["cancel"].append(now - ts)
+                    tm.gateway_read_cpu.append(gw_read_cpu)
+                    tm.gateway_host_gap.append(conn.host_gap_ns[oid])
                     tm.gateway.append(gw)
                     tm.gateway_batch.append(batch)
                     tm.gateway_gap.append(conn.gw_gap_ns[oid])
@@ -342,6 +368,7 @@ class LoadRun:
                 continue
             conn.free_ids.append(oid)
             conn.outstanding -= 1
+            self.in_flight -= 1
         return n
 
     def _order(self, conn: _Conn, k: int, due: int, now: int) -> None:
@@ -349,6 +376,7 @@ class LoadRun:
         oid = conn.free_ids.pop()
         conn.sched_ns[oid] = due
         conn.outstanding += 1
+        self.in_flight += 1
         conn.seq += 1
         out = conn.out
         pos = len(out)
@@ -362,6 +390,7 @@ class LoadRun:
             conn.out_gap = gap
         conn.gw_gap_ns[oid] = gap
         conn.gw_read_gap_ns[oid] = conn.out_gap
+        conn.host_gap_ns[oid] = self.host_gap_ns
         self.last_request_ns = now
 
     def _loop(self, due_ns: list[int], rec: IntervalRecorder, t_warm: int, t_end: int) -> None:
@@ -390,6 +419,8 @@ class LoadRun:
                 cpu_woke = time.thread_time_ns()
                 on_cpu = hoststat.current_cpu()
                 tm.wakeups += 1
+                if self.in_flight == 0:  # the host had nothing of ours since the last busy one
+                    self.host_gap_ns = woke - last_active
                 rec.maybe_rotate(woke)
                 replies = 0
                 for key, _ in ready:
@@ -460,6 +491,8 @@ class LoadRun:
                     tm.wake_events.append(replies + sent)
                     tm.wake_work.append((cpu_done - cpu_woke) // (replies + sent))
                     tm.wake_gap.append(woke - last_active)
+                    tm.wake_cpu.append(cpu_done - cpu_woke)
+                    tm.host_gap.append(self.host_gap_ns)
                 if replies or sent:
                     last_active = t_s
                 while marks and woke >= marks[0]:
@@ -570,6 +603,10 @@ class LoadRun:
             client_runqueue_us_per_msg=client_wait,
             gateway_runqueue_us_per_msg=gateway_wait,
             client_wakeups_per_msg=wakeups / msgs,
+            cpu_by_host_gap={
+                "client": work_by_gap(tm.host_gap, tm.wake_cpu),
+                "gateway": work_by_gap(tm.gateway_host_gap, tm.gateway_read_cpu),
+            },
             host={
                 **shares,
                 "loadavg_1m_start": win.host[0].loadavg_1m if win.host else None,

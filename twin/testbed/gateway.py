@@ -6,6 +6,11 @@ matching engine would; every socket read is answered by one call of the compiled
 machine a uvloop protocol with a Numba hot path costs a few microseconds per order, well below
 the load client's own cost, and needs no locking around the engine (threads would).
 
+Each reply carries what its read cost: the handling's wall time (``gateway_ns``) and the thread's
+CPU since the end of its previous read (``read_cpu_ns``: the loop's wait and wake-up, the
+socket's read, the handlers, the write), both per message of the read, and the CPU it ran on
+(:mod:`twin.testbed.protocol`).
+
 Robustness rules, each with a test in ``tests/twin/testbed``:
 
 * a bad magic, version or length: one reject, then that connection is closed;
@@ -57,6 +62,7 @@ from twin.testbed.hoststat import current_cpu
 from twin.testbed.protocol import FRAME_BYTES, ORDER_IDS_PER_CONNECTION, WIRE_DTYPE, decode
 
 MAX_CONNECTIONS = 1024
+READ_CPU_MAX_NS = 2**32 - 1  # a reply's read_cpu_ns saturates here (u32)
 MAX_PER_SOURCE = 256
 MAX_OPEN_ORDERS = 4096  # per source address and symbol
 HANDSHAKE_TIMEOUT_S = 5.0
@@ -120,6 +126,8 @@ class Gateway:
         self.free_slots = list(range(min(MAX_CONNECTIONS, self.config.max_order_id // 4096)))[::-1]
         self.connections: set[_Connection] = set()
         self.stats = GatewayStats()
+        # The thread's CPU clock at the end of the last read (ns): a read's CPU counts from it.
+        self.read_cpu_mark = time.thread_time_ns()
 
     def join(self, source: str) -> int:
         """Count one more connection of ``source``; return its engine account."""
@@ -214,7 +222,10 @@ class _Connection(asyncio.Protocol):
             self.gw.state, frames, self.slot, self.account, self.state, self.out, self.gw.events
         )
         elapsed = time.perf_counter_ns() - start
+        cpu = time.thread_time_ns()
+        read_cpu, self.gw.read_cpu_mark = cpu - self.gw.read_cpu_mark, cpu
         self.out["gateway_ns"][:k] = elapsed // max(k, 1)
+        self.out["read_cpu_ns"][:k] = min(read_cpu // max(k, 1), READ_CPU_MAX_NS)
         self.out["reserved"][:k] = min(n, 0xFFFF)  # the batch this reply's request came in
         self.out["gateway_cpu"][:k] = max(0, current_cpu()) & 0xFF
         self.transport.write(self.out[:k].tobytes())

@@ -32,7 +32,12 @@ Every message, in both directions, is one :data:`WIRE_DTYPE` record of exactly
      84     4   --    (padding)
      88     8   u64   ref_seq        replies: ``seq`` of the request answered
      96     1   u8    gateway_cpu    replies: the CPU the gateway's read ran on; requests: 0
-     97    23   --    reserved       zero
+     97     3   --    reserved       zero
+    100     4   u32   read_cpu_ns    replies: the gateway thread's CPU time for the read that
+                                     carried the request, per message of it, counted from the
+                                     end of its previous read (the loop's wait and wake-up, the
+                                     socket's read, the handlers and the write; saturating)
+    104    16   --    reserved       zero
 
 Reject reasons are engine_ext's ``REJ_*`` codes (1..18) and the gateway's ``REJ_BAD_MAGIC`` ..
 ``REJ_SEQUENCE_GAP`` (100..). A bad magic, version or length means the stream can no longer be
@@ -89,6 +94,7 @@ WIRE_DTYPE = np.dtype(
             "code",
             "ref_seq",
             "gateway_cpu",
+            "read_cpu_ns",
         ],
         "formats": [
             "<u2",
@@ -112,8 +118,32 @@ WIRE_DTYPE = np.dtype(
             "u1",
             "<u8",
             "u1",
+            "<u4",
         ],
-        "offsets": [0, 2, 3, 4, 6, 8, 16, 24, 32, 40, 48, 56, 64, 72, 76, 80, 81, 82, 83, 88, 96],
+        "offsets": [
+            0,
+            2,
+            3,
+            4,
+            6,
+            8,
+            16,
+            24,
+            32,
+            40,
+            48,
+            56,
+            64,
+            72,
+            76,
+            80,
+            81,
+            82,
+            83,
+            88,
+            96,
+            100,
+        ],
         "itemsize": FRAME_BYTES,
     }
 )

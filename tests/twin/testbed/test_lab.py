@@ -243,3 +243,22 @@ def test_bad_probe_gaps_exit_2(tmp_path: Path, capsys, gaps: str) -> None:
         main(["testbed", "wakeprobe", "--out", str(out), "--gaps", gaps])
     assert exc.value.code == 2 and "--gaps" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_testbed_only_lab_measures_no_sockperf_system(tmp_path: Path, monkeypatch) -> None:
+    """``--testbed-only``: the plan's testbed systems alone (sockperf is neither run nor
+    needed)."""
+    import twin.testbed.lab as lab
+
+    plans: list[LabPlan] = []
+
+    def record(root: Path, plan: LabPlan, command: str, progress=None) -> dict:
+        plans.append(plan)
+        return {"systems": []}
+
+    monkeypatch.setattr(lab, "run_lab", record)
+    assert main(["testbed", "lab", "--quick", "--testbed-only", "--out", str(tmp_path)]) == 0
+    systems = {p.system for p in plan_points(plans[0])}
+    assert systems == {"testbed-loopback"}
+    assert main(["testbed", "lab", "--quick", "--out", str(tmp_path)]) == 0
+    assert any(s.startswith("sockperf") for s in {p.system for p in plan_points(plans[1])})

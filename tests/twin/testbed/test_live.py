@@ -125,6 +125,27 @@ def test_in_process_timings_reported(run):
     assert s.client_cpu_us_per_msg > 0 and s.client_runqueue_us_per_msg >= 0
 
 
+def test_each_wake_up_and_read_is_classed_by_the_hosts_idle_gap(run):
+    """Every busy wake-up of the client and every reply's read by the host's idle gap before
+    their busy period; the gateway's read CPU (its thread's clock, from the end of its previous
+    read) is at least the handling's wall time it holds, save the clocks' granularity."""
+    _, s = run
+    host = s.cpu_by_host_gap
+    # A busy wake-up handles one event or more (work_by_batch counts events).
+    events = sum(s.work_by_batch["client"]["count"])
+    assert events / 4 < sum(host["client"]["count"]) <= events
+    assert sum(host["gateway"]["count"]) == s.gateway_service_us["count"]
+    read = np.average(
+        host["gateway"]["mean_us"], weights=np.maximum(host["gateway"]["count"], 1e-9)
+    )
+    assert read >= 0.9 * s.gateway_service_us["mean"]
+    # At 1k msg/s a cycle (about 100 us) mostly ends before the next starts: most busy periods
+    # begin after a gap longer than 100 us.
+    gaps = np.asarray(host["client"]["gap_from_us"])
+    count = np.asarray(host["client"]["count"])
+    assert count[gaps >= 100].sum() > count.sum() / 4
+
+
 def test_closed_loop_keeps_one_message_in_flight_per_connection(gateway, tmp_path):
     """Closed loop, target far above what two connections can do: bound by round trips."""
     proc, port = gateway

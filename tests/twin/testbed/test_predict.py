@@ -94,6 +94,27 @@ def test_fit_cold_start_recovers_a_known_curve(warm, cold, idle):
     assert got[0] == pytest.approx(warm, rel=0.05, abs=0.5)
 
 
+def test_a_wake_ups_cold_start_is_fitted_on_the_cpu_by_the_hosts_idle_gap():
+    """The class means of ``cpu_by_host_gap`` give the wake-up's cold start (the gateway's by
+    its reads); a run without the table, or with too few classes, gives none."""
+    from types import SimpleNamespace
+
+    lo = np.array(loopback_edges(), dtype=float)
+    hi = np.append(lo[1:], lo[-1] * 2)
+    mid = np.sqrt(np.maximum(lo, hi / 4) * hi)
+    mean = 20.0 + 60.0 * (1 - np.exp(-mid / 1500.0))
+    table = {"gap_from_us": list(lo), "count": [50.0] * len(lo), "mean_us": list(mean)}
+    run = SimpleNamespace(cpu_by_host_gap={"gateway": {**table, "p50_us": [0.0] * len(lo)}})
+    got = predict.wake_cold_start(run, "gateway", "a run")  # type: ignore[arg-type]
+    cold = got["local_gateway_work_wake_cold_us"]
+    assert cold.value == pytest.approx(60.0, rel=0.05) and "read" in cold.source
+    assert got["local_gateway_work_wake_idle_us"].value == pytest.approx(1500.0, rel=0.1)
+    sparse = SimpleNamespace(cpu_by_host_gap={"client": {**table, "count": [4.0] * len(lo)}})
+    for older in (SimpleNamespace(cpu_by_host_gap={}), sparse):
+        none = predict.wake_cold_start(older, "client", "a run")  # type: ignore[arg-type]
+        assert none["local_client_work_wake_cold_us"].value == 0.0
+
+
 def loopback_edges() -> tuple[int, ...]:
     from twin.testbed.recorder import GAP_EDGES_US
 
@@ -123,6 +144,52 @@ def test_utilization_pays_wake_ups_only_when_idle():
     rho = loopback.utilization(p, name, 1e3)
     assert rho == pytest.approx(1e-3 * e * (5.0 + 40.0 * (1 - rho)))
     assert loopback.utilization(p, name, 1e6 / (5.0 * e)) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("uniform", [False, True])
+def test_a_cold_start_grows_back_over_the_gaps_between_groups(uniform: bool):
+    """Cycles.grown is E[1 - exp(-G / tau)] over the gaps between groups (rate / per_cycle /
+    group a second): against a million exponential gaps, or the one even gap."""
+    cycles = loopback.Cycles(per_cycle=2, group=4.0, uniform=uniform)
+    rate, tau = 40_000.0, 150.0
+    mean_gap = 2 * 4.0 / (rate * 1e-6)  # us
+    rng = np.random.default_rng(7)
+    gaps = np.full(1, mean_gap) if uniform else rng.exponential(mean_gap, 1_000_000)
+    assert cycles.grown(rate, tau) == pytest.approx(np.mean(-np.expm1(-gaps / tau)), rel=2e-3)
+    assert cycles.grown(0.0, tau) == 1.0  # no arrivals: a cold start has all grown back
+    with pytest.raises(ModelError, match="messages a cycle"):
+        loopback.Cycles(per_cycle=0)
+
+
+def test_a_wake_ups_cpu_sheds_its_cold_start_as_the_gaps_shorten():
+    """What the calibration rate measured at its gaps, less the cold start that shorter gaps
+    leave out: ``c - C (grown(cal) - grown(rate))``, every wake-up of a cycle paying its
+    cycle's; the part off the path (the linger) sheds the same; neither goes below zero, and
+    longer gaps (groups) add to it."""
+    name = "local_client_work"
+    measured = {
+        "local_client_work_wake_cpu_us": 40.0,
+        "local_client_work_linger_us": 30.0,
+        "local_client_work_wake_idle_us": 5000.0,
+        "local_calibration_rate_msgs_per_s": 1000.0,
+    }
+    p = _profile(**measured, local_client_work_wake_cold_us=100.0)
+    cycles = loopback.Cycles()
+    assert loopback.wake_cpu_us(p, name, 1000.0, cycles) == pytest.approx(40.0)
+    fall = 100.0 * (1 / (1 + 0.5e-3 * 5000) - 1 / (1 + 8e-3 * 5000))
+    assert loopback.wake_cpu_us(p, name, 16_000.0, cycles) == pytest.approx(40.0 - fall)
+    assert loopback.linger_us(p, name, 16_000.0, cycles) == pytest.approx(30.0 - fall)
+    short = _profile(
+        **{**measured, "local_client_work_linger_us": 12.0}, local_client_work_wake_cold_us=100.0
+    )
+    assert loopback.linger_us(short, name, 1e6, cycles) == 0.0
+    grouped = loopback.Cycles(group=4.0)
+    assert loopback.wake_cpu_us(p, name, 1000.0, grouped) > 40.0
+    # Without a cold start it is what was measured at every rate, and the utilization's demand
+    # a message falls only as the wake-ups are shared.
+    flat = _profile(**measured, local_client_work_wake_cold_us=0.0)
+    assert loopback.wake_cpu_us(flat, name, 64_000.0, cycles) == 40.0
+    assert loopback.utilization(p, name, 16_000.0) < loopback.utilization(flat, name, 16_000.0)
 
 
 def test_fit_batching_splits_per_wake_up_from_marginal_work():
@@ -458,7 +525,7 @@ def test_a_group_of_messages_wakes_each_thread_once():
     assert grouped[-1] == pytest.approx(lone[-1] / 4)
     assert grouped[2] < lone[2]
     with pytest.raises(ModelError, match="cycles a group"):
-        loopback.shared_vcpu_hops([], p, rate, Sender.EVENT_LOOP, group=0.5)
+        loopback.Cycles(group=0.5)
 
 
 def test_every_echo_pays_the_servers_cold_start_grown_over_its_gap():
