@@ -765,6 +765,11 @@ def _seed_range(spread: dict[str, Any] | None) -> str:
     )
 
 
+def _point_name(point: dict[str, Any]) -> str:
+    """A matrix point's id, bold where it is its system's calibration point."""
+    return f"**{point['id']}**" if point["calibration"] else point["id"]
+
+
 def load_cpu() -> str:
     """The testbed's CPU a message at its points of one connection, measured (schedstat) against
     what the model spends, with a wake-up's CPU the calibration rate's at every rate and with its
@@ -775,24 +780,11 @@ def load_cpu() -> str:
         for p, q in zip(old["points"], new["points"], strict=True):
             if "cpu_us_per_msg" not in q or q["conditions"].get("connections") != 1:
                 continue  # the points of one connection (every point's is in the results)
-            m, flat, cold = (
-                q["cpu_us_per_msg"]["measured"],
-                p["cpu_us_per_msg"]["predicted"],
-                q["cpu_us_per_msg"]["predicted"],
-            )
-            name = f"**{q['id']}**" if q["calibration"] else q["id"]
-            rows.append(
-                (
-                    new["system"],
-                    name,
-                    _us(m["client"]),
-                    _us(m["gateway"]),
-                    _us(flat["host"]),
-                    _signed(p["cpu_us_per_msg"]["error_pct"]["host"]),
-                    _us(cold["host"]),
-                    _signed(q["cpu_us_per_msg"]["error_pct"]["host"]),
-                )
-            )
+            measured = q["cpu_us_per_msg"]["measured"]
+            row = [new["system"], _point_name(q), _us(measured["client"]), _us(measured["gateway"])]
+            for model in (p["cpu_us_per_msg"], q["cpu_us_per_msg"]):  # flat, then cold start
+                row += [_us(model["predicted"]["host"]), _signed(model["error_pct"]["host"])]
+            rows.append(row)
     header = ("system", "point", "client us/msg", "gateway us/msg",
               "model, flat: both", "error", "model, cold start: both", "error")  # fmt: skip
     return _table(header, "llrrrrrr", rows)
@@ -804,11 +796,10 @@ def load_points() -> str:
     for s in _load(LOAD_MATRIX)["systems"]:
         for p in s["points"]:
             m, pr, e = p["measured"], p["predicted"], p["error_pct"]
-            name = f"**{p['id']}**" if p["calibration"] else p["id"]
             rows.append(
                 (
                     s["system"],
-                    name,
+                    _point_name(p),
                     _us(m["p50"]),
                     _us(pr["p50"]),
                     _signed(e["p50"]),
