@@ -23,27 +23,20 @@ spinner holds, it waits for the rest of the spinner's time slice.
 A **wake-up** costs the scheduling latency (``local_wake``; where a socket's data wakes the
 thread and the wake-up probes measured one, a socket's, :func:`socket_wake`), the handlers'
 per-wake-up work (``{name}_wake_us``, the ``a`` of ``work per event = b + a / n``), the first
-scaled by ``1 - local_vcpu_halt_share x exp(-idle / local_vcpu_halt_tau_us)`` (a vCPU idle for a
-few microseconds has not halted yet) or by ``1 - local_vcpu_halt_share`` where the host still
-polled the halted vCPU (KVM's adaptive halt polling, ``local_vcpu_halt_poll_*``: a thread woken
-regularly every 200 us or less soon wakes from polling), and a **cold start**
+less where the vCPU has not halted yet or the host still polls it (:func:`_halted`, KVM's
+adaptive halt polling: :func:`halt_polling`), and a **cold start**
 ``cold * (1 - exp(-idle / {name}_idle_us))``; where the timer wakes the client for an order, with
 that probability too, a rare **stall** (:func:`wake_stall`: a late timer, no CPU held). The service
 is the marginal work per event (``b``); a wake-up's CPU off the path (``{name}_linger_us``)
-keeps the thread busy after the message left, so utilization is the measured CPU's. A wake-up's
-whole CPU (:func:`wake_cpu_us`) holds a cold start that grows with how long the host was idle
-before the wake-up's busy period (``{name}_wake_cold_us``, ``{name}_wake_idle_us``: the
-testbed's ``cpu_by_host_gap``): measured at the calibration rate's gaps, it sheds that cold
-start as the load shortens them (:class:`Cycles`), off the path (the linger) and in the
-utilization.
+keeps the thread busy after the message left, so utilization is the measured CPU's; a wake-up's
+CPU sheds its cold start as the load shortens the host's idle gaps (:func:`wake_cpu_us`).
 
 **Shared cores.** Each process's work is slowed under fair sharing to ``min(1, n / (1 + k))``
 of a core, ``k`` the background, the other process's utilization and a spinning sender
 (:func:`core_speed`). **One vCPU or two.** While the two processes' utilization leaves a vCPU
 spare capacity (:func:`colocated`) both threads and the kernel path between them share one
-sleeping station, woken once a cycle (with a spinning sender, which holds a vCPU of its own: the
-server, the client's receiver and the way back); beyond, each is a sleeping station of its own
-(:func:`shared_vcpu_hops`).
+sleeping station, woken once a cycle (a spinning sender holds a vCPU of its own: then the server,
+the receiver and the way back); beyond, each is a station of its own (:func:`shared_vcpu_hops`).
 """
 
 from __future__ import annotations

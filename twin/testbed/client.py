@@ -263,8 +263,9 @@ class LoadRun:
         self.timings = _Timings()
         self.window = _Window()
         self.last_request_ns = 0
-        # Cycles sent and not yet ended (cancel ack or reject), and the host's idle gap before
-        # the current busy period (ns): since the last wake-up that left none in flight.
+        # Cycles sent and not yet ended (cancel ack or reject: the connections' ``outstanding``
+        # summed, kept here for the loop), and the host's idle gap before the current busy
+        # period (ns): since the last wake-up that left none in flight.
         self.in_flight = 0
         self.host_gap_ns = 0
         self._conns: list[_Conn] = []

@@ -33,10 +33,8 @@ Every message, in both directions, is one :data:`WIRE_DTYPE` record of exactly
      88     8   u64   ref_seq        replies: ``seq`` of the request answered
      96     1   u8    gateway_cpu    replies: the CPU the gateway's read ran on; requests: 0
      97     3   --    reserved       zero
-    100     4   u32   read_cpu_ns    replies: the gateway thread's CPU time for the read that
-                                     carried the request, per message of it, counted from the
-                                     end of its previous read (the loop's wait and wake-up, the
-                                     socket's read, the handlers and the write; saturating)
+    100     4   u32   read_cpu_ns    replies: gateway thread CPU (ns) a message of the request's
+                                     read, counted from the end of its previous read (saturating)
     104    16   --    reserved       zero
 
 Reject reasons are engine_ext's ``REJ_*`` codes (1..18) and the gateway's ``REJ_BAD_MAGIC`` ..
