@@ -1034,6 +1034,11 @@ def format_matrix(matrix: Mapping[str, Any]) -> str:
         f"within goal {_share(sm['saturation_within_goal'])} of {sm['saturations_judged']} "
         f"systems ({sm['goal']}); * = calibration point"
     )
+    if sm.get("cpu_points"):
+        lines.append(
+            f"the testbed's CPU a message (both processes, against schedstat's): median |error| "
+            f"{_pct(sm['cpu_median_abs_err_pct'], sign=False)} over {sm['cpu_points']} points"
+        )
     return "\n".join(lines)
 
 

@@ -136,6 +136,7 @@ def test_matrix_text_has_a_line_per_point(capsys) -> None:
     for point in ("open-c1-r1000", "open-c1-r4000", "closed-c1", "ping-pong", "under-load-r4000"):
         assert point in text
     assert "summary: 4 predicted points" in text
+    assert "the testbed's CPU a message" in text and "over 2 points" in text
 
 
 def _broken_corpus(tmp_path: Path, edit) -> Path:
