@@ -56,7 +56,7 @@ from calibration.measurement import Measurement
 from calibration.readers import read
 from calibration.targets import Target, TargetSet, load_targets, measurement_targets
 from calibration.testbed.fit import measured_parameters, tail_sigma, wake_cpu_left
-from calibration.testbed.summary import median_summary, read_summary
+from calibration.testbed.summary import PROCESSES, median_summary, read_summary
 from twin.components.loopback import EVENTS_PER_MSG, events_per_msg, halt_polling
 from twin.errors import MeasurementError, TwinError
 from twin.kinds import Sender, Tier, Transport
@@ -752,13 +752,13 @@ def cpu_point(
     runs do not state it (another tool's) or nothing was answered."""
     if not _stated(point) or not throughput:
         return None
-    runs = [read_summary(run) for run in point.runs]
+    runs = median_summary([read_summary(run) for run in point.runs])
     measured: dict[str, float] = {}
-    for process in ("client", "gateway"):
-        values = [v for v in (r.cpu_us_per_msg(process) for r in runs) if v is not None]
-        if not values:
+    for process in PROCESSES:
+        value = runs.cpu_us_per_msg(process)
+        if value is None:
             return None
-        measured[process] = float(statistics.median(values))
+        measured[process] = value
     predicted = local_cpu_us_per_msg(scenario, profile, throughput)
     measured["host"] = measured["client"] + measured["gateway"]
     predicted["host"] = predicted["client"] + predicted["gateway"]

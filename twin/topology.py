@@ -549,4 +549,7 @@ def local_cpu_us_per_msg(scenario: Scenario, profile: Profile, rate: float) -> d
         raise ModelError(f"rate {rate} msg/s: need > 0")
     sender = scenario.hosts["client"].sender
     busy = loopback.process_utilization(profile, rate, sender, local_cycles(scenario))
-    return {name.split("_")[1]: rho / (rate * 1e-6) for name, rho in busy.items()}
+    return {
+        name.removeprefix("local_").removesuffix("_work"): rho / (rate * 1e-6)
+        for name, rho in busy.items()
+    }
