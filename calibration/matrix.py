@@ -52,6 +52,7 @@ from calibration.halt import (
     poll_window_parameters,
     polling_parameters,
 )
+from calibration.hiccups import hiccup_parameters
 from calibration.measurement import Measurement
 from calibration.readers import read
 from calibration.targets import Target, TargetSet, load_targets, measurement_targets
@@ -255,9 +256,17 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
     :func:`calibration.halt.poll_window_parameters`; without one, whether it polls at all, from
     the halt probe, :func:`calibration.halt.polling_parameters`); with the busy-host probe
     beside it (``wakeprobe_busy``, every
-    other core kept awake), a socket's wake-up on a halted vCPU (:func:`socket_wake_parameters`)."""
+    other core kept awake), a socket's wake-up on a halted vCPU (:func:`socket_wake_parameters`);
+    and the vCPUs' hiccups from the hiccup probes (``hiccups``, a list of files:
+    :func:`calibration.hiccups.hiccup_parameters`; none without)."""
     root = Path(root)
     names = _probe_names(root)
+    hiccup_names = names.get("hiccups")
+    hiccups = (
+        hiccup_parameters([root / name for name in hiccup_names])
+        if isinstance(hiccup_names, list) and hiccup_names
+        else {}
+    )
     halt_name = names.get("wakeprobe_halt")
     halt_path = root / halt_name if isinstance(halt_name, str) else HALT_PROBE
     steady_name = names.get("wakeprobe_steady")
@@ -272,7 +281,11 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
     halt = halt_parameters(halt_path, polling) | poll
     idle_name = names.get("wakeprobe")
     if not isinstance(idle_name, str):
-        return {"local_wake_cold_us": Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE), **halt}
+        return {
+            "local_wake_cold_us": Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE),
+            **halt,
+            **hiccups,
+        }
     idle_path, idle = _probe(root, idle_name)
     if COLD_START_GAP_US not in idle:
         raise MeasurementError(
@@ -295,6 +308,7 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
         "local_wake_sigma": spread,
         **socket_wake_parameters(root, names.get("wakeprobe_busy"), idle_path, idle, spread),
         **halt,
+        **hiccups,
     }
 
 

@@ -537,6 +537,8 @@ THREADS_CORPUS_DAY = "2026-11-27 09:15, a slower host (client threads apart)"
 HOST_GAP_CORPUS_DAY = "2026-11-27 12:23, a slower host (testbed only, CPU by the host's idle gap)"
 HOST_GAP_BEFORE = "calibration/validation/load_matrix_host_gap_before.json"
 HOST_GAP_MATRIX = "calibration/validation/load_matrix_host_gap.json"
+# calibration/data/load_2026-11-27_hiccups: the first corpus with the hiccup probe before each pass.
+HICCUPS_CORPUS_DAY = "2026-11-27 15:22, the hiccup probe beside it"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -709,6 +711,17 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         "plus a wake-up's CPU shedding its cold start as the load shortens the host's idle "
         "gaps (fitted on the calibration point's CPU by the host's idle gap)",
         HOST_GAP_CORPUS_DAY,
+    ),
+    (
+        "calibration/validation/load_matrix_hiccups_before.json",
+        "the committed model (commit 7d2813f) on a corpus with the hiccup probe beside it",
+        HICCUPS_CORPUS_DAY,
+    ),
+    (
+        "calibration/validation/load_matrix_hiccups.json",
+        "plus each vCPU's hiccups as the probe measured them: every sleeping thread's work "
+        "stretched by them, preemptive-resume (the low class of a priority queue)",
+        HICCUPS_CORPUS_DAY,
     ),
     (
         "calibration/validation/load_matrix_polling_host_before.json",

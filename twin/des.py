@@ -6,7 +6,9 @@ station's servers and holds it for the service time (plus a wake-up when it find
 station idle, see :class:`twin.path.Station`), or keeps it into the next hop where the hop
 continues (:attr:`twin.path.Hop.continues`); at a reader station (a one-thread pipeline) it
 joins the next read and leaves each of the reader's stages as the read's work says
-(:class:`_Reader`). In the order loop a client sends a limit
+(:class:`_Reader`); where the station's vCPU is taken from it now and then (its hiccups,
+:class:`twin.path.Hiccups`) its work ends when the fast engine's timeline says
+(:func:`twin.fast._hiccup.finish`). In the order loop a client sends a limit
 order, and on its ack immediately sends the cancel; each of the two round trips is one recorded
 message. Open loops start cycles on a schedule (so a slow reply never delays the next send and
 coordinated omission cannot hide the tail); closed loops run ``accounts`` paced loops that each
@@ -28,6 +30,7 @@ import simpy
 
 from twin import dtypes
 from twin.dists import Draw
+from twin.fast._hiccup import HF_START, finish, hiccup_state
 from twin.histogram import empty_counts, record_us
 from twin.load import Load
 from twin.path import CompiledPath, HaltPolling
@@ -102,6 +105,11 @@ class _Model:
         ]  # fmt: skip
         self.poll_window_us = [0.0] * len(wake)
         self.wake_work_us = [float(x) for x in wake["wake_work_us"]]
+        # Each station's hiccups: the fast engine's timeline, read through the same compiled
+        # function (twin.fast._hiccup), so both engines meet the same ones.
+        self.hiccups = hiccup_state(path, load.seed)
+        self.tables = np.ascontiguousarray(path.tables, dtype=np.float64)
+        self.table_lengths = np.ascontiguousarray(path.table_lengths, dtype=np.int64)
         self.linger = [self._sampler(h, "linger", path) for h in hops]
         self.linger_per_batch = [bool(x) for x in hops["linger_per_batch"]]
         self.linger_yields = [bool(x) for x in hops["linger_yields"]]
@@ -194,10 +202,20 @@ class _Model:
         self.owed_at[bucket] = now
         return max(0.0, owed + cost_us - self.allowance_depth_us[bucket])
 
+    def finish(self, station: int, work_us: float) -> float:
+        """How long ``work_us`` started now at ``station`` takes, its vCPU's hiccups included
+        (:class:`twin.path.Hiccups`; none: ``work_us``)."""
+        now = self.env.now
+        f, rng, gap_us, q, row = self.hiccups
+        if f[station, HF_START] == np.inf:
+            return work_us
+        end = finish(station, now, work_us, f, rng, gap_us, q, row, self.tables, self.table_lengths)
+        return end - now
+
     def release_after(self, station: int, req: Any, linger_us: float) -> Generator[Any, Any, None]:
         """Keep a server busy ``linger_us`` after its message left (a wake-up's work, the work
         the visit left behind), then free it."""
-        yield self.env.timeout(linger_us)
+        yield self.env.timeout(self.finish(station, linger_us))
         self.resources[station].release(req)
         self.last_free[station] = self.env.now
 
@@ -313,7 +331,7 @@ class _Model:
             linger += left_behind()
         if self.in_window(self.env.now):
             self.busy[st] += s + linger
-        yield self.env.timeout(s)
+        yield self.env.timeout(self.finish(st, s))
         if self.linger_yields[i]:  # awake through it, no server held
             if linger > 0:
                 self.held_until[st] = max(self.held_until[st], self.env.now + linger)

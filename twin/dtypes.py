@@ -91,7 +91,9 @@ HOP_DTYPE = np.dtype(
 # or by ``1 - halt_share`` when the host still polled the halted vCPU (``poll_*``: the adaptive
 # window of twin.path.HaltPolling, its maximum, growth factor, first window and shrink divisor;
 # a maximum of zero: no polling). ``wake_work_us``: the woken thread's work added to every
-# wake-up (the station's draw or a hop's own), never scaled.
+# wake-up (the station's draw or a hop's own), never scaled. ``hiccup_rate_per_s`` and
+# ``hiccup_*`` (a distribution as above): the station's vCPU taken from it at that rate for a draw
+# of that length (twin.path.Hiccups; a rate of zero: never).
 WAKE_DTYPE = np.dtype(
     [
         ("wake_code", np.int64),
@@ -119,6 +121,11 @@ WAKE_DTYPE = np.dtype(
         ("poll_grow_start_us", np.float64),
         ("poll_shrink", np.float64),
         ("wake_work_us", np.float64),
+        ("hiccup_rate_per_s", np.float64),
+        ("hiccup_code", np.int64),
+        ("hiccup_p0", np.float64),
+        ("hiccup_p1", np.float64),
+        ("hiccup_p2", np.float64),
     ],
     align=True,
 )

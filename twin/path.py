@@ -99,6 +99,44 @@ class HaltPolling:
 
 
 @dataclass(frozen=True)
+class Hiccups:
+    """The vCPU a station's thread runs on, taken from it now and then: a **hiccup** (the
+    hypervisor running another guest or its own work on the core, the host's long interrupts and
+    kernel threads: what ``twin testbed hiccups`` measures as gaps in a spinning thread's clock).
+
+    Hiccups start as a Poisson process of ``rate_per_s`` whatever the station does and last a
+    draw of ``length`` (us); one that starts during another adds its length to it (the time taken
+    is a queue of hiccups, an M/G/1 busy period). The station's work is **preemptive-resume**
+    under them: a service is stretched by every hiccup that starts before it ends, and one due to
+    start in a hiccup starts when it ends (a message waking the station then waits for it too),
+    so messages see a high-priority class of work on the server (the preemptive priority M/G/1
+    queue's response time, which the backlog a hiccup leaves makes grow with the load long
+    before the thread's own work fills its vCPU). The thread's own CPU (its utilization) is not
+    changed. Both engines draw a station's hiccups from a stream of its own (the run's seed and
+    the station's index, :mod:`twin.fast._hiccup`), so they meet the same ones.
+
+    Invariants: ``rate_per_s >= 0``; ``length`` has a positive mean; the share of the time the
+    hiccups take, ``rate_per_s * mean * 1e-6``, is below 1.
+    """
+
+    rate_per_s: float
+    length: Dist
+
+    def __post_init__(self) -> None:
+        if not (self.rate_per_s >= 0 and math.isfinite(self.rate_per_s)):
+            raise ModelError(f"Hiccups: rate_per_s must be >= 0, got {self.rate_per_s}")
+        if not self.length.mean > 0:
+            raise ModelError(f"Hiccups: the length needs a positive mean, got {self.length}")
+        if not self.share < 1:
+            raise ModelError(f"Hiccups take {self.share:.0%} of the vCPU's time: need < 100%")
+
+    @property
+    def share(self) -> float:
+        """The share of the vCPU's time the hiccups take (rate times mean length)."""
+        return self.rate_per_s * self.length.mean * 1e-6
+
+
+@dataclass(frozen=True)
 class Station:
     """A finite-capacity FIFO resource: ``servers`` messages can be in service at once.
 
@@ -152,6 +190,9 @@ class Station:
     connection: an open loop deals its cycles to the workload's ``accounts`` connections in turn
     (as the testbed's client does), a closed loop's account is its connection.
 
+    ``hiccups``: the station's vCPU is taken from it now and then (:class:`Hiccups`: its work is
+    stretched by them, preemptive-resume); only a one-server station that is not a reader.
+
     A station stays awake while it **holds** a message (:attr:`Hop.holds`): its idle time (for
     the wake-up, cold start, halt and stall) counts from the later of its servers freeing and
     the last hold ending.
@@ -186,8 +227,11 @@ class Station:
     halt_tau_us: float = 0.0
     halt_poll: HaltPolling | None = None
     wake_work_us: float = 0.0
+    hiccups: Hiccups | None = None
 
     def __post_init__(self) -> None:
+        if self.hiccups is not None and (self.servers != 1 or self.reader):
+            raise ModelError(f"Station {self.name!r}: hiccups need one server that is not a reader")
         if self.batch_per_connection and self.batch.is_zero:
             raise ModelError(
                 f"Station {self.name!r}: batch_per_connection without a cost per batch (batch)"
@@ -500,6 +544,16 @@ class CompiledPath:
                     out[row["station"]] += self.distribution(row, "linger").mean
         return out
 
+    def station_hiccup_share(self) -> np.ndarray:
+        """The share of each station's vCPU its hiccups take (:attr:`Hiccups.share`; 0: none)."""
+        wake = self.station_wake
+        return np.array(
+            [
+                float(w["hiccup_rate_per_s"]) * self.distribution(w, "hiccup").mean * 1e-6
+                for w in wake
+            ]
+        ).reshape(self.n_stations)
+
     def allowance_share(self, rate_msgs_per_s: float) -> np.ndarray:
         """Each station's busiest allowance at this rate: the share of the sustained rate that
         the round trips take from the allowances its hops draw on (0: none)."""
@@ -703,6 +757,13 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
         (wake[k]["stall_code"], wake[k]["stall_p0"], wake[k]["stall_p1"], wake[k]["stall_p2"]) = (
             encode(st.stall)
         )
+        hiccups = st.hiccups
+        if hiccups is not None and hiccups.rate_per_s > 0:
+            wake[k]["hiccup_rate_per_s"] = hiccups.rate_per_s
+            (
+                wake[k]["hiccup_code"], wake[k]["hiccup_p0"], wake[k]["hiccup_p1"],
+                wake[k]["hiccup_p2"],
+            ) = encode(hiccups.length)  # fmt: skip
     max_len = max((len(t) for t in tables), default=1)
     table_array = np.zeros((max(len(tables), 1), max_len))
     lengths = np.zeros(max(len(tables), 1), dtype=np.int64)

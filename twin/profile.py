@@ -46,6 +46,7 @@ _DOMAINS: tuple[tuple[str, Callable[[float], bool], str], ...] = (
     ("_factor", lambda v: v >= 1, "a factor >= 1 (how many times longer)"),
     ("_divisor", lambda v: v == 0 or v >= 1, "a divisor: 0 (a reset) or >= 1"),
     ("_stall_shape", lambda v: v in (0, 1), "a stall shape: 0 (exponential) or 1 (uniform)"),
+    ("_per_s", lambda v: v >= 0, "a rate must be >= 0 a second"),
 )
 
 

@@ -275,10 +275,12 @@ def rate_at_full_load(
 
 
 def offered_utilization(path: CompiledPath, load: Load) -> np.ndarray:
-    """Offered load per station: rate x mean service / servers, or the share of an allowance's
-    sustained rate its hops take when that is larger; >= 1 means no steady state."""
+    """Offered load per station: rate x mean service / servers, plus the share of its vCPU its
+    hiccups take (:class:`twin.path.Hiccups`), or the share of an allowance's sustained rate its
+    hops take when that is larger; >= 1 means no steady state."""
     per_us = load.rate_msgs_per_s / 1e6
     servers = per_us * path.station_service_mean_us() / path.station_servers
+    servers = servers + path.station_hiccup_share()
     return np.maximum(servers, path.allowance_share(load.rate_msgs_per_s))
 
 

@@ -77,3 +77,22 @@ def group_commit_sojourn_mean_us(
     busy = batch_mean_us / batch_laplace
     u = busy / (busy + 1.0 / arrival_per_us)
     return batch_mean_us + u * batch_second_moment / (2 * batch_mean_us)
+
+
+def preemptive_priority_sojourn_mean_us(
+    arrival_per_us: float,
+    service_mean_us: float,
+    service_second_moment: float,
+    high_per_us: float,
+    high_mean_us: float,
+    high_second_moment: float,
+) -> float:
+    """The low class of a preemptive-resume priority M/G/1 queue, the high class arriving at
+    ``high_per_us`` with work ``H`` (a vCPU's hiccups, which queue among themselves):
+    ``E[T] = E[S] / (1 - rho_h) + (lambda_h E[H^2] + lambda E[S^2]) / (2 (1 - rho_h)
+    (1 - rho_h - rho))`` (Harchol-Balter, *Performance Modeling and Design of Computer
+    Systems*, ch. 32, preemptive priority)."""
+    rho_h = high_per_us * high_mean_us
+    rho = arrival_per_us * service_mean_us
+    second = high_per_us * high_second_moment + arrival_per_us * service_second_moment
+    return service_mean_us / (1 - rho_h) + second / (2 * (1 - rho_h) * (1 - rho_h - rho))

@@ -23,7 +23,7 @@ spinner holds, it waits for the rest of the spinner's time slice.
 A **wake-up** costs the scheduling latency (``local_wake``; where a socket's data wakes the
 thread and the wake-up probes measured one, a socket's, :func:`socket_wake`), the handlers'
 per-wake-up work (``{name}_wake_us``, the ``a`` of ``work per event = b + a / n``), the first
-less where the vCPU has not halted yet or the host still polls it (:func:`_halted`, KVM's
+less where the vCPU has not halted yet or the host still polls it (:func:`_thread_on_vcpu`, KVM's
 adaptive halt polling: :func:`halt_polling`), and a **cold start**
 ``cold * (1 - exp(-idle / {name}_idle_us))``; where the timer wakes the client for an order, with
 that probability too, a rare **stall** (:func:`wake_stall`: a late timer, no CPU held). The service
@@ -37,6 +37,7 @@ of a core, ``k`` the background, the other process's utilization and a spinning 
 spare capacity (:func:`colocated`) both threads and the kernel path between them share one
 sleeping station, woken once a cycle (a spinning sender holds a vCPU of its own: then the server,
 the receiver and the way back); beyond, each is a station of its own (:func:`shared_vcpu_hops`).
+**Hiccups**: a thread's vCPU is taken from it now and then, its work stretched by them.
 """
 
 from __future__ import annotations
@@ -45,12 +46,13 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy import special
 
 from twin.components.stages import sources, stage
 from twin.dists import ZERO, Const, Dist, Empirical, Exponential, ShiftedLognormal
 from twin.errors import ModelError
 from twin.kinds import Sender, Tier, Transport
-from twin.path import HaltPolling, Hop, Station
+from twin.path import HaltPolling, Hiccups, Hop, Station
 from twin.profile import Profile
 
 CLIENT, GATEWAY = "client process", "gateway process"
@@ -59,6 +61,7 @@ CLIENT_WRITE = "client work (write; handle reply)"
 SENDER, RECEIVER = "client sender", "client receiver"  # a client whose sender spins
 RELAY_THREAD = "relay thread"  # twin testbed relay's one thread (the relay tier)
 MIN_SPEED = 1e-3  # floor of core_speed (a guard: fair sharing never starves a thread)
+HICCUP_TABLE_SIZE = 4096  # quantiles tabulating a hiccup's length (vcpu_hiccups)
 
 # Events each process handles per message, and wake-ups when it sleeps between them: the client
 # writes an order every other message and handles every reply; the gateway handles every request.
@@ -241,8 +244,8 @@ def _station(
     connection): a message that finds its connection's earlier message still waiting shares
     its read, so the work fades as the load rises on few connections, not on many. A thread
     woken moments after it slept, or while the host still polls its halted vCPU, pays less of
-    the scheduling latency (:func:`_halted`; the halt probe measures the whole one-way latency,
-    so this share is an upper bound on the latency's own).
+    the scheduling latency (:func:`_thread_on_vcpu`; the halt probe measures the whole one-way
+    latency, so this share is an upper bound on the latency's own).
     """
     speed = _speed_ratio(profile, name, rate, sender, cycles)
     handler = speed * profile.value(f"{name}_wake_us")
@@ -259,7 +262,7 @@ def _station(
         linger_us=speed * linger_us(profile, name, rate, cycles),
         stall=wake_stall(profile),
     )
-    return _halted(thread, profile)
+    return _thread_on_vcpu(thread, profile)
 
 
 def _read_calls_us(profile: Profile) -> float:
@@ -304,11 +307,13 @@ def halt_polling(profile: Profile) -> HaltPolling | None:
     )
 
 
-def _halted(station: Station, profile: Profile) -> Station:
-    """``station`` whose wake-up depends on its vCPU's idle time: an idle vCPU halts after about
-    ``local_vcpu_halt_tau_us``, and one woken before costs ``1 - local_vcpu_halt_share`` of the
-    wake-up (:attr:`twin.path.Station.halt_share`), as does one woken while the host still polls
-    the halted vCPU (:func:`halt_polling`)."""
+def _thread_on_vcpu(station: Station, profile: Profile) -> Station:
+    """``station`` as its vCPU makes it: its wake-up depends on the vCPU's idle time (an idle
+    vCPU halts after about ``local_vcpu_halt_tau_us``, and one woken before costs
+    ``1 - local_vcpu_halt_share`` of the wake-up, :attr:`twin.path.Station.halt_share`, as does
+    one woken while the host still polls the halted vCPU, :func:`halt_polling`), and the vCPU is
+    taken from it now and then (:func:`vcpu_hiccups`)."""
+    station = replace(station, hiccups=vcpu_hiccups(profile))
     share = profile.value("local_vcpu_halt_share")
     if share <= 0:
         return station
@@ -318,6 +323,25 @@ def _halted(station: Station, profile: Profile) -> Station:
         halt_tau_us=profile.value("local_vcpu_halt_tau_us"),
         halt_poll=halt_polling(profile),
     )
+
+
+def vcpu_hiccups(profile: Profile) -> Hiccups | None:
+    """The host's hiccups on each vCPU (:class:`twin.path.Hiccups`):
+    ``local_vcpu_hiccup_rate_per_s`` a second, each as long as a shifted lognormal
+    (``local_vcpu_hiccup_floor_us``, ``_median_us``, ``_sigma``) cut at ``_max_us``, tabulated at
+    :data:`HICCUP_TABLE_SIZE` evenly spaced quantiles, as the hiccup probe beside a corpus measured
+    them (:func:`calibration.hiccups.hiccup_parameters`); None where none was measured (rate 0)."""
+    rate = profile.value("local_vcpu_hiccup_rate_per_s")
+    if rate <= 0:
+        return None
+    floor = profile.value("local_vcpu_hiccup_floor_us")
+    median = profile.value("local_vcpu_hiccup_median_us")
+    sigma = profile.value("local_vcpu_hiccup_sigma")
+    cut = max(profile.value("local_vcpu_hiccup_max_us") - floor, median)
+    below = special.ndtr(math.log(cut / median) / sigma) if sigma > 0 else 1.0
+    u = (np.arange(HICCUP_TABLE_SIZE) + 0.5) / HICCUP_TABLE_SIZE
+    lengths = floor + median * np.exp(sigma * special.ndtri(u * below))
+    return Hiccups(rate, Empirical(tuple(float(x) for x in lengths), label="vCPU hiccup"))
 
 
 def _work(profile: Profile, name: str, events: float, speed: float) -> Dist:
@@ -333,9 +357,7 @@ def _work(profile: Profile, name: str, events: float, speed: float) -> Dist:
     return ShiftedLognormal(0.0, mean / math.exp(sigma**2 / 2), sigma)
 
 
-def _process_work(
-    profile: Profile, name: str, rate: float, sender: Sender, cycles: Cycles
-) -> Dist:
+def _process_work(profile: Profile, name: str, rate: float, sender: Sender, cycles: Cycles) -> Dist:
     """A process's work per message on the shared cores (:func:`_work` at their slowdown)."""
     speed = _speed_ratio(profile, name, rate, sender, cycles)
     return _work(profile, name, events_per_msg(name, sender), speed)
@@ -541,7 +563,7 @@ def relay_thread(profile: Profile, transport: Transport) -> Station:
         batch=cost if tcp else ZERO,
         batch_per_connection=tcp,
     )
-    return _halted(thread, profile)
+    return _thread_on_vcpu(thread, profile)
 
 
 def relay_hops(
@@ -716,7 +738,7 @@ def shared_vcpu_hops(
         cold_tau_us=profile.value(f"{client}_idle_us"),
         stall=wake_stall(profile),
     )
-    vcpu = _halted(vcpu, profile)
+    vcpu = _thread_on_vcpu(vcpu, profile)
     kernel = [hop for hop in hops if hop.component == "kernel"]
     path_us = kernel[0].fixed_us + kernel[0].delay.mean if kernel else 0.0
     # A thread's handler work and bookkeeping come with a wake-up of its own, which an event finds

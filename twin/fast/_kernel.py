@@ -28,6 +28,9 @@ the designs tried and not kept: ``docs/design-notes.md``, fast engine):
 - **Reader stations** (:class:`twin.path.Station`) park a read's arrivals in a per-station list
   behind one read event (``_read``, out of line), which works out every member's stages, hop
   times and spans. **Spans** open and close by hop bit masks.
+- **Hiccups** (:class:`twin.path.Hiccups`): at a station flagged so, a service and the work a
+  visit leaves end at :func:`twin.fast._hiccup.finish` of its vCPU's timeline, which
+  :mod:`twin.des` reads too.
 - A message is recorded when sent inside ``[warmup, end)``; the run goes on until the calendar
   is empty, so every recorded message completes. The order loop's cancel leaves on the ack; a
   closed-loop account starts its next cycle at ``max(now, previous slot + period)``, in turn
@@ -45,6 +48,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from twin.fast._hiccup import finish as _finish
 from twin.fast._quantile import grid_point
 from twin.fast._rng import exponential as _exponential
 from twin.fast._rng import uniform as _uniform
@@ -89,6 +93,7 @@ FLAG_HOLDS = 512  # its station holds the message through the next hop's delay (
 FLAG_LINGER_YIELDS = 1024  # its linger keeps the station awake, no server held (Hop.linger_yields)
 FLAG_OWN_WAKE = 2048  # a wake-up of its own in place of its station's (HI_WAKE_Q, HI_WAKE_ROW)
 FLAG_CONTINUES = 4096  # the message keeps its server into the next hop (Hop.continues)
+FLAG_HICCUPS = 8192  # its station's vCPU is taken now and then (twin.path.Hiccups, _hiccup.finish)
 # Columns of the per-station wake-up arrays (read only at stations flagged FLAG_SLEEPS):
 # station_wake_i holds the wake-up's quantile table start and empirical row (-1: none), then
 # the stall's (drawn at hops flagged FLAG_STALLS, see twin.path.Station.stall), then
@@ -465,6 +470,11 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     connections: int,
     station_held_us: np.ndarray,
     station_poll_us: np.ndarray,
+    hiccup_f: np.ndarray,
+    hiccup_rng: np.ndarray,
+    hiccup_gap_us: np.ndarray,
+    hiccup_q: np.ndarray,
+    hiccup_row: np.ndarray,
 ) -> int:
     """Advance the simulation until done, paused at ``horizon_us``, or out of slots."""
     n_hops = hop_i.shape[0]
@@ -748,7 +758,13 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 while True:
                     if warmup_us <= start < end_us:
                         busy_us[st] += s + linger
-                    done_t = start + s
+                    if flags & FLAG_HICCUPS:  # stretched by its vCPU's hiccups
+                        done_t = _finish(
+                            st, start, s, hiccup_f, hiccup_rng, hiccup_gap_us, hiccup_q,
+                            hiccup_row, tables, table_lengths,
+                        )  # fmt: skip
+                    else:
+                        done_t = start + s
                     if flags & FLAG_LINGER_YIELDS:  # awake through it, no server held
                         station_held_us[st] = max(station_held_us[st], done_t + linger)
                         linger = 0.0
@@ -787,7 +803,14 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                             quantiles, tables, table_lengths, s0, s1, s2, s3,
                         )  # fmt: skip
                         linger = x
-                server_free_us[pick] = t + linger + run_linger
+                left_on_server = linger + run_linger
+                if flags & FLAG_HICCUPS and left_on_server > 0:
+                    server_free_us[pick] = _finish(
+                        st, t, left_on_server, hiccup_f, hiccup_rng, hiccup_gap_us, hiccup_q,
+                        hiccup_row, tables, table_lengths,
+                    )  # fmt: skip
+                else:
+                    server_free_us[pick] = t + left_on_server
             # Walk the non-queueing parts up to the next station.
             while hop < n_hops:
                 h = np.uint64(hop)

@@ -17,6 +17,7 @@ from twin.dists import Const, Empirical, Zero
 from twin.errors import SimulationError
 from twin.fast import _kernel as k
 from twin.fast import _quantile
+from twin.fast._hiccup import hiccup_state
 from twin.fast._rng import seed_state
 from twin.histogram import empty_counts
 from twin.load import Load
@@ -124,6 +125,8 @@ def hop_tables(
     hop_i[:, k.HI_ALLOWANCE] = hops["allowance"]
     hop_i[:, k.HI_FLAGS] |= np.where(hops["holds"] != 0, k.FLAG_HOLDS, 0)
     hop_i[:, k.HI_FLAGS] |= np.where(hops["continues"] != 0, k.FLAG_CONTINUES, 0)
+    hiccups = wake["hiccup_rate_per_s"] > 0
+    hop_i[queued, k.HI_FLAGS] |= np.where(hiccups[station[queued]], k.FLAG_HICCUPS, 0)
     hop_i[:, k.HI_VISIT] = path.station_visits()
     servers = np.asarray(path.station_servers, dtype=np.int64)
     first = np.concatenate([[0], np.cumsum(servers)[:-1]])
@@ -208,6 +211,10 @@ class _Run:
         )
         self.station_held_us = np.zeros(path.n_stations)  # when each hold ends (Hop.holds)
         self.station_poll_us = np.zeros(path.n_stations)  # halt polling's windows (closed)
+        # Each station's hiccups: its timeline's state (twin.fast._hiccup).
+        (
+            self.hiccup_f, self.hiccup_rng, self.hiccup_gap_us, self.hiccup_q, self.hiccup_row,
+        ) = hiccup_state(path, load.seed)  # fmt: skip
         # One histogram per message of a cycle (the order loop's order and cancel).
         self.counts = np.tile(empty_counts(), (load.messages_per_cycle, 1))
         self.hop_sum_us = np.zeros(path.n_hops)
@@ -284,6 +291,11 @@ class _Run:
                 int(load.accounts),
                 self.station_held_us,
                 self.station_poll_us,
+                self.hiccup_f,
+                self.hiccup_rng,
+                self.hiccup_gap_us,
+                self.hiccup_q,
+                self.hiccup_row,
             )
         )
 

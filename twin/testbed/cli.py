@@ -25,6 +25,10 @@ PROBE_WAITERS = ("blocks", "spins")
 PROBE_ORDERS = ("shuffled", "steady")
 # Its samples per gap (``twin.testbed.wakeprobe.DEFAULT_SAMPLES``, likewise).
 WAKE_SAMPLES = 300
+# The hiccup probe's spin and shortest gap (``twin.testbed.hiccups.DEFAULT_SECONDS`` and
+# ``DEFAULT_THRESHOLD_US``, likewise).
+HICCUP_SECONDS = 20.0
+HICCUP_THRESHOLD_US = 10.0
 # The cluster lab's burst probe: writes a second as at the lowest rate, sent 16 at a time.
 DEFAULT_CLUSTER_PROBE_BURST = 16
 
@@ -309,6 +313,34 @@ def cmd_wakeprobe(args: argparse.Namespace) -> int:
             + "  ".join(f"{k} {v:7.1f}" for k, v in p.items())
             + f"  cpu {result['cpu_median_us'][gap]:6.1f}"
         )
+    return 0
+
+
+def cmd_hiccups(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from calibration.hiccups import HICCUP_MIN_US, summarize
+    from twin.testbed.hiccups import write_hiccups
+
+    out = Path(args.out)
+    result = write_hiccups(out, seconds=args.seconds, threshold_us=args.threshold_us)
+    for cpu in result["cpus"]:
+        print(
+            f"vCPU {cpu['cpu']}: {len(cpu['gaps_us'])} gaps of {args.threshold_us:g} us or more "
+            f"in {cpu['spun_s']:.1f} s, steal {cpu['steal_pct']:.2f}%"
+        )
+    summary = summarize([out])
+    lengths = summary.lengths_us
+    if len(lengths):
+        p50, p99 = (float(x) for x in np.percentile(lengths, [50, 99]))
+        print(
+            f"hiccups ({HICCUP_MIN_US:g} us or more): {summary.rate_per_s:.1f} a second a vCPU, "
+            f"{100 * summary.share:.2f}% of the time, p50 {p50:.0f} us, p99 {p99:.0f} us, "
+            f"longest {lengths.max():.0f} us"
+        )
+    else:
+        print(f"no hiccup of {HICCUP_MIN_US:g} us or more")
+    print(f"wrote {out}")
     return 0
 
 
@@ -654,6 +686,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="the gaps (us) instead of the waiter's and order's defaults",
     )
     p.set_defaults(run=cmd_wakeprobe)
+
+    p = tsub.add_parser(
+        "hiccups", help="how often a running thread loses its vCPU, and for how long, per vCPU"
+    )
+    p.add_argument("--out", required=True, metavar="FILE", help="the result (JSON)")
+    p.add_argument("--seconds", type=positive_float, default=HICCUP_SECONDS, metavar="S")
+    p.add_argument(
+        "--threshold-us",
+        type=positive_float,
+        default=HICCUP_THRESHOLD_US,
+        metavar="US",
+        help="the shortest gap recorded",
+    )
+    p.set_defaults(run=cmd_hiccups)
 
     p = tsub.add_parser(
         "lab",

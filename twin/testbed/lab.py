@@ -27,7 +27,10 @@ hits every point alike):
   zero, into ``DIR/wakeprobe_halt.json``; and with that sender and each gap's samples in one
   run, into ``DIR/wakeprobe_steady.json``): the host's scheduling cold start, the cost of a
   wake-up on a halted vCPU rather than an awake core, how soon an idle vCPU halts and how long
-  the hypervisor polls a halted one, on the lab's day.
+  the hypervisor polls a halted one, on the lab's day;
+* before each pass, the **hiccup probe** (:mod:`twin.testbed.hiccups`, into
+  ``DIR/hiccups_<i>.json``): how often a running thread loses its vCPU and for how long, as the
+  host drifts over the lab's passes.
 
 Layout: ``DIR/<system>/<point>/run_<i>/`` (each run folder readable by :func:`calibration.read`),
 host conditions beside every run (``summary.json``'s ``host`` for the testbed, ``host.json`` for
@@ -53,6 +56,7 @@ from twin.errors import ConfigError
 from twin.kinds import Arrivals, Loop, Sender, Tier, Transport
 from twin.scenario import scenarios_dir
 from twin.testbed.campaign import DEFAULT_PROBE_BURSTS
+from twin.testbed.hiccups import write_hiccups
 from twin.testbed.relay import RelayDelay
 from twin.testbed.sockperf import (
     Route,
@@ -73,6 +77,7 @@ WAKE_PROBE = "wakeprobe.json"
 WAKE_PROBE_BUSY = "wakeprobe_busy.json"  # the same with every other core kept awake
 WAKE_PROBE_HALT = "wakeprobe_halt.json"  # a spinning sender, short gaps: when a vCPU halts
 WAKE_PROBE_STEADY = "wakeprobe_steady.json"  # ... steady gaps: how long the host polls it
+HICCUPS = "hiccups_{repeat}.json"  # the hiccup probe before each pass
 PROBE_ID = "burst-probe"
 # The closed loop's pacing rate: above what any connection reaches, so each runs back to back.
 CLOSED_PACING = 400_000.0
@@ -116,6 +121,7 @@ class LabPlan:
     probe_bursts: tuple[int, ...] = DEFAULT_PROBE_BURSTS
     sockperf_probe_burst: int = 16
     wake_probe_samples: int = 300  # per gap; 0: no wake-up probe
+    hiccup_seconds: float = 10.0  # the hiccup probe's spin before each pass; 0: none
 
     def __post_init__(self) -> None:
         if (
@@ -136,6 +142,8 @@ class LabPlan:
             )
         if self.wake_probe_samples < 0:
             raise ConfigError(f"lab plan: wake-probe samples {self.wake_probe_samples}: >= 0")
+        if not self.hiccup_seconds >= 0:
+            raise ConfigError(f"lab plan: hiccup probe {self.hiccup_seconds} s: >= 0")
 
 
 #: A small plan for tests and a first look (a minute): one system of each kind, two loads each.
@@ -154,6 +162,7 @@ QUICK = LabPlan(
     probe_bursts=(1, 4),
     sockperf_probe_burst=4,
     wake_probe_samples=20,
+    hiccup_seconds=1.0,
 )
 
 
@@ -388,8 +397,15 @@ def manifest(root: Path, plan: LabPlan, points: list[Point], command: str) -> di
             )
             if (root / name).is_file()
         },
+        **({"hiccups": hiccups} if (hiccups := _hiccup_files(root, plan)) else {}),
         "systems": out,
     }
+
+
+def _hiccup_files(root: Path, plan: LabPlan) -> list[str]:
+    """The hiccup probes on disk, one per pass measured so far."""
+    names = (HICCUPS.format(repeat=i) for i in range(plan.repeats))
+    return [name for name in names if (root / name).is_file()]
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -433,6 +449,12 @@ def run_lab(
                     f"{time.monotonic() - started:.1f} s"
                 )
     for repeat in range(plan.repeats):
+        hiccups = root / HICCUPS.format(repeat=repeat)
+        if plan.hiccup_seconds and not hiccups.is_file():
+            started = time.monotonic()
+            write_hiccups(hiccups, seconds=plan.hiccup_seconds)
+            if progress is not None:
+                progress(f"hiccup probe, pass {repeat}: {time.monotonic() - started:.1f} s")
         for point in points:
             out = point.run_dir(root, repeat)
             if _complete(out) is not None:

@@ -92,6 +92,9 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
     assert manifest["wakeprobe_busy"] == "wakeprobe_busy.json"
     assert manifest["wakeprobe_halt"] == "wakeprobe_halt.json"
     assert manifest["wakeprobe_steady"] == "wakeprobe_steady.json"
+    assert manifest["hiccups"] == ["hiccups_0.json"]  # one hiccup probe a pass
+    hiccups = json.loads((out / "hiccups_0.json").read_text())
+    assert len(hiccups["cpus"]) == len(os.sched_getaffinity(0))
     for name, busy, waiter, order in (
         ("wakeprobe.json", 0, "blocks", "shuffled"),
         ("wakeprobe_busy.json", os.cpu_count() - 1, "blocks", "shuffled"),
@@ -175,6 +178,14 @@ def test_the_cli_offers_the_probes_waiters_and_samples():
     assert testbed_cli.PROBE_WAITERS == tuple(w.value for w in Waiter)
     assert testbed_cli.PROBE_WAITERS[0] == Waiter.BLOCKS
     assert testbed_cli.WAKE_SAMPLES == DEFAULT_SAMPLES
+
+
+def test_the_cli_offers_the_hiccup_probes_defaults():
+    from twin.testbed import cli as testbed_cli
+    from twin.testbed.hiccups import DEFAULT_SECONDS, DEFAULT_THRESHOLD_US
+
+    assert testbed_cli.HICCUP_SECONDS == DEFAULT_SECONDS
+    assert testbed_cli.HICCUP_THRESHOLD_US == DEFAULT_THRESHOLD_US
 
 
 def test_the_cli_offers_the_probes_orders():

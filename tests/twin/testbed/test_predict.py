@@ -10,6 +10,7 @@ from types import MappingProxyType
 import numpy as np
 import pytest
 
+from calibration.hiccups import cut_lognormal_mean
 from calibration.testbed import fit as predict
 from twin.components import loopback
 from twin.errors import ModelError
@@ -459,6 +460,30 @@ def test_every_sleeping_thread_takes_the_hosts_halt_law(imbalance_pct: float):
     assert list(wake["halt_tau_us"]) == [7.0] * len(wake)
     off = _profile(local_balance_imbalance_pct=imbalance_pct, local_vcpu_halt_share=0.0)
     assert not prepare(scenario, off).path.station_wake["halt_share"].any()
+
+
+@pytest.mark.parametrize("imbalance_pct", [117.0, 0.0], ids=["one vcpu", "apart"])
+def test_every_sleeping_thread_meets_the_hosts_hiccups(imbalance_pct: float):
+    """The hiccup probe's process is every vCPU's: the shared vCPU and each process's own thread
+    are stretched by it (the client's spinning sender aside); the shipped profile (rate 0) has
+    none, and its path is as before."""
+    from twin.simulation import prepare
+
+    scenario = load_scenario(SCENARIO).with_fields({"workload.rate_msgs_per_s": 1000})
+    p = _profile(
+        local_balance_imbalance_pct=imbalance_pct,
+        local_vcpu_hiccup_rate_per_s=40.0,
+        local_vcpu_hiccup_floor_us=50.0,
+        local_vcpu_hiccup_median_us=20.0,
+        local_vcpu_hiccup_sigma=1.5,
+        local_vcpu_hiccup_max_us=2050.0,
+    )
+    path = prepare(scenario, p).path
+    assert list(path.station_wake["hiccup_rate_per_s"]) == [40.0] * path.n_stations
+    share = 40.0 * (50.0 + cut_lognormal_mean(20.0, 1.5, 2000.0)) * 1e-6
+    assert path.station_hiccup_share() == pytest.approx([share] * path.n_stations, rel=0.01)
+    off = _profile(local_balance_imbalance_pct=imbalance_pct)
+    assert not prepare(scenario, off).path.station_wake["hiccup_rate_per_s"].any()
 
 
 def test_colocated_processes_queue_on_one_sleeping_vcpu():

@@ -1,0 +1,132 @@
+"""The host's hiccups, read off the hiccup probe (:mod:`twin.testbed.hiccups`).
+
+A hiccup is a gap of at least :data:`HICCUP_MIN_US` in a spinning thread's clock reads: its vCPU
+went to something else. Shorter gaps are the scheduler tick and interrupts, whose time the
+kernel charges to the thread they interrupt, so the CPU a calibration point measures a message
+holds them already; the longer ones are mostly the hypervisor's (steal, which is charged to no
+thread) and long softirq or kernel-thread work. The model's hiccups (:class:`twin.path.Hiccups`)
+come at a rate per vCPU and last a **shifted lognormal cut at the longest gap the probe met**:
+shifted by :data:`HICCUP_MIN_US`, its median the gaps' median excess over it, its sigma the one
+whose mean below the cut is theirs, so the time the hiccups take from a vCPU, rate times mean
+length, is the probe's, and the tail is as heavy as that mean needs (the gaps' p99 is tens of
+times their median) but never longer than what was seen (uncut, a lognormal that heavy puts a
+hiccup of tens of milliseconds in a few seconds of a busy path now and then, which no probe
+showed: design notes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import optimize, special
+
+from twin.errors import MeasurementError
+from twin.profile import Parameter
+
+HICCUP_MIN_US = 50.0
+
+
+@dataclass(frozen=True)
+class HiccupSummary:
+    """The probe's hiccups pooled over its vCPUs (and files): how many a second of a vCPU,
+    their lengths (us), the share of the time they took, the vCPUs' steal (percent)."""
+
+    seconds: float  # vCPU-seconds spun
+    lengths_us: np.ndarray
+    steal_pct: float
+
+    @property
+    def rate_per_s(self) -> float:
+        return len(self.lengths_us) / self.seconds
+
+    @property
+    def share(self) -> float:
+        return float(self.lengths_us.sum()) / (self.seconds * 1e6)
+
+    def lognormal(self) -> tuple[float, float, float]:
+        """The cut shifted lognormal's median excess (us), sigma and cut (us; module docstring)."""
+        excess = self.lengths_us - HICCUP_MIN_US
+        median = float(np.median(excess))
+        if median <= 0:
+            median = float(excess[excess > 0].min()) if (excess > 0).any() else 1.0
+        cut = float(excess.max())
+        target = float(excess.mean())
+        sigmas = np.linspace(0.01, 5.0, 500)
+        miss = np.array([cut_lognormal_mean(median, sigma, cut) for sigma in sigmas]) - target
+        best = int(np.argmin(np.abs(miss)))
+        sigma = float(sigmas[best])
+        for lo, hi in ((best - 1, best), (best, best + 1)):  # refine within the grid step
+            if 0 <= lo and hi < len(sigmas) and miss[lo] * miss[hi] < 0:
+                sigma = optimize.brentq(
+                    lambda x: cut_lognormal_mean(median, x, cut) - target, sigmas[lo], sigmas[hi]
+                )
+        return median, sigma, float(self.lengths_us.max())
+
+
+def cut_lognormal_mean(median: float, sigma: float, cut: float) -> float:
+    """``E[Y | Y <= cut]`` of a lognormal ``Y`` of that median and sigma."""
+    b = (math.log(cut) - math.log(median)) / sigma
+    return float(median * math.exp(sigma**2 / 2) * special.ndtr(b - sigma) / special.ndtr(b))
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise MeasurementError(f"{path}: not a hiccup probe ({exc})") from exc
+    if not isinstance(data, dict):
+        raise MeasurementError(f"{path}: not a hiccup probe (not a JSON object)")
+    cpus = data.get("cpus")
+    if data.get("tool") != "twin testbed hiccups" or not isinstance(cpus, list) or not cpus:
+        raise MeasurementError(f"{path}: not a hiccup probe (no 'cpus' of twin testbed hiccups)")
+    for k, cpu in enumerate(cpus):
+        ok = isinstance(cpu, dict) and isinstance(cpu.get("gaps_us"), list)
+        if not ok or not isinstance(cpu.get("spun_s"), (int, float)) or not cpu["spun_s"] > 0:
+            raise MeasurementError(f"{path}: cpus[{k}] needs spun_s > 0 and a list gaps_us")
+    return data
+
+
+def summarize(paths: Sequence[Path]) -> HiccupSummary:
+    """The hiccups of one or more probe files, pooled (every vCPU of every file)."""
+    if not paths:
+        raise MeasurementError("no hiccup probe to read")
+    seconds, steal, lengths = 0.0, 0.0, []
+    for path in paths:
+        for cpu in _read(Path(path))["cpus"]:
+            gaps = np.asarray(cpu["gaps_us"], dtype=float)
+            lengths.append(gaps[gaps >= HICCUP_MIN_US])
+            seconds += float(cpu["spun_s"])
+            steal += float(cpu.get("steal_pct", 0.0)) * float(cpu["spun_s"])
+    return HiccupSummary(seconds, np.concatenate(lengths), steal / seconds)
+
+
+def hiccup_parameters(paths: Sequence[Path]) -> dict[str, Parameter]:
+    """The profile's hiccup parameters (``local_vcpu_hiccup_*``) from the probe files; none
+    (rate 0) where the probe met no hiccup."""
+    summary = summarize(paths)
+    names = ", ".join(Path(p).name for p in paths)
+    where = (
+        f"measurement: twin testbed hiccups beside the corpus ({names}): "
+        f"{len(summary.lengths_us)} gaps of {HICCUP_MIN_US:g} us or more in "
+        f"{summary.seconds:.0f} vCPU-seconds spun, {100 * summary.share:.2f}% of the time"
+    )
+    if not len(summary.lengths_us):
+        return {"local_vcpu_hiccup_rate_per_s": Parameter(0.0, where)}
+    median, sigma, longest = summary.lognormal()
+    shape = (
+        f"{where}; lengths a shifted lognormal of their median and mean, cut at the longest "
+        f"(calibration.hiccups)"
+    )
+    return {
+        "local_vcpu_hiccup_rate_per_s": Parameter(summary.rate_per_s, where),
+        "local_vcpu_hiccup_floor_us": Parameter(HICCUP_MIN_US, shape),
+        "local_vcpu_hiccup_median_us": Parameter(median, shape),
+        "local_vcpu_hiccup_sigma": Parameter(sigma, shape),
+        "local_vcpu_hiccup_max_us": Parameter(longest, shape),
+    }

@@ -1,0 +1,109 @@
+"""The hiccup probe (twin testbed hiccups), live on this host, and what calibration reads of it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from calibration.hiccups import HICCUP_MIN_US, hiccup_parameters, summarize
+from twin.cli import main
+from twin.components import loopback
+from twin.errors import MeasurementError
+from twin.profile import load_profile, resolve_profile_path
+from twin.testbed.hiccups import measure_hiccups
+
+
+def test_the_probe_spins_on_every_vcpu_and_records_only_long_gaps() -> None:
+    result = measure_hiccups(seconds=0.3, threshold_us=20.0)
+    cpus = result["cpus"]
+    assert sorted(c["cpu"] for c in cpus) == sorted(os.sched_getaffinity(0))
+    for cpu in cpus:
+        assert 0.3 <= cpu["spun_s"] < 0.5
+        assert all(g > 20.0 for g in cpu["gaps_us"])
+        assert sum(cpu["gaps_us"]) < 1e6 * cpu["spun_s"]  # gaps are part of the time spun
+        assert cpu["steal_pct"] >= 0
+
+
+def test_the_cli_writes_the_probe_and_summarises_it(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "hiccups.json"
+    assert main(["testbed", "hiccups", "--out", str(out), "--seconds", "0.2"]) == 0
+    assert json.loads(out.read_text())["tool"] == "twin testbed hiccups"
+    printed = capsys.readouterr().out
+    assert printed.count("vCPU ") == len(os.sched_getaffinity(0)) and str(out) in printed
+
+
+def test_bad_probe_options_exit_2(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["testbed", "hiccups", "--out", str(tmp_path / "h.json"), "--seconds", "0"])
+    assert exc.value.code == 2 and not (tmp_path / "h.json").exists()
+
+
+def _probe(path: Path, cpus: list[tuple[float, list[float]]]) -> Path:
+    data = {
+        "tool": "twin testbed hiccups",
+        "seconds": 1.0,
+        "threshold_us": 10.0,
+        "cpus": [
+            {"cpu": k, "spun_s": s, "steal_pct": 1.0, "gaps_us": g} for k, (s, g) in enumerate(cpus)
+        ],
+    }
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_the_hiccups_are_the_long_gaps_pooled(tmp_path: Path) -> None:
+    """Gaps under the floor are not hiccups; the rate and the share are pooled over vCPUs and
+    files."""
+    first = _probe(tmp_path / "a.json", [(2.0, [12.0, 60.0, 150.0]), (2.0, [1000.0])])
+    second = _probe(tmp_path / "b.json", [(1.0, [30.0, 70.0])])
+    summary = summarize([first, second])
+    assert list(np.sort(summary.lengths_us)) == [60.0, 70.0, 150.0, 1000.0]
+    assert summary.rate_per_s == pytest.approx(4 / 5.0)
+    assert summary.share == pytest.approx(1280.0 / 5e6)
+    assert (
+        "a.json, b.json"
+        in hiccup_parameters([first, second])["local_vcpu_hiccup_rate_per_s"].source
+    )
+
+
+def test_the_models_hiccups_keep_the_probes_median_share_and_longest(tmp_path: Path) -> None:
+    """The cut lognormal the model tabulates has the gaps' median and longest, and takes the
+    share of the time they took."""
+    rng = np.random.default_rng(4)
+    gaps = HICCUP_MIN_US + 12.0 * np.exp(2.0 * rng.standard_normal(3000))
+    probe = _probe(tmp_path / "a.json", [(60.0, [round(float(g), 3) for g in gaps])])
+    params = hiccup_parameters([probe])
+    profile = load_profile(resolve_profile_path("local")).with_values(
+        {k: p.value for k, p in params.items()}
+    )
+    hiccups = loopback.vcpu_hiccups(profile)
+    assert hiccups is not None
+    lengths = np.asarray(hiccups.length.samples_us)
+    assert np.median(lengths) == pytest.approx(np.median(gaps), rel=0.02)
+    assert lengths.max() <= gaps.max() + 1e-6 and lengths.max() > np.percentile(gaps, 99.9)
+    assert hiccups.share == pytest.approx(summarize([probe]).share, rel=0.02)
+
+
+def test_a_probe_without_hiccups_gives_none(tmp_path: Path) -> None:
+    params = hiccup_parameters([_probe(tmp_path / "a.json", [(1.0, [12.0, 20.0])])])
+    assert params["local_vcpu_hiccup_rate_per_s"].value == 0.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{",
+        "[1]",
+        '{"tool": "twin testbed wakeprobe"}',
+        '{"tool": "twin testbed hiccups", "cpus": [{"spun_s": 0, "gaps_us": []}]}',
+    ],
+)
+def test_a_file_that_is_not_a_probe_is_named(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(MeasurementError, match="bad.json"):
+        summarize([path])
