@@ -30,7 +30,7 @@ import simpy
 
 from twin import dtypes
 from twin.dists import Draw
-from twin.fast._hiccup import HF_START, finish, hiccup_state
+from twin.fast._hiccup import finish, hiccup_state
 from twin.histogram import empty_counts, record_us
 from twin.load import Load
 from twin.path import CompiledPath, HaltPolling
@@ -108,6 +108,7 @@ class _Model:
         # Each station's hiccups: the fast engine's timeline, read through the same compiled
         # function (twin.fast._hiccup), so both engines meet the same ones.
         self.hiccups = hiccup_state(path, load.seed)
+        self.has_hiccups = [bool(x > 0) for x in wake["hiccup_rate_per_s"]]
         self.tables = np.ascontiguousarray(path.tables, dtype=np.float64)
         self.table_lengths = np.ascontiguousarray(path.table_lengths, dtype=np.int64)
         self.linger = [self._sampler(h, "linger", path) for h in hops]
@@ -205,10 +206,10 @@ class _Model:
     def finish(self, station: int, work_us: float) -> float:
         """How long ``work_us`` started now at ``station`` takes, its vCPU's hiccups included
         (:class:`twin.path.Hiccups`; none: ``work_us``)."""
+        if not self.has_hiccups[station]:
+            return work_us
         now = self.env.now
         f, rng, gap_us, q, row = self.hiccups
-        if f[station, HF_START] == np.inf:
-            return work_us
         end = finish(station, now, work_us, f, rng, gap_us, q, row, self.tables, self.table_lengths)
         return end - now
 
