@@ -114,7 +114,8 @@ def hiccup_parameters(paths: Sequence[Path]) -> dict[str, Parameter]:
     where = (
         f"measurement: twin testbed hiccups beside the corpus ({names}): "
         f"{len(summary.lengths_us)} gaps of {HICCUP_MIN_US:g} us or more in "
-        f"{summary.seconds:.0f} vCPU-seconds spun, {100 * summary.share:.2f}% of the time"
+        f"{summary.seconds:.0f} vCPU-seconds spun, {100 * summary.share:.2f}% of the time "
+        f"(steal {summary.steal_pct:.2f}%)"
     )
     if not len(summary.lengths_us):
         return {"local_vcpu_hiccup_rate_per_s": Parameter(0.0, where)}

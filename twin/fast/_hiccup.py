@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from twin.dists import Empirical
-from twin.fast._quantile import TABLE_LEN, distances, grid_point
+from twin.fast._quantile import TABLE_LEN, grid_point, quantile_table
 from twin.fast._rng import exponential, seed_state, uniform
 from twin.path import CompiledPath
 
@@ -45,17 +45,16 @@ def hiccup_state(
     gap_us = np.full(n, np.inf)
     quantiles = np.zeros((n, TABLE_LEN))
     rows = np.full(n, -1, dtype=np.int64)
-    d = distances()
     for st in range(n):
         rate = float(wake[st]["hiccup_rate_per_s"])
         if rate <= 0:
             continue
-        length = path.distribution(wake[st], "hiccup")
-        if isinstance(length, Empirical):
+        code = int(wake[st]["hiccup_code"])
+        params = (float(wake[st][f"hiccup_p{i}"]) for i in range(3))
+        if code == Empirical.code:
             rows[st] = int(wake[st]["hiccup_p0"])
         else:
-            lower, upper = length.quantiles(d)
-            quantiles[st] = np.concatenate([lower, upper])
+            quantiles[st] = quantile_table(code, *params)
         gap_us[st] = 1e6 / rate
         hiccup_rng[st] = seed_state(seed, HICCUP_STREAM + st)
         first, s0, s1, s2, s3 = exponential(*hiccup_rng[st])

@@ -23,14 +23,11 @@ the designs tried and not kept: ``docs/design-notes.md``, fast engine):
   (:mod:`twin.fast._quantile`); a hop's fixed time is folded into its delay table; empirical
   tables are resampled behind a flag.
 - **Few arrays, packed; unsigned positions.** Hop parameters are one 2-D array (``hop_i``, rows
-  of a power-of-two length holding the hop's station and its servers) read through flat views;
-  indices on the hot paths are ``uint64`` (no negative-index fix-up).
+  of a power-of-two length) read through flat views; hot-path indices are ``uint64``.
 - **Reader stations** (:class:`twin.path.Station`) park a read's arrivals in a per-station list
   behind one read event (``_read``, out of line), which works out every member's stages, hop
-  times and spans. **Spans** open and close by hop bit masks.
-- **Hiccups** (:class:`twin.path.Hiccups`): at a station flagged so, a service and the work a
-  visit leaves end at :func:`twin.fast._hiccup.finish` of its vCPU's timeline, which
-  :mod:`twin.des` reads too.
+  times and spans. **Spans** open and close by hop bit masks. **Hiccups**: a flagged station's
+  work ends at :func:`twin.fast._hiccup.finish` of its vCPU's timeline, as in :mod:`twin.des`.
 - A message is recorded when sent inside ``[warmup, end)``; the run goes on until the calendar
   is empty, so every recorded message completes. The order loop's cancel leaves on the ack; a
   closed-loop account starts its next cycle at ``max(now, previous slot + period)``, in turn

@@ -64,10 +64,9 @@ def test_the_hiccups_are_the_long_gaps_pooled(tmp_path: Path) -> None:
     assert list(np.sort(summary.lengths_us)) == [60.0, 70.0, 150.0, 1000.0]
     assert summary.rate_per_s == pytest.approx(4 / 5.0)
     assert summary.share == pytest.approx(1280.0 / 5e6)
-    assert (
-        "a.json, b.json"
-        in hiccup_parameters([first, second])["local_vcpu_hiccup_rate_per_s"].source
-    )
+    assert summary.steal_pct == pytest.approx(1.0)
+    rate = hiccup_parameters([first, second])["local_vcpu_hiccup_rate_per_s"]
+    assert "a.json, b.json" in rate.source and "steal 1.00%" in rate.source
 
 
 def test_the_models_hiccups_keep_the_probes_median_share_and_longest(tmp_path: Path) -> None:
