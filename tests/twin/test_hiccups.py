@@ -147,3 +147,9 @@ def test_a_station_without_hiccups_is_unchanged() -> None:
     plain = fast.simulate(hiccup_queue(None), load)
     none = fast.simulate(hiccup_queue(Hiccups(0.0, Const(10.0))), load)
     assert plain.rtt_sum_us == none.rtt_sum_us
+
+
+def test_a_station_without_hiccups_finishes_its_work_unstretched() -> None:
+    path = hiccup_queue(None)
+    f, rng, gap, q, row = _hiccup.hiccup_state(path, 1)
+    assert _hiccup.finish(0, 5.0, 2.5, f, rng, gap, q, row, path.tables, path.table_lengths) == 7.5

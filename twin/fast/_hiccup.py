@@ -102,9 +102,8 @@ def _next_period(st, hiccup_f, hiccup_rng, gap_us, q, rows, tables, table_length
 def finish(st, t, work, hiccup_f, hiccup_rng, gap_us, q, rows, tables, table_lengths):  # noqa: ANN001, ANN201, PLR0913
     """When ``work`` (us) due to start at ``t`` at station ``st`` ends: it starts once any
     period that holds ``t`` is over and is stretched by every period that starts before it
-    ends (preemptive-resume). ``t`` must not go back from one query to the next."""
-    if hiccup_f[st, HF_START] == np.inf:
-        return t + work
+    ends (preemptive-resume). ``t`` must not go back from one query to the next. A station
+    without hiccups (its period at infinity) gives ``t + work``."""
     while hiccup_f[st, HF_END] <= t:
         _next_period(st, hiccup_f, hiccup_rng, gap_us, q, rows, tables, table_lengths)
     if hiccup_f[st, HF_START] <= t:
