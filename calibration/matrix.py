@@ -15,7 +15,8 @@ scenario fields that reproduce them, run folders). For each system :func:`system
    profile and the point's overrides, on the default engine;
 3. compares p50, p90, p99 (median over the point's runs) and throughput (the runs' median
    achieved rate) with the prediction, and at a testbed point each process's CPU a message
-   (:func:`cpu_point`: schedstat's, against what the model spends at that throughput);
+   (:func:`cpu_point`: schedstat's, against what the model spends at that throughput, its
+   mean-value estimate, and the host's against what the prediction's simulated threads spent);
 4. gives the saturation rate: measured, the highest throughput any point achieved, with
    ``reached`` true when some open-loop point fell short of its rate (below
    :data:`KEPT_UP_SHARE` of it: the system was driven past its capacity, so the highest
@@ -725,18 +726,21 @@ def _scenario(system: CorpusSystem, point: CorpusPoint, seed: int) -> Scenario:
 
 def predicted_point(
     scenario: Scenario, profile: Profile
-) -> tuple[dict[str, float | None], dict[str, dict[str, float]]]:
-    """p50, p90, p99 (us) and throughput (msg/s) of a run of ``scenario`` (None: unstable), and
-    each message kind's p50, p90, p99 (an order loop's orders and cancels; ``{}`` otherwise)."""
+) -> tuple[dict[str, float | None], dict[str, dict[str, float]], float | None]:
+    """p50, p90, p99 (us) and throughput (msg/s) of a run of ``scenario`` (None: unstable),
+    each message kind's p50, p90, p99 (an order loop's orders and cancels; ``{}`` otherwise),
+    and the run's CPU a message (us): every station's busy time over the messages answered, the
+    work its simulated threads did (None: unstable)."""
     result = run_prepared(prepare(scenario, profile))
     if not result.stable:
-        return {key: None for key in (*COMPARED, "throughput")}, {}
+        return {key: None for key in (*COMPARED, "throughput")}, {}, None
     out: dict[str, float | None] = {key: result.rtt_us[key] for key in COMPARED}
     out["throughput"] = result.throughput_msgs_per_s
     kinds = {
         kind: {key: table[key] for key in COMPARED} for kind, table in result.rtt_by_kind_us.items()
     }
-    return out, kinds
+    busy = sum(s.utilization * s.servers for s in result.stations)
+    return out, kinds, 1e6 * busy / result.throughput_msgs_per_s
 
 
 def max_utilization(scenario: Scenario, profile: Profile, rate: float) -> float:
@@ -758,12 +762,19 @@ def _error_pct(measured: float | None, predicted: float | None) -> float | None:
 
 
 def cpu_point(
-    point: CorpusPoint, scenario: Scenario, profile: Profile, throughput: float | None
+    point: CorpusPoint,
+    scenario: Scenario,
+    profile: Profile,
+    throughput: float | None,
+    simulated: float | None = None,
 ) -> dict[str, Any] | None:
     """A testbed point's CPU a message (us), ``client``, ``gateway`` and their sum ``host``:
     measured (schedstat, the median of its runs) and what the model spends at the measured
-    throughput (:func:`twin.topology.local_cpu_us_per_msg`), with the error; None where the
-    runs do not state it (another tool's) or nothing was answered."""
+    throughput (:func:`twin.topology.local_cpu_us_per_msg`, its mean-value estimate), with the
+    error; and, given the prediction's own (``simulated``: :func:`predicted_point`'s host CPU a
+    message, the threads' busy time in the simulation), ``simulated`` and
+    ``simulated_error_pct`` for the host. None where the runs do not state it (another tool's)
+    or nothing was answered."""
     if not _stated(point) or not throughput:
         return None
     runs = median_summary([read_summary(run) for run in point.runs])
@@ -776,11 +787,15 @@ def cpu_point(
     predicted = local_cpu_us_per_msg(scenario, profile, throughput)
     measured["host"] = measured["client"] + measured["gateway"]
     predicted["host"] = predicted["client"] + predicted["gateway"]
-    return {
+    out: dict[str, Any] = {
         "measured": measured,
         "predicted": predicted,
         "error_pct": {k: _error_pct(measured[k], predicted[k]) for k in measured},
     }
+    if simulated is not None:
+        out["simulated"] = {"host": simulated}
+        out["simulated_error_pct"] = {"host": _error_pct(measured["host"], simulated)}
+    return out
 
 
 def system_matrix(
@@ -819,9 +834,9 @@ def system_matrix(
                 asked = float(point.overrides["workload.rate_msgs_per_s"])
                 reached = reached or measured["throughput"] < KEPT_UP_SHARE * asked
         scenario = _scenario(system, point, seed)
-        predicted, predicted_kinds = predicted_point(scenario, profile)
+        predicted, predicted_kinds, simulated_cpu = predicted_point(scenario, profile)
         kinds = measured_kinds(point)
-        cpu = cpu_point(point, scenario, profile, measured["throughput"])
+        cpu = cpu_point(point, scenario, profile, measured["throughput"], simulated_cpu)
         points.append(
             {
                 "id": point.id,
@@ -920,6 +935,12 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         for p in predicted
         if "cpu_us_per_msg" in p and p["cpu_us_per_msg"]["error_pct"]["host"] is not None
     ]
+    simulated_cpu_errors = [
+        abs(error)
+        for p in predicted
+        if (error := p.get("cpu_us_per_msg", {}).get("simulated_error_pct", {}).get("host"))
+        is not None
+    ]
 
     return {
         "points": len(predicted),
@@ -943,6 +964,11 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         # schedstat's.
         "cpu_median_abs_err_pct": (float(statistics.median(cpu_errors)) if cpu_errors else None),
         "cpu_points": len(cpu_errors),
+        # ... and the CPU the prediction's simulated threads spent, against schedstat's.
+        "cpu_simulated_median_abs_err_pct": (
+            float(statistics.median(simulated_cpu_errors)) if simulated_cpu_errors else None
+        ),
+        "cpu_simulated_points": len(simulated_cpu_errors),
     }
 
 
@@ -1052,6 +1078,12 @@ def format_matrix(matrix: Mapping[str, Any]) -> str:
         lines.append(
             f"the testbed's CPU a message (both processes, against schedstat's): median |error| "
             f"{_pct(sm['cpu_median_abs_err_pct'], sign=False)} over {sm['cpu_points']} points"
+        )
+    if sm.get("cpu_simulated_points"):
+        lines.append(
+            f"the same, spent by the prediction's simulated threads: median |error| "
+            f"{_pct(sm['cpu_simulated_median_abs_err_pct'], sign=False)} over "
+            f"{sm['cpu_simulated_points']} points"
         )
     return "\n".join(lines)
 

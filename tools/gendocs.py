@@ -539,6 +539,7 @@ HOST_GAP_BEFORE = "calibration/validation/load_matrix_host_gap_before.json"
 HOST_GAP_MATRIX = "calibration/validation/load_matrix_host_gap.json"
 # calibration/data/load_2026-11-27_hiccups: the first corpus with the hiccup probe before each pass.
 HICCUPS_CORPUS_DAY = "2026-11-27 15:22, the hiccup probe beside it"
+HICCUPS_MATRIX = "calibration/validation/load_matrix_hiccups.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -718,7 +719,7 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         HICCUPS_CORPUS_DAY,
     ),
     (
-        "calibration/validation/load_matrix_hiccups.json",
+        HICCUPS_MATRIX,
         "plus each vCPU's hiccups as the probe measured them: every sleeping thread's work "
         "stretched by them, preemptive-resume (the low class of a priority queue)",
         HICCUPS_CORPUS_DAY,
@@ -801,6 +802,33 @@ def load_cpu() -> str:
     header = ("system", "point", "client us/msg", "gateway us/msg",
               "model, flat: both", "error", "model, cold start: both", "error")  # fmt: skip
     return _table(header, "llrrrrrr", rows)
+
+
+def load_cpu_simulated() -> str:
+    """The testbed's host CPU a message over loopback at every point of the hiccup corpus's
+    matrix (seed 1): measured (schedstat, both processes), the model's mean-value estimate and
+    what its simulated threads spent, each with its error."""
+    rows = []
+    for s in _load(HICCUPS_MATRIX)["systems"]:
+        if s["system"] != "testbed-loopback":
+            continue
+        for p in s["points"]:
+            cpu = p.get("cpu_us_per_msg")
+            if cpu is None or "simulated" not in cpu:
+                continue  # not stated, or nothing answered
+            rows.append(
+                (
+                    _point_name(p),
+                    _us(cpu["measured"]["host"]),
+                    _us(cpu["predicted"]["host"]),
+                    _signed(cpu["error_pct"]["host"]),
+                    _us(cpu["simulated"]["host"]),
+                    _signed(cpu["simulated_error_pct"]["host"]),
+                )
+            )
+    header = ("point", "measured us/msg", "mean-value estimate", "error", "simulated threads",
+              "error")  # fmt: skip
+    return _table(header, "lrrrrr", rows)
 
 
 def load_points() -> str:
@@ -992,6 +1020,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "load-kinds": load_kinds,
     "load-points": load_points,
     "load-cpu": load_cpu,
+    "load-cpu-simulated": load_cpu_simulated,
     "crosscheck": crosscheck,
     "crosscheck-spans": crosscheck_spans,
     "engines": engines,

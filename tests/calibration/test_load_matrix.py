@@ -114,8 +114,21 @@ def test_matrix_json_contract(tmp_path, capsys) -> None:
             cpu = point.get("cpu_us_per_msg")
             assert (cpu is not None) == (system["system"] == "testbed-loopback")
             if cpu is not None:
-                assert set(cpu) == {"measured", "predicted", "error_pct"}
-                assert all(set(cpu[k]) == {"client", "gateway", "host"} for k in cpu)
+                assert set(cpu) == {
+                    "measured",
+                    "predicted",
+                    "error_pct",
+                    "simulated",
+                    "simulated_error_pct",
+                }
+                kept = ("measured", "predicted", "error_pct")
+                assert all(set(cpu[k]) == {"client", "gateway", "host"} for k in kept)
+                # The simulated threads' CPU a message: positive, its error against schedstat's.
+                simulated, measured = cpu["simulated"]["host"], cpu["measured"]["host"]
+                assert simulated > 0
+                assert cpu["simulated_error_pct"]["host"] == pytest.approx(
+                    100 * (simulated - measured) / measured
+                )
         own = next(p for p in system["points"] if p["id"] == system["calibrated_on"])
         assert abs(own["error_pct"]["p50"]) < 25  # the fit reproduces its own point
     summary = matrix["summary"]
@@ -128,6 +141,8 @@ def test_matrix_json_contract(tmp_path, capsys) -> None:
         "cpu_median_abs_err_pct",
     }
     assert summary["cpu_points"] == 2  # testbed-loopback's three points less its calibration
+    assert summary["cpu_simulated_points"] == 2
+    assert summary["cpu_simulated_median_abs_err_pct"] >= 0
 
 
 def test_matrix_text_has_a_line_per_point(capsys) -> None:
