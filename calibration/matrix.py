@@ -930,17 +930,17 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         errors = [abs(p["error_pct"][key]) for p in predicted if p["error_pct"][key] is not None]
         return float(statistics.median(errors)) if errors else None
 
-    cpu_errors = [
-        abs(p["cpu_us_per_msg"]["error_pct"]["host"])
-        for p in predicted
-        if "cpu_us_per_msg" in p and p["cpu_us_per_msg"]["error_pct"]["host"] is not None
-    ]
-    simulated_cpu_errors = [
-        abs(error)
-        for p in predicted
-        if (error := p.get("cpu_us_per_msg", {}).get("simulated_error_pct", {}).get("host"))
-        is not None
-    ]
+    def host_cpu_errors(key: str) -> list[float]:
+        """The host CPU's absolute errors (``key``: ``error_pct``, the mean-value estimate's;
+        ``simulated_error_pct``, the simulated threads') over the points that state them."""
+        return [
+            abs(error)
+            for p in predicted
+            if (error := p.get("cpu_us_per_msg", {}).get(key, {}).get("host")) is not None
+        ]
+
+    cpu_errors = host_cpu_errors("error_pct")
+    simulated_cpu_errors = host_cpu_errors("simulated_error_pct")
 
     return {
         "points": len(predicted),
