@@ -730,7 +730,8 @@ def predicted_point(
     """p50, p90, p99 (us) and throughput (msg/s) of a run of ``scenario`` (None: unstable),
     each message kind's p50, p90, p99 (an order loop's orders and cancels; ``{}`` otherwise),
     and the run's CPU a message (us): every station's busy time over the messages answered, the
-    work its simulated threads did (None: unstable)."""
+    work its simulated threads did, their wake-ups' scheduling latency included (a station is
+    busy while it wakes; None: unstable)."""
     result = run_prepared(prepare(scenario, profile))
     if not result.stable:
         return {key: None for key in (*COMPARED, "throughput")}, {}, None
