@@ -540,6 +540,8 @@ HOST_GAP_MATRIX = "calibration/validation/load_matrix_host_gap.json"
 # calibration/data/load_2026-11-27_hiccups: the first corpus with the hiccup probe before each pass.
 HICCUPS_CORPUS_DAY = "2026-11-27 15:22, the hiccup probe beside it"
 HICCUPS_MATRIX = "calibration/validation/load_matrix_hiccups.json"
+# ... and the model of 2026-11-27 21:00 on it: the host's background from its busy CPU.
+BACKGROUND_MATRIX = "calibration/validation/load_matrix_background.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -684,10 +686,17 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_echo_cold.json",
         "plus the server's cold start paid by every echo (one message a cycle, where the "
         "testbed's cancel follows its order's reply), grown over evenly spaced gaps as "
         "sockperf sends them",
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        "the model of 2026-11-27 21:00 on it (the later mechanisms need probes this corpus "
+        "lacks, save one): plus the host's background as its busy vCPUs beyond the two "
+        "processes' own CPU, no longer the client's runnable samples",
         CORPUS_DAY,
     ),
     (
@@ -722,6 +731,13 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         HICCUPS_MATRIX,
         "plus each vCPU's hiccups as the probe measured them: every sleeping thread's work "
         "stretched by them, preemptive-resume (the low class of a priority queue)",
+        HICCUPS_CORPUS_DAY,
+    ),
+    (
+        BACKGROUND_MATRIX,
+        "plus the host's background as its busy vCPUs beyond the two processes' own CPU "
+        "(/proc/stat less schedstat), not the client's runnable samples, which catch the "
+        "gateway it woke: no fair-share slowdown of two processes on two vCPUs",
         HICCUPS_CORPUS_DAY,
     ),
     (
@@ -806,10 +822,10 @@ def load_cpu() -> str:
 
 def load_cpu_simulated() -> str:
     """The testbed's host CPU a message over loopback at every point of the hiccup corpus's
-    matrix (seed 1): measured (schedstat, both processes), the model's mean-value estimate and
-    what its simulated threads spent, each with its error."""
+    latest matrix (seed 1): measured (schedstat, both processes), the model's mean-value
+    estimate and what its simulated threads spent, each with its error."""
     rows = []
-    for s in _load(HICCUPS_MATRIX)["systems"]:
+    for s in _load(BACKGROUND_MATRIX)["systems"]:
         if s["system"] != "testbed-loopback":
             continue
         for p in s["points"]:

@@ -7,7 +7,8 @@ What comes from where (written into the profile's ``source`` of each parameter; 
   beyond the work on the message's path is what a wake-up costs after the message has left
   (``linger``); the spread of the work (in-process timings: the gateway's ``gateway_ns``, the
   client's order writes and reply handling; a lognormal's sigma from their p50 and p90); the
-  background (mean runnable threads other than the client, less the gateway's CPU share); the
+  background (the vCPUs the host kept busy beyond the two processes' own CPU, :func:`background`);
+  the
   spread of a thread's wake-up latency (the timer's lateness, ``send_lag_us`` p50 and p99);
 * **fitted** on the calibration run alone: each process's marginal work per event and
   per-wake-up work (``b + a / n`` over the warm batches of the rate's **burst probe**, the same
@@ -75,6 +76,47 @@ NO_SOCKET_WAKE = {
         0.0, "assumption: no wake-up probes beside a campaign; a socket's wake-up is the fitted one"
     ),
     "local_socket_wake_sigma": Parameter(0.0, "assumption: no socket wake-up of its own"),
+}
+# ... and the host's KVM polling a halted vCPU at its defaults: a campaign records no steady
+# halt probe (the load matrix's prior measures its host's window, calibration.halt).
+KVM_DEFAULT_POLLING = {
+    "local_vcpu_halt_poll_us": Parameter(
+        200.0,
+        "assumption: the host's KVM at its default, a maximum polling window of 200000 ns on x86 "
+        "(KVM_HALT_POLL_NS_DEFAULT; docs.kernel.org/virt/kvm/halt-polling.html); the lab's "
+        "steady halt probe (twin testbed wakeprobe --order steady) measures its host's",
+    ),
+    "local_vcpu_halt_poll_grow_factor": Parameter(
+        2.0,
+        "assumption: the host's KVM at its default, the window doubled after a short halt "
+        "(docs.kernel.org/virt/kvm/halt-polling.html)",
+    ),
+    "local_vcpu_halt_poll_grow_start_us": Parameter(
+        10.0,
+        "assumption: the host's KVM at its default, a first window of 10000 ns "
+        "(docs.kernel.org/virt/kvm/halt-polling.html)",
+    ),
+    "local_vcpu_halt_poll_shrink_divisor": Parameter(
+        2.0,
+        "assumption: the host's KVM at its default, the window halved after a long halt since "
+        "Linux 6.4 (commit aeb1b22a3ac8, 'KVM: Enable halt polling shrink parameter by "
+        "default'; reset to 0 before); docs/design-notes.md has the lab host's pattern that "
+        "tells the two apart",
+    ),
+}
+# ... and no hiccups: a campaign records no hiccup probe (twin testbed hiccups).
+NO_HICCUPS = {
+    "local_vcpu_hiccup_rate_per_s": Parameter(
+        0.0,
+        "assumption: no hiccup probe beside a campaign (twin testbed hiccups); the load "
+        "matrix's prior takes the one beside its corpus",
+    ),
+    "local_vcpu_hiccup_floor_us": Parameter(
+        50.0, "assumption: the shortest gap the model counts as a hiccup (calibration.hiccups)"
+    ),
+    "local_vcpu_hiccup_median_us": Parameter(10.0, "assumption: unused while the rate is 0"),
+    "local_vcpu_hiccup_sigma": Parameter(1.0, "assumption: unused while the rate is 0"),
+    "local_vcpu_hiccup_max_us": Parameter(1000.0, "assumption: unused while the rate is 0"),
 }
 # ... and a read's system calls inside the wake-up's CPU: a campaign measures no native server.
 NO_READ_CALLS = Parameter(
@@ -242,6 +284,28 @@ def wake_cpu_left(
     return max(0.0, (demand_us - marginal_us * events) / (events * (1 - rho))), rho
 
 
+def background(summary: LoadSummary, demand: Mapping[str, float], src: str) -> Parameter:
+    """The host's background (``local_background_threads``, vCPUs kept busy by threads other
+    than the two processes): its busy vCPUs over the run (``/proc/stat``: ``busy_pct`` of its
+    ``cpus``) less the two processes' own CPU (``demand``, us a message, schedstat, at the
+    run's rate); never below zero.
+
+    Not the runnable threads the client samples (``runnable_mean``): it samples at the end of a
+    pass of its loop, when its send has just woken the gateway or the gateway still finishes
+    the pass that wrote the reply it handled, so the gateway is in nearly every sample at a low
+    rate whatever its share of the CPU (docs/design-notes.md, "The host's background was the
+    gateway the client woke")."""
+    rate = float(summary.conditions.rate_msgs_per_s)
+    cpus = float(summary.conditions.cpus)
+    host = cpus * float(summary.host.get("busy_pct") or 0.0) / 100.0
+    own = rate * 1e-6 * (demand["client"] + demand["gateway"])
+    return Parameter(
+        max(0.0, host - own),
+        f"{src} (the host's busy vCPUs {host:.3f} of {cpus:g}, /proc/stat, less the two "
+        f"processes' own {own:.3f}, schedstat)",
+    )
+
+
 def measured_parameters(
     summary: LoadSummary,
     where: str,
@@ -270,10 +334,6 @@ def measured_parameters(
     rate = float(summary.conditions.rate_msgs_per_s)
     # Service demand per message answered: on-CPU time (schedstat).
     demand = {who: _cpu_us_per_msg(summary, who, where) for who in ("client", "gateway")}
-    # The client samples the runnable threads itself, excluding itself: the gateway's own
-    # utilization is in the sample, the rest is background.
-    gateway_busy = rate * 1e-6 * demand["gateway"]
-    runnable = float(summary.host.get("runnable_mean") or 0.0)
     lag = summary.send_lag_us
     lag_sigma = tail_sigma(lag["p50"], lag["p99"])
     cpus = float(summary.conditions.cpus)
@@ -320,11 +380,7 @@ def measured_parameters(
         "local_client_work_sigma": Parameter(client_sigma, f"{src} (client p90 over p50)"),
         "local_gateway_work_sigma": Parameter(gw_sigma, f"{src} (gateway_ns p90 over p50)"),
         "local_host_cores": Parameter(cpus, f"{src} (conditions.cpus)"),
-        "local_background_threads": Parameter(
-            max(0.0, runnable - gateway_busy),
-            f"{src} (mean runnable threads other than the client {runnable:.2f} less the "
-            f"gateway's CPU share {gateway_busy:.3f})",
-        ),
+        "local_background_threads": background(summary, demand, src),
         "local_wake_floor_us": Parameter(0.0, "definition: latency above the event"),
         "local_wake_sigma": Parameter(
             lag_sigma, f"{src} (the timer's wake-up lateness, send lag p99 over p50)"
@@ -341,7 +397,8 @@ def fitted_profile(
 ) -> Profile:
     """The local profile of a fit: the ``measured`` parameters, the :data:`FITTED` ones at ``x``
     with stall shape ``shape``, no veth, the two processes on a vCPU each at every rate
-    (:data:`NO_COLOCATION`) and no halt time (:data:`NO_HALT`)."""
+    (:data:`NO_COLOCATION`), no halt time (:data:`NO_HALT`), KVM's halt polling at its defaults
+    (:data:`KVM_DEFAULT_POLLING`) and no hiccups (:data:`NO_HICCUPS`)."""
     params = {k: Parameter(float(v), source, fitted=fitted) for k, v in zip(FITTED, x, strict=True)}
     params["local_wake_stall_shape"] = Parameter(
         float(shape),
@@ -355,6 +412,8 @@ def fitted_profile(
         {
             "local_balance_imbalance_pct": NO_COLOCATION,
             **NO_HALT,
+            **KVM_DEFAULT_POLLING,
+            **NO_HICCUPS,
             **NO_SOCKET_WAKE,
             **measured,
             **params,

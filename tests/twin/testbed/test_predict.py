@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -224,6 +225,33 @@ def test_measured_demand_is_given_back_at_the_calibration_rate():
         assert got[f"local_{who}_work"] == pytest.approx(
             rate * 1e-6 * summary.cpu_us_per_msg(who), rel=1e-6
         )
+
+
+def test_the_background_is_the_hosts_busy_cpu_beyond_the_two_processes():
+    """The background is the vCPUs the host kept busy (/proc/stat) beyond the two processes'
+    own CPU (schedstat), whatever runnable threads the client sampled (at the end of its loop's
+    passes the gateway it woke is in nearly every sample)."""
+    summary, rate = _calibration_summary()
+    own = rate * 1e-6 * (summary.cpu_us_per_msg("client") + summary.cpu_us_per_msg("gateway"))
+    cpus = float(summary.conditions.cpus)
+    for busy_vcpus in (own + 0.6, own - 0.05):
+        host = {**summary.host, "busy_pct": 100.0 * busy_vcpus / cpus, "runnable_mean": 1.0}
+        got = predict.measured_parameters(replace(summary, host=host), "test")
+        assert got["local_background_threads"].value == pytest.approx(max(0.0, busy_vcpus - own))
+
+
+def test_a_campaigns_fit_runs_the_model_on_what_it_writes():
+    """The profile a campaign's fit simulates holds every parameter the local model reads (the
+    host's a campaign does not probe at their stated assumptions), each one the shipped profile
+    has too (``twin testbed predict --profile-out`` wrote it)."""
+    from twin.simulation import prepare
+
+    summary, _ = _calibration_summary()
+    shipped = load_profile(PROFILE)
+    x = [shipped.value(k) for k in predict.FITTED]
+    written = predict.fitted_profile(predict.measured_parameters(summary, "test"), x, 1)
+    assert set(written.params) <= set(shipped.params)
+    assert prepare(load_scenario(SCENARIO), written).path.n_hops > 0
 
 
 def test_shipped_profile_reproduces_its_calibration_run():
