@@ -57,6 +57,9 @@ class LoadSummary:
     size. ``cpu_by_host_gap`` maps each process to its thread's CPU a wake-up (the client's) or a
     read (the gateway's, a message of it) by the host's idle gap before the busy period it came
     in (the time since the loop last had no cycle in flight); empty in runs recorded before it.
+    ``to_gateway_us`` and ``from_gateway_us`` split each round trip at the gateway's read (the
+    reply's ``read_ns``): from the round trip's start to the read, and from the read to the
+    client's; their means add up to ``rtt_us``'s; empty in runs recorded before them.
     Per-message costs are None when the process's CPU times could not be read.
     """
 
@@ -82,6 +85,8 @@ class LoadSummary:
     client_wakeups_per_msg: float
     host: Mapping[str, float | None]
     cpu_by_host_gap: Mapping[str, Mapping[str, list[float]]] = field(default_factory=dict)
+    to_gateway_us: Mapping[str, float] = field(default_factory=dict)
+    from_gateway_us: Mapping[str, float] = field(default_factory=dict)
     tool: str = field(default=TOOL)
 
     def cpu_us_per_msg(self, process: str) -> float | None:

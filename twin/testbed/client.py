@@ -71,8 +71,9 @@ from twin.testbed.timer import WakeTimer, precise_timer_slack
 
 # Fields of a reply the loop reads: msg_type, batch (the gateway read's frame count, in the
 # reserved u16), client_ts_ns, order_id, gateway_ns, symbol, account, code, gateway_cpu,
-# read_cpu_ns (offsets 3, 6, 16, 24, 64, 72, 76, 83, 96, 100; see :mod:`twin.testbed.protocol`).
-REPLY = struct.Struct("<3xB2xH8xqq32xqii3xB12xB3xI16x")
+# read_cpu_ns, read_ns (offsets 3, 6, 16, 24, 64, 72, 76, 83, 96, 100, 104; see
+# :mod:`twin.testbed.protocol`).
+REPLY = struct.Struct("<3xB2xH8xqq32xqii3xB12xB3xIq8x")
 ORDER_AT_8 = struct.Struct("<Qqqq")  # seq, client_ts_ns, order_id, price_ticks
 ORDER_AT_76 = struct.Struct("<iB")  # account, side
 CANCEL_AT_8 = struct.Struct("<Qqq")  # seq, client_ts_ns, order_id
@@ -200,6 +201,10 @@ class _Timings:
 
     lag: list[int] = field(default_factory=list)  # wake-up lateness of each order
     gateway: list[int] = field(default_factory=list)  # gateway_ns of each reply
+    # Each round trip split at the gateway's read (read_ns): from its start (the order's
+    # scheduled time, the cancel's ack) to the read, and from the read to the client's.
+    to_gateway: list[int] = field(default_factory=list)
+    from_gateway: list[int] = field(default_factory=list)
     gateway_gap: list[int] = field(default_factory=list)  # gateway idle gap before its request
     gateway_read_gap: list[int] = field(default_factory=list)  # ... before its request's send
     gateway_batch: list[int] = field(default_factory=list)  # frames in that request's read
@@ -316,6 +321,7 @@ class LoadRun:
             code,
             gw_cpu,
             gw_read_cpu,
+            gw_read_ns,
         ) in REPLY.iter_unpack(memoryview(data)[:whole]):
             n += 1
             in_window = t_warm <= conn.sched_ns[oid] < t_end
@@ -328,6 +334,8 @@ class LoadRun:
                     recorded["acks"] += 1
                     recorded["cancels_sent"] += 1
                     rec.pending["order"].append(now - ts)
+                    tm.to_gateway.append(gw_read_ns - ts)
+                    tm.from_gateway.append(now - gw_read_ns)
                     tm.gateway_read_cpu.append(gw_read_cpu)
                     tm.gateway_host_gap.append(conn.host_gap_ns[oid])
                     tm.gateway.append(gw)
@@ -353,6 +361,8 @@ class LoadRun:
                 if in_window:
                     recorded["cancel_acks"] += 1
                     rec.pending["cancel"].append(now - ts)
+                    tm.to_gateway.append(gw_read_ns - ts)
+                    tm.from_gateway.append(now - gw_read_ns)
                     tm.gateway_read_cpu.append(gw_read_cpu)
                     tm.gateway_host_gap.append(conn.host_gap_ns[oid])
                     tm.gateway.append(gw)
@@ -579,6 +589,8 @@ class LoadRun:
             cancel_rtt_us=summary_us(totals["cancel"]),
             send_lag_us=timing_us(tm.lag),
             gateway_service_us=timing_us(tm.gateway),
+            to_gateway_us=timing_us(tm.to_gateway),
+            from_gateway_us=timing_us(tm.from_gateway),
             client_send_us=timing_us(tm.send, tm.send_n),
             client_recv_us=timing_us(tm.recv, tm.recv_n),
             work_by_idle_gap={

@@ -8,8 +8,9 @@ the load client's own cost, and needs no locking around the engine (threads woul
 
 Each reply carries what its read cost: the handling's wall time (``gateway_ns``) and the thread's
 CPU since the end of its previous read (``read_cpu_ns``: the loop's wait and wake-up, the
-socket's read, the handlers, the write), both per message of the read, and the CPU it ran on
-(:mod:`twin.testbed.protocol`).
+socket's read, the handlers, the write), both per message of the read, the CPU it ran on, and
+when the handling began (``read_ns``, the monotonic clock the client shares: it splits a round
+trip at the gateway's read; :mod:`twin.testbed.protocol`).
 
 Robustness rules, each with a test in ``tests/twin/testbed``:
 
@@ -228,6 +229,7 @@ class _Connection(asyncio.Protocol):
         self.out["read_cpu_ns"][:k] = min(read_cpu // max(k, 1), READ_CPU_MAX_NS)
         self.out["reserved"][:k] = min(n, 0xFFFF)  # the batch this reply's request came in
         self.out["gateway_cpu"][:k] = max(0, current_cpu()) & 0xFF
+        self.out["read_ns"][:k] = start
         self.transport.write(self.out[:k].tobytes())
         stats = self.gw.stats
         stats.reads += 1

@@ -35,7 +35,10 @@ Every message, in both directions, is one :data:`WIRE_DTYPE` record of exactly
      97     3   --    reserved       zero
     100     4   u32   read_cpu_ns    replies: gateway thread CPU (ns) a message of the request's
                                      read, counted from the end of its previous read (saturating)
-    104    16   --    reserved       zero
+    104     8   i64   read_ns        replies: the gateway's clock (CLOCK_MONOTONIC ns, the load
+                                     client's too) when it began handling the request's read;
+                                     requests: 0
+    112     8   --    reserved       zero
 
 Reject reasons are engine_ext's ``REJ_*`` codes (1..18) and the gateway's ``REJ_BAD_MAGIC`` ..
 ``REJ_SEQUENCE_GAP`` (100..). A bad magic, version or length means the stream can no longer be
@@ -93,6 +96,7 @@ WIRE_DTYPE = np.dtype(
             "ref_seq",
             "gateway_cpu",
             "read_cpu_ns",
+            "read_ns",
         ],
         "formats": [
             "<u2",
@@ -117,6 +121,7 @@ WIRE_DTYPE = np.dtype(
             "<u8",
             "u1",
             "<u4",
+            "<i8",
         ],
         "offsets": [
             0,
@@ -141,6 +146,7 @@ WIRE_DTYPE = np.dtype(
             88,
             96,
             100,
+            104,
         ],
         "itemsize": FRAME_BYTES,
     }

@@ -125,6 +125,17 @@ def test_in_process_timings_reported(run):
     assert s.client_cpu_us_per_msg > 0 and s.client_runqueue_us_per_msg >= 0
 
 
+def test_each_round_trip_splits_at_the_gateways_read(run):
+    """The reply's ``read_ns`` (the gateway's clock, the client's too) splits every recorded
+    round trip in two positive legs whose means add up to the round trip's."""
+    _, s = run
+    to, back = s.to_gateway_us, s.from_gateway_us
+    assert to["count"] == back["count"] == s.rtt_us["count"]
+    for leg in (to, back):
+        assert 0 < leg["p50"] <= leg["p99"] <= leg["max"] <= s.rtt_us["max"] * 1.001
+    assert to["mean"] + back["mean"] == pytest.approx(s.rtt_us["mean"], rel=0.01)
+
+
 def test_each_wake_up_and_read_is_classed_by_the_hosts_idle_gap(run):
     """Every busy wake-up of the client and every reply's read by the host's idle gap before
     their busy period; the gateway's read CPU (its thread's clock, from the end of its previous
