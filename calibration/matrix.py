@@ -57,7 +57,13 @@ from calibration.hiccups import hiccup_parameters
 from calibration.measurement import Measurement
 from calibration.readers import read
 from calibration.targets import Target, TargetSet, load_targets, measurement_targets
-from calibration.testbed.fit import measured_parameters, tail_sigma, wake_cpu_left
+from calibration.testbed.fit import (
+    KVM_DEFAULT_POLLING,
+    make_profile,
+    measured_parameters,
+    tail_sigma,
+    wake_cpu_left,
+)
 from calibration.testbed.summary import PROCESSES, median_summary, read_summary
 from twin.components.loopback import EVENTS_PER_MSG, events_per_msg, halt_polling
 from twin.errors import MeasurementError, TwinError
@@ -271,7 +277,7 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
     halt_name = names.get("wakeprobe_halt")
     halt_path = root / halt_name if isinstance(halt_name, str) else HALT_PROBE
     steady_name = names.get("wakeprobe_steady")
-    kvm = halt_polling(load_profile(resolve_profile_path("local")))
+    kvm = halt_polling(make_profile(KVM_DEFAULT_POLLING))
     poll: dict[str, Parameter] = {}
     if isinstance(steady_name, str):
         poll = poll_window_parameters(root / steady_name)

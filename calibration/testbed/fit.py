@@ -8,8 +8,7 @@ What comes from where (written into the profile's ``source`` of each parameter; 
   (``linger``); the spread of the work (in-process timings: the gateway's ``gateway_ns``, the
   client's order writes and reply handling; a lognormal's sigma from their p50 and p90); the
   background (the vCPUs the host kept busy beyond the two processes' own CPU, :func:`background`);
-  the
-  spread of a thread's wake-up latency (the timer's lateness, ``send_lag_us`` p50 and p99);
+  the spread of a thread's wake-up latency (the timer's lateness, ``send_lag_us`` p50 and p99);
 * **fitted** on the calibration run alone: each process's marginal work per event and
   per-wake-up work (``b + a / n`` over the warm batches of the rate's **burst probe**, the same
   rate with orders sent in groups, ``twin testbed campaign --probe-bursts``; over the run's own
@@ -38,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from calibration.hiccups import HICCUP_MIN_US
 from calibration.testbed.summary import LoadSummary, median_summary, read_summary, run_dirs
 from twin.components.loopback import EVENTS_PER_MSG, STALL_SHAPES, process_utilization
 from twin.errors import MeasurementError
@@ -112,7 +112,8 @@ NO_HICCUPS = {
         "matrix's prior takes the one beside its corpus",
     ),
     "local_vcpu_hiccup_floor_us": Parameter(
-        50.0, "assumption: the shortest gap the model counts as a hiccup (calibration.hiccups)"
+        HICCUP_MIN_US,
+        "assumption: the shortest gap the model counts as a hiccup (calibration.hiccups)",
     ),
     "local_vcpu_hiccup_median_us": Parameter(10.0, "assumption: unused while the rate is 0"),
     "local_vcpu_hiccup_sigma": Parameter(1.0, "assumption: unused while the rate is 0"),
