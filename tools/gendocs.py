@@ -540,8 +540,10 @@ HOST_GAP_MATRIX = "calibration/validation/load_matrix_host_gap.json"
 # calibration/data/load_2026-11-27_hiccups: the first corpus with the hiccup probe before each pass.
 HICCUPS_CORPUS_DAY = "2026-11-27 15:22, the hiccup probe beside it"
 HICCUPS_MATRIX = "calibration/validation/load_matrix_hiccups.json"
-# ... and the model of 2026-11-27 21:00 on it: the host's background from its busy CPU.
+# ... and the models of 2026-11-27 21:00 on it: the host's background from its busy CPU, then a
+# read's handler work spread as the gateway's in-process timings (the latest).
 BACKGROUND_MATRIX = "calibration/validation/load_matrix_background.json"
+READ_SPREAD_MATRIX = "calibration/validation/load_matrix_read_spread.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -693,10 +695,16 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_busy_background.json",
         "the model of 2026-11-27 21:00 on it (the later mechanisms need probes this corpus "
         "lacks, save one): plus the host's background as its busy vCPUs beyond the two "
         "processes' own CPU, no longer the client's runnable samples",
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        "plus a read's handler work spread as the gateway's in-process timings, no longer a "
+        "constant",
         CORPUS_DAY,
     ),
     (
@@ -738,6 +746,12 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         "plus the host's background as its busy vCPUs beyond the two processes' own CPU "
         "(/proc/stat less schedstat), not the client's runnable samples, which catch the "
         "gateway it woke: no fair-share slowdown of two processes on two vCPUs",
+        HICCUPS_CORPUS_DAY,
+    ),
+    (
+        READ_SPREAD_MATRIX,
+        "plus a read's handler work spread as the gateway's in-process timings (a lognormal "
+        "of gateway_ns's measured sigma), no longer a constant",
         HICCUPS_CORPUS_DAY,
     ),
     (
@@ -825,7 +839,7 @@ def load_cpu_simulated() -> str:
     latest matrix (seed 1): measured (schedstat, both processes), the model's mean-value
     estimate and what its simulated threads spent, each with its error."""
     rows = []
-    for s in _load(BACKGROUND_MATRIX)["systems"]:
+    for s in _load(READ_SPREAD_MATRIX)["systems"]:
         if s["system"] != "testbed-loopback":
             continue
         for p in s["points"]:

@@ -239,6 +239,23 @@ def test_one_connection_batches_as_one_station() -> None:
     _assert_two_round_trips(path, load, (2.5, 3.25), 2.875, busy=(1.0, 2e-3))
 
 
+def test_a_random_read_cost_on_connections_apart_is_pollaczek_khinchine() -> None:
+    """Poisson arrivals dealt in turn to 4,096 connections, so a message never finds its
+    connection's previous one still waiting: every message is a read of its own, and a read
+    that costs an exponential draw (mean 1.5 us) on top of the message's 0.25 us makes an
+    M/G/1 queue, E[S] = 1.75, E[S^2] = 1.5^2 + 1.75^2: at 0.4 messages a microsecond the mean
+    wait is lambda E[S^2] / (2 (1 - rho)) (Pollaczek-Khinchine), in both engines."""
+    station = Station("loop", 1, batch=Exponential(1.5), batch_per_connection=True)
+    path = compile_path([Hop("work", "test", service=Const(0.25), station=station)])
+    load = replace(poisson_load(0.4, 200_000, seed=11), accounts=4096)
+    s1, s2 = 1.75, 1.5**2 + 1.75**2
+    expected = s1 + 0.4 * s2 / (2 * (1 - 0.4 * s1))
+    for simulate in (fast.simulate, des.simulate):
+        out = simulate(path, load)
+        assert out.rtt_sum_us / out.messages == pytest.approx(expected, rel=0.02), simulate
+        assert out.station_busy_us[0] / out.duration_us == pytest.approx(0.4 * s1, rel=0.02)
+
+
 def test_connections_read_apart_make_smaller_batches() -> None:
     """The same station reading two connections apart, arrivals every 1 us dealt to them in
     turn (A, B, A, B, ...). Each connection's message joins its connection's waiting batch or

@@ -241,8 +241,9 @@ def _station(
     speed at this rate relative to the calibration rate. A thread that ``reads`` each connection
     apart (the gateway's event loop: one read, one engine call and one write per connection
     with data) pays that handler work per read instead (:attr:`twin.path.Station.batch`, per
-    connection): a message that finds its connection's earlier message still waiting shares
-    its read, so the work fades as the load rises on few connections, not on many. A thread
+    connection, spread as its in-process timings: :func:`_read_work`): a message that finds its
+    connection's earlier message still waiting shares its read, so the work fades as the load
+    rises on few connections, not on many. A thread
     woken moments after it slept, or while the host still polls its halted vCPU, pays less of
     the scheduling latency (:func:`_thread_on_vcpu`; the halt probe measures the whole one-way
     latency, so this share is an upper bound on the latency's own).
@@ -255,7 +256,7 @@ def _station(
         1,
         wake=stage(profile, "local_wake"),
         wake_work_us=0.0 if per_read else handler,
-        batch=Const(handler) if per_read else ZERO,
+        batch=_read_work(profile, name, handler) if per_read else ZERO,
         batch_per_connection=per_read,
         cold_us=speed * profile.value(f"{name}_cold_us") + profile.value("local_wake_cold_us"),
         cold_tau_us=profile.value(f"{name}_idle_us"),
@@ -263,6 +264,13 @@ def _station(
         stall=wake_stall(profile),
     )
     return _thread_on_vcpu(thread, profile)
+
+
+def _read_work(profile: Profile, name: str, mean_us: float) -> Dist:
+    """A read's handler work (us): a lognormal of mean ``mean_us`` and the spread of the
+    process's in-process timings (``{name}_sigma``: the gateway's ``gateway_ns``, a read's)."""
+    sigma = profile.value(f"{name}_sigma")
+    return ShiftedLognormal(0.0, mean_us / math.exp(sigma**2 / 2), sigma)
 
 
 def _read_calls_us(profile: Profile) -> float:
