@@ -241,7 +241,7 @@ def _station(
     speed at this rate relative to the calibration rate. A thread that ``reads`` each connection
     apart (the gateway's event loop: one read, one engine call and one write per connection
     with data) pays that handler work per read instead (:attr:`twin.path.Station.batch`, per
-    connection, spread as its in-process timings: :func:`_read_work`): a message that finds its
+    connection, spread as its in-process timings: :func:`_spread_work`): a message that finds its
     connection's earlier message still waiting shares its read, so the work fades as the load
     rises on few connections, not on many. A thread
     woken moments after it slept, or while the host still polls its halted vCPU, pays less of
@@ -256,7 +256,7 @@ def _station(
         1,
         wake=stage(profile, "local_wake"),
         wake_work_us=0.0 if per_read else handler,
-        batch=_read_work(profile, name, handler) if per_read else ZERO,
+        batch=_spread_work(profile, name, handler) if per_read else ZERO,
         batch_per_connection=per_read,
         cold_us=speed * profile.value(f"{name}_cold_us") + profile.value("local_wake_cold_us"),
         cold_tau_us=profile.value(f"{name}_idle_us"),
@@ -266,9 +266,11 @@ def _station(
     return _thread_on_vcpu(thread, profile)
 
 
-def _read_work(profile: Profile, name: str, mean_us: float) -> Dist:
-    """A read's handler work (us): a lognormal of mean ``mean_us`` and the spread of the
-    process's in-process timings (``{name}_sigma``: the gateway's ``gateway_ns``, a read's)."""
+def _spread_work(profile: Profile, name: str, mean_us: float) -> Dist:
+    """A process's work (us) of mean ``mean_us``: a lognormal with the spread of its in-process
+    timings (``{name}_sigma``; the gateway's ``gateway_ns`` is a read's); zero without work."""
+    if mean_us <= 0:
+        return ZERO
     sigma = profile.value(f"{name}_sigma")
     return ShiftedLognormal(0.0, mean_us / math.exp(sigma**2 / 2), sigma)
 
@@ -356,13 +358,9 @@ def _work(profile: Profile, name: str, events: float, speed: float) -> Dist:
     """A thread's marginal (warm) work per message: ``events`` events at ``b`` each.
 
     A lognormal with the mean ``s e b`` (``s`` the cores' slowdown ``speed``) and the spread
-    of the process's in-process timings (``{name}_sigma``).
+    of the process's in-process timings (``{name}_sigma``, :func:`_spread_work`).
     """
-    sigma = profile.value(f"{name}_sigma")
-    mean = speed * events * profile.value(f"{name}_marginal_us")
-    if mean <= 0:
-        return ZERO
-    return ShiftedLognormal(0.0, mean / math.exp(sigma**2 / 2), sigma)
+    return _spread_work(profile, name, speed * events * profile.value(f"{name}_marginal_us"))
 
 
 def _process_work(profile: Profile, name: str, rate: float, sender: Sender, cycles: Cycles) -> Dist:
