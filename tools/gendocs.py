@@ -544,6 +544,10 @@ HICCUPS_MATRIX = "calibration/validation/load_matrix_hiccups.json"
 # read's handler work spread as the gateway's in-process timings (the latest).
 BACKGROUND_MATRIX = "calibration/validation/load_matrix_background.json"
 READ_SPREAD_MATRIX = "calibration/validation/load_matrix_read_spread.json"
+# calibration/data/load_2026-11-27_sockperf: sockperf alone, its client's threads sampled every 10 ms
+# (every millisecond before, a fifth of a vCPU of the measured host); the latest model on it.
+SOCKPERF_QUIET_CORPUS_DAY = "2026-11-27 23:23, sockperf alone, its threads sampled every 10 ms"
+SOCKPERF_QUIET_MATRIX = "calibration/validation/load_matrix_sockperf_quiet.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -755,6 +759,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         HICCUPS_CORPUS_DAY,
     ),
     (
+        SOCKPERF_QUIET_MATRIX,
+        "the same model on sockperf measured without the millisecond placement sampler",
+        SOCKPERF_QUIET_CORPUS_DAY,
+    ),
+    (
         "calibration/validation/load_matrix_polling_host_before.json",
         "the model of commit 0fb932e on a corpus of a host that polls",
         POLLING_CORPUS_DAY,
@@ -832,6 +841,32 @@ def load_cpu() -> str:
     header = ("system", "point", "client us/msg", "gateway us/msg",
               "model, flat: both", "error", "model, cold start: both", "error")  # fmt: skip
     return _table(header, "llrrrrrr", rows)
+
+
+def load_sockperf_sampler() -> str:
+    """sockperf's p90 and p99 under load, measured beside a placement sampler every millisecond
+    (the hiccup corpus) and every 10 ms (the quiet corpus), each with the latest model's
+    prediction after the calibration on that corpus (seed 1; medians of each point's runs)."""
+    loud, quiet = (_load(path) for path in (READ_SPREAD_MATRIX, SOCKPERF_QUIET_MATRIX))
+    loud_systems = {s["system"]: s for s in loud["systems"]}
+    rows = []
+    for s in quiet["systems"]:
+        before = {p["id"]: p for p in loud_systems[s["system"]]["points"]}
+        for q in s["points"]:
+            p = before.get(q["id"])
+            if p is None or q["conditions"].get("mode") != "under-load":
+                continue
+            if q["predicted"]["p99"] is None or p["predicted"]["p99"] is None:
+                continue  # beyond what the model answers
+            row = [s["system"], _point_name(q)]
+            for point in (p, q):
+                for k in ("p90", "p99"):
+                    row += [_us(point["measured"][k]), _us(point["predicted"][k])]
+            rows.append(row)
+    header = ("system", "point",
+              "1 ms: p90 measured", "model", "p99 measured", "model",
+              "10 ms: p90 measured", "model", "p99 measured", "model")  # fmt: skip
+    return _table(header, "llrrrrrrrr", rows)
 
 
 def load_cpu_simulated() -> str:
@@ -1051,6 +1086,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "load-points": load_points,
     "load-cpu": load_cpu,
     "load-cpu-simulated": load_cpu_simulated,
+    "load-sockperf-sampler": load_sockperf_sampler,
     "crosscheck": crosscheck,
     "crosscheck-spans": crosscheck_spans,
     "engines": engines,

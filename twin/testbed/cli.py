@@ -358,6 +358,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
         plan = replace(plan, calibration_duration_s=args.calibration_duration)
     if args.testbed_only:
         plan = replace(plan, sockperf_routes=())
+    if args.sockperf_only:
+        plan = replace(plan, topologies=())
     command = "twin testbed lab " + " ".join(sys.argv[3:])
     result = run_lab(
         Path(args.out), plan, command, lambda line: print(line, file=sys.stderr, flush=True)
@@ -715,10 +717,16 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="S",
         help="seconds per run of each system's calibration point and burst probe",
     )
-    p.add_argument(
+    only = p.add_mutually_exclusive_group()
+    only.add_argument(
         "--testbed-only",
         action="store_true",
         help="the project's testbed systems alone (no sockperf)",
+    )
+    only.add_argument(
+        "--sockperf-only",
+        action="store_true",
+        help="the sockperf systems alone (no testbed)",
     )
     p.set_defaults(run=cmd_lab)
 

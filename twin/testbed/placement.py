@@ -1,7 +1,7 @@
 """Where a client's threads run against its server's: sampled from ``/proc`` while they run.
 
-:func:`sample_placement` reads, every millisecond until told to stop, each thread's last CPU and
-CPU time (``/proc/PID/task/TID/schedstat`` and field 39 of ``stat``) of a server and a client
+:func:`sample_placement` reads, every :data:`INTERVAL_S` until told to stop, each thread's last CPU
+and CPU time (``/proc/PID/task/TID/schedstat`` and field 39 of ``stat``) of a server and a client
 process. A sample counts for a client thread when both it and the server ran within the last
 :data:`ACTIVE_S` (their CPU times moved: the kernel updates a running thread's at each tick), so
 the phases where either only sleeps (a warm-up pause, the end of a run) do not count. The result
@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-INTERVAL_S = 0.001
+INTERVAL_S = 0.01
 ACTIVE_S = 0.05  # a few scheduler ticks (10 ms at HZ=100)
 
 
@@ -73,45 +73,79 @@ class Placement:
         ]
 
 
-def _stat(pid: int) -> dict[int, tuple[int, int, int]]:
-    """Each thread's (on-CPU time in ns, times scheduled in, last CPU) of process ``pid``; empty
-    when it is gone."""
-    out: dict[int, tuple[int, int, int]] = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tids:
-        task = f"/proc/{pid}/task/{tid}"
+class _Tasks:
+    """A process's threads' ``schedstat`` and ``stat`` files, kept open and re-read from offset 0
+    (a sample then costs two ``pread`` calls a thread instead of two opens and closes: the sampler
+    shares the measured host's vCPUs, so its own work delays the threads it samples)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.files: dict[int, tuple[int, int]] = {}
+
+    def read(self) -> dict[int, tuple[int, int, int]]:
+        """Each thread's (on-CPU time in ns, times scheduled in, last CPU); empty when the
+        process is gone."""
+        out: dict[int, tuple[int, int, int]] = {}
         try:
-            with open(f"{task}/schedstat") as fh:
-                fields = fh.read().split()
-            ran_ns, runs = int(fields[0]), int(fields[2])
-            with open(f"{task}/stat") as fh:
-                cpu = int(fh.read().rpartition(")")[2].split()[36])
-        except (OSError, ValueError, IndexError):
-            continue
-        out[int(tid)] = (ran_ns, runs, cpu)
-    return out
+            tids = [int(tid) for tid in os.listdir(f"/proc/{self.pid}/task")]
+        except OSError:
+            return out
+        for tid in tids:
+            try:
+                schedstat, stat = self._files(tid)
+                fields = os.pread(schedstat, 256, 0).split()
+                ran_ns, runs = int(fields[0]), int(fields[2])
+                cpu = int(os.pread(stat, 4096, 0).rpartition(b")")[2].split()[36])
+            except (OSError, ValueError, IndexError):
+                self._forget(tid)
+                continue
+            out[tid] = (ran_ns, runs, cpu)
+        return out
+
+    def _files(self, tid: int) -> tuple[int, int]:
+        files = self.files.get(tid)
+        if files is None:
+            task = f"/proc/{self.pid}/task/{tid}"
+            schedstat = os.open(f"{task}/schedstat", os.O_RDONLY)
+            try:
+                stat = os.open(f"{task}/stat", os.O_RDONLY)
+            except OSError:
+                os.close(schedstat)
+                raise
+            files = self.files[tid] = (schedstat, stat)
+        return files
+
+    def _forget(self, tid: int) -> None:
+        for fd in self.files.pop(tid, ()):
+            os.close(fd)
+
+    def close(self) -> None:
+        for tid in list(self.files):
+            self._forget(tid)
 
 
 def sample_placement(server_pid: int, client_pid: int, stop: threading.Event) -> Placement:
     """Sample until ``stop`` is set (module docstring); the server's busiest thread is its."""
     placement = Placement()
     server_thread = ThreadSamples()
-    while not stop.wait(INTERVAL_S):
-        server = _stat(server_pid)
-        client = _stat(client_pid)
-        if not server or not client:
-            continue
-        now = time.monotonic()
-        ran_ns, _, cpu = max(server.values())
-        server_ran = server_thread.ran(ran_ns, now)
-        for tid, (t_ran_ns, t_runs, t_cpu) in client.items():
-            thread = placement.threads.setdefault(tid, ThreadSamples())
-            if thread.ran(t_ran_ns, now, t_runs) and server_ran:
-                thread.counted += 1
-                thread.together += int(t_cpu == cpu)
+    server_tasks, client_tasks = _Tasks(server_pid), _Tasks(client_pid)
+    try:
+        while not stop.wait(INTERVAL_S):
+            server = server_tasks.read()
+            client = client_tasks.read()
+            if not server or not client:
+                continue
+            now = time.monotonic()
+            ran_ns, _, cpu = max(server.values())
+            server_ran = server_thread.ran(ran_ns, now)
+            for tid, (t_ran_ns, t_runs, t_cpu) in client.items():
+                thread = placement.threads.setdefault(tid, ThreadSamples())
+                if thread.ran(t_ran_ns, now, t_runs) and server_ran:
+                    thread.counted += 1
+                    thread.together += int(t_cpu == cpu)
+    finally:
+        server_tasks.close()
+        client_tasks.close()
     return placement
 
 

@@ -258,7 +258,7 @@ def test_bad_probe_gaps_exit_2(tmp_path: Path, capsys, gaps: str) -> None:
 
 def test_a_testbed_only_lab_measures_no_sockperf_system(tmp_path: Path, monkeypatch) -> None:
     """``--testbed-only``: the plan's testbed systems alone (sockperf is neither run nor
-    needed)."""
+    needed); ``--sockperf-only``: sockperf's alone."""
     import twin.testbed.lab as lab
 
     plans: list[LabPlan] = []
@@ -273,3 +273,13 @@ def test_a_testbed_only_lab_measures_no_sockperf_system(tmp_path: Path, monkeypa
     assert systems == {"testbed-loopback"}
     assert main(["testbed", "lab", "--quick", "--out", str(tmp_path)]) == 0
     assert any(s.startswith("sockperf") for s in {p.system for p in plan_points(plans[1])})
+    assert main(["testbed", "lab", "--quick", "--sockperf-only", "--out", str(tmp_path)]) == 0
+    systems = {p.system for p in plan_points(plans[2])}
+    assert systems and all(s.startswith("sockperf") for s in systems)
+
+
+def test_a_lab_cannot_be_testbed_only_and_sockperf_only(tmp_path: Path, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["testbed", "lab", "--testbed-only", "--sockperf-only", "--out", str(tmp_path)])
+    assert exc.value.code == 2 and "--sockperf-only" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
