@@ -544,7 +544,7 @@ HICCUPS_MATRIX = "calibration/validation/load_matrix_hiccups.json"
 # read's handler work spread as the gateway's in-process timings (the latest).
 BACKGROUND_MATRIX = "calibration/validation/load_matrix_background.json"
 READ_SPREAD_MATRIX = "calibration/validation/load_matrix_read_spread.json"
-# calibration/data/load_2026-11-27_sockperf: sockperf alone, its client's threads sampled every 10 ms
+# calibration/data/load_2026-11-27_sockperf: sockperf alone, its threads sampled every 10 ms
 # (every millisecond before, a fifth of a vCPU of the measured host); the latest model on it.
 SOCKPERF_QUIET_CORPUS_DAY = "2026-11-27 23:23, sockperf alone, its threads sampled every 10 ms"
 SOCKPERF_QUIET_MATRIX = "calibration/validation/load_matrix_sockperf_quiet.json"
