@@ -548,6 +548,10 @@ READ_SPREAD_MATRIX = "calibration/validation/load_matrix_read_spread.json"
 # (every millisecond before, a fifth of a vCPU of the measured host); the latest model on it.
 SOCKPERF_QUIET_CORPUS_DAY = "2026-11-27 23:23, sockperf alone, its threads sampled every 10 ms"
 SOCKPERF_QUIET_MATRIX = "calibration/validation/load_matrix_sockperf_quiet.json"
+# ... and with the stall next to a spinning sender alike at every wake-up (the latest), on it and
+# on the hiccup corpus.
+SOCKPERF_EVERY_WAKE_MATRIX = "calibration/validation/load_matrix_sockperf_every_wake.json"
+EVERY_WAKE_MATRIX = "calibration/validation/load_matrix_every_wake.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -706,9 +710,14 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        "calibration/validation/load_matrix_read_spread_1126.json",
         "plus a read's handler work spread as the gateway's in-process timings, no longer a "
         "constant",
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        "plus the stall next to a spinning sender alike at every wake-up",
         CORPUS_DAY,
     ),
     (
@@ -759,8 +768,21 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         HICCUPS_CORPUS_DAY,
     ),
     (
+        EVERY_WAKE_MATRIX,
+        "plus the stall of a thread woken next to a spinning sender alike at every wake-up "
+        "(put on the spinner's vCPU whatever it slept), not only after long sleeps outside "
+        "the host's polling window",
+        HICCUPS_CORPUS_DAY,
+    ),
+    (
         SOCKPERF_QUIET_MATRIX,
-        "the same model on sockperf measured without the millisecond placement sampler",
+        "the model before that step on sockperf measured without the millisecond placement "
+        "sampler",
+        SOCKPERF_QUIET_CORPUS_DAY,
+    ),
+    (
+        SOCKPERF_EVERY_WAKE_MATRIX,
+        "plus the stall next to a spinning sender alike at every wake-up",
         SOCKPERF_QUIET_CORPUS_DAY,
     ),
     (
@@ -845,28 +867,38 @@ def load_cpu() -> str:
 
 def load_sockperf_sampler() -> str:
     """sockperf's p90 and p99 under load, measured beside a placement sampler every millisecond
-    (the hiccup corpus) and every 10 ms (the quiet corpus), each with the latest model's
-    prediction after the calibration on that corpus (seed 1; medians of each point's runs)."""
-    loud, quiet = (_load(path) for path in (READ_SPREAD_MATRIX, SOCKPERF_QUIET_MATRIX))
+    (the hiccup corpus) and every 10 ms (the quiet corpus), and on the quiet corpus the model's
+    p90 and its p99 with the stall next to the spinning sender after long sleeps only and alike
+    at every wake-up (seed 1; medians of each point's runs)."""
+    loud, quiet, every = (
+        _load(path)
+        for path in (READ_SPREAD_MATRIX, SOCKPERF_QUIET_MATRIX, SOCKPERF_EVERY_WAKE_MATRIX)
+    )
     loud_systems = {s["system"]: s for s in loud["systems"]}
     rows = []
-    for s in quiet["systems"]:
+    for s, t in zip(quiet["systems"], every["systems"], strict=True):
         before = {p["id"]: p for p in loud_systems[s["system"]]["points"]}
-        for q in s["points"]:
+        for q, r in zip(s["points"], t["points"], strict=True):
             p = before.get(q["id"])
             if p is None or q["conditions"].get("mode") != "under-load":
                 continue
-            if q["predicted"]["p99"] is None or p["predicted"]["p99"] is None:
+            if r["predicted"]["p99"] is None:
                 continue  # beyond what the model answers
-            row = [s["system"], _point_name(q)]
-            for point in (p, q):
-                for k in ("p90", "p99"):
-                    row += [_us(point["measured"][k]), _us(point["predicted"][k])]
-            rows.append(row)
-    header = ("system", "point",
-              "1 ms: p90 measured", "model", "p99 measured", "model",
-              "10 ms: p90 measured", "model", "p99 measured", "model")  # fmt: skip
-    return _table(header, "llrrrrrrrr", rows)
+            rows.append(
+                [
+                    s["system"],
+                    _point_name(q),
+                    *(_us(point["measured"][k]) for point in (p, q) for k in ("p90", "p99")),
+                    _us(r["predicted"]["p90"]),
+                    _us(q["predicted"]["p99"]),
+                    _us(r["predicted"]["p99"]),
+                ]
+            )
+    header = ("system", "point", "1 ms: p90 measured", "p99 measured",
+              "10 ms: p90 measured", "p99 measured", "model p90",
+              "model p99, stall after long sleeps",
+              "model p99, stall at every wake-up")  # fmt: skip
+    return _table(header, "llrrrrrrr", rows)
 
 
 def load_cpu_simulated() -> str:

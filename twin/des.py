@@ -127,6 +127,7 @@ class _Model:
         self.owed_at = [0.0] * len(self.allowance_depth_us)
         self.batch = [self._sampler(w, "batch", path) for w in wake]
         self.stall = [self._sampler(w, "stall", path) for w in wake]
+        self.stall_every_wake = [bool(x) for x in wake["stall_every_wake"]]
         # When each batching station took its current batch (a later arrival starts the next),
         # per connection and visit at a station that reads each connection apart (visited at
         # several hops, it reads a socket of the connection at each).
@@ -275,11 +276,14 @@ class _Model:
         stall = self.stall[st]
         if stall is not None and self.may_stall[i] and resource.count == 0 and not resource.queue:
             # Waking the sleeping station, it may stall (the likelier the longer it slept; never
-            # within the host's polling window): the message arrives that much later, the
-            # servers free for others meanwhile.
+            # within the host's polling window; or alike at every wake-up): the message arrives
+            # that much later, the servers free for others meanwhile.
             idle_us = env.now - self.idle_since(st)
-            polled = idle_us <= self.poll_window_us[st]  # the vCPU never left its core
-            odds = -np.expm1(-idle_us / self.cold_tau_us[st])
+            if self.stall_every_wake[st]:
+                polled, odds = False, 1.0
+            else:
+                polled = idle_us <= self.poll_window_us[st]  # the vCPU never left its core
+                odds = -np.expm1(-idle_us / self.cold_tau_us[st])
             if idle_us > 0 and not polled and self.rng.random() < odds:
                 late = stall()
                 if late > 0:

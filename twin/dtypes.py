@@ -126,6 +126,7 @@ WAKE_DTYPE = np.dtype(
         ("hiccup_p0", np.float64),
         ("hiccup_p1", np.float64),
         ("hiccup_p2", np.float64),
+        ("stall_every_wake", np.int64),  # 1: the stall's odds are the same at every wake-up
     ],
     align=True,
 )

@@ -155,7 +155,10 @@ class Station:
     time), the servers free for other messages meanwhile (the vCPU is not held). So stalls come
     after long sleeps: at a low rate, not at a busy thread, and a thread woken moments after it
     went to sleep almost never meets one. Only wake-ups at hops that allow it
-    (:attr:`Hop.may_stall`) stall; a reader takes none.
+    (:attr:`Hop.may_stall`) stall; a reader takes none. ``stall_every_wake``: the odds are the
+    same at every wake-up, however short the sleep, and within the host's polling window too (a
+    thread woken next to a spinning one: the scheduler may put it on the spinner's vCPU, where
+    it waits for the spinner's slice, whatever it slept; the draw of ``stall`` holds the odds).
 
     ``halt_share``, ``halt_tau_us``: an idle vCPU halts after about ``halt_tau_us``, and the
     wake-up (the draw of ``wake``) is mostly the halted vCPU's: woken after ``gap`` it is scaled
@@ -228,6 +231,7 @@ class Station:
     halt_poll: HaltPolling | None = None
     wake_work_us: float = 0.0
     hiccups: Hiccups | None = None
+    stall_every_wake: bool = False
 
     def __post_init__(self) -> None:
         if self.hiccups is not None and (self.servers != 1 or self.reader):
@@ -257,8 +261,10 @@ class Station:
                 f"Station {self.name!r}: cold_tau_us must be > 0 with a cold start, "
                 f"got {self.cold_tau_us}"
             )
-        if not self.stall.is_zero and not (
-            self.cold_tau_us > 0 and math.isfinite(self.cold_tau_us)
+        if (
+            not self.stall.is_zero
+            and not self.stall_every_wake
+            and not (self.cold_tau_us > 0 and math.isfinite(self.cold_tau_us))
         ):
             raise ModelError(
                 f"Station {self.name!r}: cold_tau_us must be > 0 with a stall, "
@@ -757,6 +763,7 @@ def compile_path(hops: list[Hop], spans: Sequence[Span] = ()) -> CompiledPath:
         (wake[k]["stall_code"], wake[k]["stall_p0"], wake[k]["stall_p1"], wake[k]["stall_p2"]) = (
             encode(st.stall)
         )
+        wake[k]["stall_every_wake"] = int(st.stall_every_wake)
         hiccups = st.hiccups
         if hiccups is not None and hiccups.rate_per_s > 0:
             wake[k]["hiccup_rate_per_s"] = hiccups.rate_per_s

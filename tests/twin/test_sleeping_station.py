@@ -16,7 +16,7 @@ import pytest
 from tests.twin import queueing_theory as qt
 from tests.twin.fast.test_fast_theory import covering_interval, poisson_load
 from twin import des, dtypes
-from twin.dists import ZERO, Const, Exponential
+from twin.dists import ZERO, Const, Empirical, Exponential
 from twin.errors import ModelError
 from twin.fast import engine as fast
 from twin.histogram import to_hdr
@@ -544,6 +544,41 @@ def test_a_thread_woken_moments_after_it_slept_almost_never_stalls() -> None:
     for simulate in (fast.simulate, des.simulate):
         out = simulate(path, load)
         assert out.rtt_sum_us / out.messages == pytest.approx(1.0, abs=0.05)
+
+
+@pytest.mark.parametrize(
+    ("spacing_us", "n_fast", "n_des"), [(100.0, 200_000, 40_000), (25.0, 400_000, 60_000)]
+)
+def test_a_stall_alike_at_every_wake_up_ignores_the_sleep_and_the_polling_window(
+    spacing_us: float, n_fast: int, n_des: int
+) -> None:
+    """``stall_every_wake``: evenly spaced arrivals, service 1 us, a stall of 20 us in a quarter
+    of the draws (else 0), a host that polls the halted vCPU for 200 us and a time scale of
+    1e6 us, so that a stall after a sleep would almost never come. A stalled message is served
+    before the next arrives, so every message finds the thread asleep (4 to 99 us) and pays a
+    draw: the mean round trip is exactly 1 + 5 us, after long sleeps and short ones alike."""
+    station = Station(
+        "thread", 1, stall=Empirical((0.0, 0.0, 0.0, 20.0)), cold_tau_us=1e6,
+        halt_share=0.5, halt_tau_us=0.01, halt_poll=HaltPolling(max_us=200.0),
+        stall_every_wake=True,
+    )  # fmt: skip
+    alike = compile_path([Hop("work", "test", service=Const(1.0), station=station)])
+    after_sleep = compile_path(
+        [Hop("work", "test", service=Const(1.0), station=replace(station, stall_every_wake=False))]
+    )
+    sd = 20.0 * math.sqrt(0.25 * 0.75)
+    for simulate, n in ((fast.simulate, n_fast), (des.simulate, n_des)):
+        load = replace(poisson_load(1.0 / spacing_us, n, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+        out = simulate(alike, load)
+        assert out.rtt_sum_us / out.messages == pytest.approx(6.0, abs=4 * sd / math.sqrt(n))
+        out = simulate(after_sleep, load)
+        assert out.rtt_sum_us / out.messages == pytest.approx(1.0, abs=0.01), simulate
+
+
+def test_a_stall_alike_at_every_wake_up_needs_no_time_scale() -> None:
+    Station("thread", 1, stall=Const(20.0), stall_every_wake=True)
+    with pytest.raises(ModelError, match="cold_tau_us"):
+        Station("thread", 1, stall=Const(20.0))
 
 
 def test_work_left_behind_queues_later_messages_as_mg1() -> None:

@@ -262,6 +262,7 @@ def _station(
         cold_tau_us=profile.value(f"{name}_idle_us"),
         linger_us=speed * linger_us(profile, name, rate, cycles),
         stall=wake_stall(profile),
+        stall_every_wake=waits_for_spinner(sender),
     )
     return _thread_on_vcpu(thread, profile)
 
@@ -457,11 +458,15 @@ def waits_for_spinner(sender: Sender) -> bool:
     rest of the spinner's time slice instead of running at once: Linux's EEVDF scheduler
     inhibits wake-up preemption until the running task has exhausted its slice or reached its
     fair share (``RUN_TO_PARITY``, kernel/sched/features.h; the base slice 0.75 ms, scaled by
-    ``1 + log2(cpus)``), the uniform stall's bounded wait. Where every thread sleeps in its
-    wait, a socket's data wakes a thread that runs at once, and only the client's timer comes
-    late. How often and how long is the calibration's (``local_wake_stall_prob``,
-    ``local_wake_stall_mean_us``, ``local_wake_stall_shape``), fitted to the calibration
-    point's tail.
+    ``1 + log2(cpus)``), the uniform stall's bounded wait. That can happen at any wake-up, however
+    short the sleep and within the host's polling window too (traced: sockperf's server, asleep
+    30 us at the median, put on the spinner's vCPU by 2.7% of its wake-ups at 20k msg/s, some of
+    them kept waiting up to 4.7 ms; design notes, 2026-11-28), so such a station's stall has the
+    same odds at every wake-up (:attr:`twin.path.Station.stall_every_wake`). Where every thread
+    sleeps in its wait, a socket's data wakes a thread that runs at once, and only the client's
+    timer comes late, the likelier the longer it slept. How often and how long is the
+    calibration's (``local_wake_stall_prob``, ``local_wake_stall_mean_us``,
+    ``local_wake_stall_shape``), fitted to the calibration point's tail.
     """
     return sender == Sender.SPINNING
 
@@ -477,15 +482,17 @@ STALL_SHAPES = ("exponential", "uniform")
 
 def wake_stall(profile: Profile) -> Dist:
     """What a process's thread may meet when it wakes after sleeping (:class:`twin.path.Station`
-    ``stall``, paid with probability ``1 - exp(-idle / {name}_idle_us)``): with probability
+    ``stall``, paid with probability ``1 - exp(-idle / {name}_idle_us)``, or at every wake-up
+    next to a spinning sender: :func:`waits_for_spinner`): with probability
     ``local_wake_stall_prob`` a stall of mean ``local_wake_stall_mean_us``, else nothing.
 
     A stall is the client's timer reaching its sleeping thread late (the order's send lag,
     measured in every testbed run), or a thread woken next to a spinning one waiting for the
-    rest of its time slice (:func:`waits_for_spinner`): rare, long, likelier the longer it
-    slept, never met by a busy thread, and holding no CPU (the message arrives late, the vCPU
-    free meanwhile), which is what a lognormal wake-up alone cannot give (a tight body and a
-    tail tens of times the median that shrinks as the load keeps threads awake).
+    rest of its time slice (:func:`waits_for_spinner`): rare, long, never met by a busy thread,
+    and holding no CPU (the message arrives late, the vCPU free meanwhile), which is what a
+    lognormal wake-up alone cannot give (a tight body and a tail tens of times the median); the
+    timer's likelier the longer it slept, so that its tail shrinks as the load keeps the thread
+    awake, the spinner's alike at every wake-up.
     Two shapes, the calibration keeping the one that fits its run (``local_wake_stall_shape``):
     exponential, a rare long preemption (a descheduled vCPU: a quiet host's tail), or uniform
     on ``[0, 2 x mean]``, the rest of another thread's time slice (a host whose cores are
@@ -743,6 +750,7 @@ def shared_vcpu_hops(
         cold_us=profile.value(f"{client}_cold_us") + profile.value("local_wake_cold_us"),
         cold_tau_us=profile.value(f"{client}_idle_us"),
         stall=wake_stall(profile),
+        stall_every_wake=waits_for_spinner(sender),
     )
     vcpu = _thread_on_vcpu(vcpu, profile)
     kernel = [hop for hop in hops if hop.component == "kernel"]

@@ -101,16 +101,16 @@ FLAG_HICCUPS = 8192  # its station's vCPU is taken now and then (twin.path.Hiccu
 # the message leaves (us), the size of that linger's cold part (us), and the share of the drawn
 # wake-up a vCPU woken before it halted saves and the inverse of its halt time (1/us), then
 # the host's halt polling (twin.path.HaltPolling: its maximum window, us, 0 for none; growth
-# factor; first window, us; shrink divisor, 0 to reset), and the woken thread's work added to
-# every wake-up, never scaled (us). station_poll_us: each station's current
-# polling window (us).
+# factor; first window, us; shrink divisor, 0 to reset), the woken thread's work added to
+# every wake-up, never scaled (us), and 1 where its stall's odds are alike at every wake-up.
+# station_poll_us: each station's current polling window (us).
 # station_held_us: when each station's last hold ends (twin.path.Hop.holds): it sleeps only from
 # the later of that and its servers freeing.
 WI_Q, WI_ROW, WI_STALL_Q, WI_STALL_ROW, WI_BATCH_Q, WI_BATCH_ROW = 0, 1, 2, 3, 4, 5
 (
     WC_COLD, WC_INV_TAU, WC_LINGER, WC_LINGER_COLD, WC_HALT_SHARE, WC_INV_HALT_TAU,
-    WC_POLL_MAX, WC_POLL_GROW, WC_POLL_START, WC_POLL_SHRINK, WC_WAKE_WORK,
-) = range(11)  # fmt: skip
+    WC_POLL_MAX, WC_POLL_GROW, WC_POLL_START, WC_POLL_SHRINK, WC_WAKE_WORK, WC_STALL_EVERY,
+) = range(12)  # fmt: skip
 # Columns of allowance_f, one row per token bucket (twin.path.Allowance): its depth, the credit
 # owed to it (depth less content, plus what messages waiting for it still need: it drains at one
 # microsecond per microsecond) and when that was last updated.
@@ -280,9 +280,12 @@ def _stall(  # noqa: PLR0913
 ):  # noqa: ANN001, ANN202  # fmt: skip
     """The stall a station waking after ``idle`` us may meet: with probability
     ``1 - exp(-idle / cold_tau)`` a draw of its stall distribution, else nothing (nothing
-    either within the host's polling window: its vCPU never left its core)."""
+    either within the host's polling window: its vCPU never left its core); a draw at every
+    wake-up where the station's stall comes alike at every one (``WC_STALL_EVERY``)."""
     u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
-    if idle <= station_poll_us[st] or u >= -np.expm1(-idle * station_cold[st, WC_INV_TAU]):
+    if station_cold[st, WC_STALL_EVERY] == 0.0 and (
+        idle <= station_poll_us[st] or u >= -np.expm1(-idle * station_cold[st, WC_INV_TAU])
+    ):
         return 0.0, s0, s1, s2, s3
     return _draw(
         station_wake_i[st, WI_STALL_Q], station_wake_i[st, WI_STALL_ROW], quantiles, tables,

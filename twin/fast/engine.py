@@ -100,6 +100,7 @@ def hop_tables(
             wake["poll_grow_start_us"],
             wake["poll_shrink"],
             wake["wake_work_us"],
+            wake["stall_every_wake"].astype(np.float64),
         ]
     )
     stalls = wake["stall_code"] != Zero.code

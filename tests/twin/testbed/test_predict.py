@@ -14,6 +14,7 @@ import pytest
 from calibration.hiccups import cut_lognormal_mean
 from calibration.testbed import fit as predict
 from twin.components import loopback
+from twin.dists import ZERO
 from twin.errors import ModelError
 from twin.kinds import Sender
 from twin.profile import Parameter, Profile, load_profile
@@ -698,17 +699,20 @@ def _stall_flags(path) -> dict[str, bool]:  # noqa: ANN001
 
 def test_a_thread_woken_next_to_a_spinning_sender_may_stall():
     """With a spinning sender every sleeping thread's wake-up (the server, the receiver, the
-    relay on the vCPU it shares) may meet the stall; with an event loop only the client's timer
-    may."""
+    relay on the vCPU it shares) may meet the stall, alike at every wake-up; with an event loop
+    only the client's timer may, the likelier the longer it slept."""
     from twin.simulation import prepare
 
     apart = _profile(local_balance_imbalance_pct=0.0)
     sockperf = load_scenario(ROOT / "twin" / "scenarios" / "local_sockperf.toml")
-    spinning = _stall_flags(prepare(sockperf, apart).path)
+    path = prepare(sockperf, apart).path
+    spinning = _stall_flags(path)
     assert spinning["gateway read + engine + write"] and spinning["client receiver (read reply)"]
-    looping = _stall_flags(
-        prepare(sockperf.with_fields({"hosts.client.sender": "event-loop"}), apart).path
-    )
+    stalling = path.station_wake["stall_code"] != ZERO.code
+    assert stalling.any() and all(path.station_wake["stall_every_wake"][stalling])
+    path = prepare(sockperf.with_fields({"hosts.client.sender": "event-loop"}), apart).path
+    looping = _stall_flags(path)
+    assert not any(path.station_wake["stall_every_wake"])
     assert looping["client work (write; handle reply)"]
     assert not looping["gateway read + engine + write"]
     assert not looping["client wakes for the reply"]
