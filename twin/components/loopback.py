@@ -459,12 +459,11 @@ def waits_for_spinner(sender: Sender) -> bool:
     inhibits wake-up preemption until the running task has exhausted its slice or reached its
     fair share (``RUN_TO_PARITY``, kernel/sched/features.h; the base slice 0.75 ms, scaled by
     ``1 + log2(cpus)``), the uniform stall's bounded wait. That can happen at any wake-up, however
-    short the sleep and within the host's polling window too (traced: sockperf's server, asleep
-    30 us at the median, put on the spinner's vCPU by 2.7% of its wake-ups at 20k msg/s, some of
-    them kept waiting up to 4.7 ms; design notes, 2026-11-28), so such a station's stall has the
-    same odds at every wake-up (:attr:`twin.path.Station.stall_every_wake`). Where every thread
-    sleeps in its wait, a socket's data wakes a thread that runs at once, and only the client's
-    timer comes late, the likelier the longer it slept. How often and how long is the
+    short the sleep and within the host's polling window too (the scheduler's trace of sockperf's
+    server: design notes, "What sockperf's milliseconds are, traced"), so such a station's stall
+    has the same odds at every wake-up (:attr:`twin.path.Station.stall_every_wake`). Where every
+    thread sleeps in its wait, a socket's data wakes a thread that runs at once, and only the
+    client's timer comes late, the likelier the longer it slept. How often and how long is the
     calibration's (``local_wake_stall_prob``, ``local_wake_stall_mean_us``,
     ``local_wake_stall_shape``), fitted to the calibration point's tail.
     """
