@@ -12,6 +12,11 @@ length, is the probe's, and the tail is as heavy as that mean needs (the gaps' p
 times their median) but never longer than what was seen (uncut, a lognormal that heavy puts a
 hiccup of tens of milliseconds in a few seconds of a busy path now and then, which no probe
 showed: design notes).
+
+Two probes: every vCPU spinning at once (``local_vcpu_hiccup_*``, the hiccups of a vCPU whose
+neighbours are busy) and each alone while the others idle (``local_vcpu_hiccup_alone_*``; the
+guest's kernel threads then take the idle vCPU instead); a corpus without the second takes the
+first for both, as the model did before it (whatever the other vCPU does).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -106,28 +111,56 @@ def summarize(paths: Sequence[Path]) -> HiccupSummary:
     return HiccupSummary(seconds, np.concatenate(lengths), steal / seconds)
 
 
-def hiccup_parameters(paths: Sequence[Path]) -> dict[str, Parameter]:
-    """The profile's hiccup parameters (``local_vcpu_hiccup_*``) from the probe files; none
-    (rate 0) where the probe met no hiccup."""
+def _lognormal_parameters(paths: Sequence[Path], prefix: str, probe: str) -> dict[str, Parameter]:
+    """``{prefix}_rate_per_s``, ``_median_us``, ``_sigma`` and ``_max_us`` of the probe files
+    (``probe`` says which: how the vCPUs spun); only the rate (0) where they met no hiccup."""
     summary = summarize(paths)
     names = ", ".join(Path(p).name for p in paths)
     where = (
-        f"measurement: twin testbed hiccups beside the corpus ({names}): "
+        f"measurement: twin testbed hiccups beside the corpus ({names}; {probe}): "
         f"{len(summary.lengths_us)} gaps of {HICCUP_MIN_US:g} us or more in "
         f"{summary.seconds:.0f} vCPU-seconds spun, {100 * summary.share:.2f}% of the time "
         f"(steal {summary.steal_pct:.2f}%)"
     )
     if not len(summary.lengths_us):
-        return {"local_vcpu_hiccup_rate_per_s": Parameter(0.0, where)}
+        return {f"{prefix}_rate_per_s": Parameter(0.0, where)}
     median, sigma, longest = summary.lognormal()
     shape = (
         f"{where}; lengths a shifted lognormal of their median and mean, cut at the longest "
         f"(calibration.hiccups)"
     )
     return {
-        "local_vcpu_hiccup_rate_per_s": Parameter(summary.rate_per_s, where),
-        "local_vcpu_hiccup_floor_us": Parameter(HICCUP_MIN_US, shape),
-        "local_vcpu_hiccup_median_us": Parameter(median, shape),
-        "local_vcpu_hiccup_sigma": Parameter(sigma, shape),
-        "local_vcpu_hiccup_max_us": Parameter(longest, shape),
+        f"{prefix}_rate_per_s": Parameter(summary.rate_per_s, where),
+        f"{prefix}_median_us": Parameter(median, shape),
+        f"{prefix}_sigma": Parameter(sigma, shape),
+        f"{prefix}_max_us": Parameter(longest, shape),
     }
+
+
+TOGETHER, ALONE = "local_vcpu_hiccup", "local_vcpu_hiccup_alone"  # the parameters' prefixes
+
+
+def hiccup_parameters(
+    paths: Sequence[Path], alone_paths: Sequence[Path] = ()
+) -> dict[str, Parameter]:
+    """The profile's hiccup parameters from the probe files: ``local_vcpu_hiccup_*`` from the
+    probes with every vCPU spinning (``paths``), ``local_vcpu_hiccup_alone_*`` from those with
+    each alone (``alone_paths``; without any, the first's, so the rate follows nothing); none
+    (rate 0) where a probe met no hiccup."""
+    together = _lognormal_parameters(paths, TOGETHER, "every vCPU spinning")
+    floor = Parameter(
+        HICCUP_MIN_US,
+        "measurement convention: the shortest gap counted as a hiccup (calibration.hiccups)",
+    )
+    if alone_paths:
+        alone = _lognormal_parameters(alone_paths, ALONE, "each vCPU alone, the others idle")
+    else:
+        alone = {
+            key.replace(TOGETHER, ALONE, 1): replace(
+                value,
+                source=f"{value.source}; no probe with a vCPU alone beside the corpus: the same "
+                "whatever the other vCPUs do",
+            )
+            for key, value in together.items()
+        }
+    return {**together, **alone, f"{TOGETHER}_floor_us": floor}

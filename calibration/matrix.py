@@ -264,13 +264,17 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
     the halt probe, :func:`calibration.halt.polling_parameters`); with the busy-host probe
     beside it (``wakeprobe_busy``, every
     other core kept awake), a socket's wake-up on a halted vCPU (:func:`socket_wake_parameters`);
-    and the vCPUs' hiccups from the hiccup probes (``hiccups``, a list of files:
-    :func:`calibration.hiccups.hiccup_parameters`; none without)."""
+    and the vCPUs' hiccups from the hiccup probes (``hiccups``, a list of files, and
+    ``hiccups_alone``, those with each vCPU alone: :func:`calibration.hiccups.hiccup_parameters`;
+    none without)."""
     root = Path(root)
     names = _probe_names(root)
-    hiccup_names = names.get("hiccups")
+    hiccup_names, alone_names = names.get("hiccups"), names.get("hiccups_alone")
     hiccups = (
-        hiccup_parameters([root / name for name in hiccup_names])
+        hiccup_parameters(
+            [root / name for name in hiccup_names],
+            [root / name for name in alone_names] if isinstance(alone_names, list) else [],
+        )
         if isinstance(hiccup_names, list) and hiccup_names
         else {}
     )

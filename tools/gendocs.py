@@ -552,6 +552,11 @@ SOCKPERF_QUIET_MATRIX = "calibration/validation/load_matrix_sockperf_quiet.json"
 # on the hiccup corpus.
 SOCKPERF_EVERY_WAKE_MATRIX = "calibration/validation/load_matrix_sockperf_every_wake.json"
 EVERY_WAKE_MATRIX = "calibration/validation/load_matrix_every_wake.json"
+# calibration/data/load_2026-11-28: the testbed alone, the hiccup probe with each vCPU alone beside
+# the one with every vCPU spinning; the model before the hiccups followed the other vCPU, and with.
+NEIGHBOUR_CORPUS_DAY = "2026-11-28 01:37, testbed only, the hiccup probe alone beside it"
+NEIGHBOUR_BEFORE_MATRIX = "calibration/validation/load_matrix_neighbour_before.json"
+NEIGHBOUR_MATRIX = "calibration/validation/load_matrix_neighbour.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -775,9 +780,20 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         HICCUPS_CORPUS_DAY,
     ),
     (
+        NEIGHBOUR_BEFORE_MATRIX,
+        "the same model on a corpus with the hiccup probe with each vCPU alone beside it",
+        NEIGHBOUR_CORPUS_DAY,
+    ),
+    (
+        NEIGHBOUR_MATRIX,
+        "plus a thread's hiccups following how busy the other vCPU is: the busy host's in the "
+        "share of the time its neighbour works, the alone probe's otherwise (the other vCPU "
+        "idles while both processes share one)",
+        NEIGHBOUR_CORPUS_DAY,
+    ),
+    (
         SOCKPERF_QUIET_MATRIX,
-        "the model before that step on sockperf measured without the millisecond placement "
-        "sampler",
+        "the model before that step on sockperf measured without the millisecond placement sampler",
         SOCKPERF_QUIET_CORPUS_DAY,
     ),
     (
@@ -899,6 +915,25 @@ def load_sockperf_sampler() -> str:
               "model p99, stall after long sleeps",
               "model p99, stall at every wake-up")  # fmt: skip
     return _table(header, "llrrrrrrr", rows)
+
+
+def load_neighbour_hiccups() -> str:
+    """The testbed's p50 and p99 on the corpus with both hiccup probes, measured (medians of each
+    point's runs) and predicted with the busy host's hiccups at every load and with them following
+    how busy the other vCPU is (seed 1)."""
+    before, after = (_load(path) for path in (NEIGHBOUR_BEFORE_MATRIX, NEIGHBOUR_MATRIX))
+    rows = []
+    for s, t in zip(before["systems"], after["systems"], strict=True):
+        for p, q in zip(s["points"], t["points"], strict=True):
+            row = [s["system"], _point_name(q), _us(q["measured"]["p50"])]
+            row += [_us(point["predicted"]["p50"]) for point in (p, q)]
+            row += [_us(q["measured"]["p99"])]
+            row += [_us(point["predicted"]["p99"]) for point in (p, q)]
+            rows.append(row)
+    header = ("system", "point", "p50 measured", "model p50, busy host's hiccups",
+              "model p50, following the other vCPU", "p99 measured",
+              "model p99, busy host's hiccups", "model p99, following the other vCPU")  # fmt: skip
+    return _table(header, "llrrrrrr", rows)
 
 
 def load_cpu_simulated() -> str:
@@ -1119,6 +1154,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "load-cpu": load_cpu,
     "load-cpu-simulated": load_cpu_simulated,
     "load-sockperf-sampler": load_sockperf_sampler,
+    "load-neighbour-hiccups": load_neighbour_hiccups,
     "crosscheck": crosscheck,
     "crosscheck-spans": crosscheck_spans,
     "engines": engines,

@@ -118,6 +118,12 @@ NO_HICCUPS = {
     "local_vcpu_hiccup_median_us": Parameter(10.0, "assumption: unused while the rate is 0"),
     "local_vcpu_hiccup_sigma": Parameter(1.0, "assumption: unused while the rate is 0"),
     "local_vcpu_hiccup_max_us": Parameter(1000.0, "assumption: unused while the rate is 0"),
+    "local_vcpu_hiccup_alone_rate_per_s": Parameter(
+        0.0, "assumption: no hiccup probe beside a campaign (twin testbed hiccups --alone)"
+    ),
+    "local_vcpu_hiccup_alone_median_us": Parameter(10.0, "assumption: unused while the rate is 0"),
+    "local_vcpu_hiccup_alone_sigma": Parameter(1.0, "assumption: unused while the rate is 0"),
+    "local_vcpu_hiccup_alone_max_us": Parameter(1000.0, "assumption: unused while the rate is 0"),
 }
 # ... and a read's system calls inside the wake-up's CPU: a campaign measures no native server.
 NO_READ_CALLS = Parameter(

@@ -37,7 +37,9 @@ of a core, ``k`` the background, the other process's utilization and a spinning 
 spare capacity (:func:`colocated`) both threads and the kernel path between them share one
 sleeping station, woken once a cycle (a spinning sender holds a vCPU of its own: then the server,
 the receiver and the way back); beyond, each is a station of its own (:func:`shared_vcpu_hops`).
-**Hiccups**: a thread's vCPU is taken from it now and then, its work stretched by them.
+**Hiccups**: a thread's vCPU is taken from it now and then, its work stretched by them, the
+more the busier the other vCPU (:func:`vcpu_hiccups`): apart, the other process's utilization;
+together, the other vCPU idles.
 """
 
 from __future__ import annotations
@@ -264,7 +266,19 @@ def _station(
         stall=wake_stall(profile),
         stall_every_wake=waits_for_spinner(sender),
     )
-    return _thread_on_vcpu(thread, profile)
+    return _thread_on_vcpu(thread, profile, _neighbour_busy(profile, name, rate, sender, cycles))
+
+
+def _neighbour_busy(
+    profile: Profile, name: str, rate: float, sender: Sender, cycles: Cycles
+) -> float:
+    """How busy the other vCPU is while ``name``'s thread has one of its own: the other
+    process's utilization (:func:`process_utilization`), all the time next to a spinning
+    sender."""
+    if sender == Sender.SPINNING:
+        return 1.0
+    other = "local_gateway_work" if name == "local_client_work" else "local_client_work"
+    return min(1.0, process_utilization(profile, rate, sender, cycles)[other])
 
 
 def _spread_work(profile: Profile, name: str, mean_us: float) -> Dist:
@@ -318,13 +332,14 @@ def halt_polling(profile: Profile) -> HaltPolling | None:
     )
 
 
-def _thread_on_vcpu(station: Station, profile: Profile) -> Station:
+def _thread_on_vcpu(station: Station, profile: Profile, other_busy: float = 1.0) -> Station:
     """``station`` as its vCPU makes it: its wake-up depends on the vCPU's idle time (an idle
     vCPU halts after about ``local_vcpu_halt_tau_us``, and one woken before costs
     ``1 - local_vcpu_halt_share`` of the wake-up, :attr:`twin.path.Station.halt_share`, as does
     one woken while the host still polls the halted vCPU, :func:`halt_polling`), and the vCPU is
-    taken from it now and then (:func:`vcpu_hiccups`)."""
-    station = replace(station, hiccups=vcpu_hiccups(profile))
+    taken from it now and then, the more the busier the other vCPU (``other_busy``, its share of
+    the time busy: :func:`vcpu_hiccups`)."""
+    station = replace(station, hiccups=vcpu_hiccups(profile, other_busy))
     share = profile.value("local_vcpu_halt_share")
     if share <= 0:
         return station
@@ -336,22 +351,45 @@ def _thread_on_vcpu(station: Station, profile: Profile) -> Station:
     )
 
 
-def vcpu_hiccups(profile: Profile) -> Hiccups | None:
-    """The host's hiccups on each vCPU (:class:`twin.path.Hiccups`):
-    ``local_vcpu_hiccup_rate_per_s`` a second, each as long as a shifted lognormal
-    (``local_vcpu_hiccup_floor_us``, ``_median_us``, ``_sigma``) cut at ``_max_us``, tabulated at
-    :data:`HICCUP_TABLE_SIZE` evenly spaced quantiles, as the hiccup probe beside a corpus measured
-    them (:func:`calibration.hiccups.hiccup_parameters`); None where none was measured (rate 0)."""
-    rate = profile.value("local_vcpu_hiccup_rate_per_s")
+def _hiccup_lengths(profile: Profile, prefix: str, n: int) -> np.ndarray:
+    """``n`` evenly spaced quantiles of a hiccup's length (us) by the probe of ``prefix``: a
+    shifted lognormal (``local_vcpu_hiccup_floor_us``, ``{prefix}_median_us``, ``_sigma``) cut
+    at ``{prefix}_max_us``."""
+    floor = profile.value("local_vcpu_hiccup_floor_us")
+    median = profile.value(f"{prefix}_median_us")
+    sigma = profile.value(f"{prefix}_sigma")
+    cut = max(profile.value(f"{prefix}_max_us") - floor, median)
+    below = special.ndtr(math.log(cut / median) / sigma) if sigma > 0 else 1.0
+    u = (np.arange(n) + 0.5) / n
+    return floor + median * np.exp(sigma * special.ndtri(u * below))
+
+
+def vcpu_hiccups(profile: Profile, other_busy: float = 1.0) -> Hiccups | None:
+    """The host's hiccups on a vCPU (:class:`twin.path.Hiccups`) whose neighbour is busy a share
+    ``other_busy`` of the time, as the hiccup probes beside a corpus measured them
+    (:func:`calibration.hiccups.hiccup_parameters`): ``local_vcpu_hiccup_rate_per_s`` a second
+    while every vCPU is busy, ``local_vcpu_hiccup_alone_rate_per_s`` while the others idle, each
+    probe's lengths a shifted lognormal cut at its longest gap. The guest's kernel threads and
+    the host's own work take an idle vCPU when there is one, so a thread meets the busy host's
+    hiccups in the share of the time its neighbour is busy and the alone ones otherwise: Poisson
+    at ``o r_busy + (1 - o) r_alone``, each length drawn from the two laws in proportion to their
+    rates' shares, tabulated at :data:`HICCUP_TABLE_SIZE` quantiles. None where that rate is 0.
+    """
+    o = min(1.0, max(0.0, other_busy))
+    busy = o * profile.value("local_vcpu_hiccup_rate_per_s")
+    alone = (1.0 - o) * profile.value("local_vcpu_hiccup_alone_rate_per_s")
+    rate = busy + alone
     if rate <= 0:
         return None
-    floor = profile.value("local_vcpu_hiccup_floor_us")
-    median = profile.value("local_vcpu_hiccup_median_us")
-    sigma = profile.value("local_vcpu_hiccup_sigma")
-    cut = max(profile.value("local_vcpu_hiccup_max_us") - floor, median)
-    below = special.ndtr(math.log(cut / median) / sigma) if sigma > 0 else 1.0
-    u = (np.arange(HICCUP_TABLE_SIZE) + 0.5) / HICCUP_TABLE_SIZE
-    lengths = floor + median * np.exp(sigma * special.ndtri(u * below))
+    n_busy = round(HICCUP_TABLE_SIZE * busy / rate)
+    lengths = np.sort(
+        np.concatenate(
+            [
+                _hiccup_lengths(profile, "local_vcpu_hiccup", n_busy),
+                _hiccup_lengths(profile, "local_vcpu_hiccup_alone", HICCUP_TABLE_SIZE - n_busy),
+            ]
+        )
+    )
     return Hiccups(rate, Empirical(tuple(float(x) for x in lengths), label="vCPU hiccup"))
 
 
@@ -564,7 +602,8 @@ def relay_thread(profile: Profile, transport: Transport) -> Station:
     of the stream at a time: its work for it (:func:`relay_pass_work`) per batch of messages
     waiting on a connection's side (:attr:`twin.path.Station.batch_per_connection`), so the
     cost per message falls as the load rises; over UDP every datagram is a read and a write of
-    its own.
+    its own. Its vCPU's hiccups are a busy host's (:func:`vcpu_hiccups`; the relayed systems
+    measured all have a spinning sender, which keeps the other vCPU busy).
     """
     cost = relay_pass_work(profile)
     tcp = transport == Transport.TCP and not cost.is_zero
@@ -751,7 +790,8 @@ def shared_vcpu_hops(
         stall=wake_stall(profile),
         stall_every_wake=waits_for_spinner(sender),
     )
-    vcpu = _thread_on_vcpu(vcpu, profile)
+    # The other vCPU idles, unless the spinning sender holds it.
+    vcpu = _thread_on_vcpu(vcpu, profile, 1.0 if sender == Sender.SPINNING else 0.0)
     kernel = [hop for hop in hops if hop.component == "kernel"]
     path_us = kernel[0].fixed_us + kernel[0].delay.mean if kernel else 0.0
     # A thread's handler work and bookkeeping come with a wake-up of its own, which an event finds

@@ -320,10 +320,11 @@ def cmd_hiccups(args: argparse.Namespace) -> int:
     import numpy as np
 
     from calibration.hiccups import HICCUP_MIN_US, summarize
-    from twin.testbed.hiccups import write_hiccups
+    from twin.testbed.hiccups import Mode, write_hiccups
 
     out = Path(args.out)
-    result = write_hiccups(out, seconds=args.seconds, threshold_us=args.threshold_us)
+    mode = Mode.ALONE if args.alone else Mode.TOGETHER
+    result = write_hiccups(out, seconds=args.seconds, threshold_us=args.threshold_us, mode=mode)
     for cpu in result["cpus"]:
         print(
             f"vCPU {cpu['cpu']}: {len(cpu['gaps_us'])} gaps of {args.threshold_us:g} us or more "
@@ -700,6 +701,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default=HICCUP_THRESHOLD_US,
         metavar="US",
         help="the shortest gap recorded",
+    )
+    p.add_argument(
+        "--alone",
+        action="store_true",
+        help="each vCPU spins in turn while the others idle (S shared among them); "
+        "default: all at once",
     )
     p.set_defaults(run=cmd_hiccups)
 

@@ -12,9 +12,17 @@ behind them amplifies as the load grows (the backlog one leaves drains at the sp
 jHiccup (Azul) measures the same with a thread that sleeps a millisecond at a time; spinning
 sees gaps of a few microseconds too and tells each vCPU apart.
 
-Written as JSON: per vCPU the gaps (us, in the order met), the time spun (s) and the vCPU's steal
-time over the probe (``/proc/stat``, percent of the time spun); the lab measures it beside its
-corpus (``hiccups.json``) and the accuracy matrix takes the host's hiccups from it
+**Together or alone.** By default every vCPU spins at once: the hiccups of a host whose vCPUs are
+all busy. With ``alone`` each vCPU spins in turn while the others idle: the guest's own kernel
+threads (DAMON's ``kdamond``, workqueues) then run on an idle vCPU instead of taking a busy one,
+and the host's own work finds the spinner's sibling idle, so the long hiccups mostly vanish
+(design notes, "Hiccups that come when the other vCPU is busy"). The model's hiccup rate follows
+the other vCPU's utilization between the two (:func:`twin.components.loopback.vcpu_hiccups`).
+
+Written as JSON: the mode (``"together"`` or ``"alone"``), per vCPU the gaps (us, in the order
+met), the time spun (s) and the vCPU's steal time over the probe (``/proc/stat``, percent of the
+time spun); the lab measures both beside its corpus (``hiccups_<i>.json``,
+``hiccups_alone_<i>.json``) and the accuracy matrix takes the host's hiccups from them
 (:func:`calibration.hiccups.hiccup_parameters`).
 """
 
@@ -23,6 +31,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -75,26 +84,47 @@ def spin(cpu: int, seconds: float, threshold_ns: int) -> dict[str, Any]:
     }
 
 
+class Mode(StrEnum):
+    """Which vCPUs spin at once: all of them, or each in turn while the others idle."""
+
+    TOGETHER = "together"
+    ALONE = "alone"
+
+
+def _spin_all(cpus: list[int], seconds: float, threshold_ns: int) -> list[dict[str, Any]]:
+    """:func:`spin` on each of ``cpus`` at once, one process each."""
+    context = multiprocessing.get_context("fork")
+    with context.Pool(len(cpus)) as pool:
+        pending = [pool.apply_async(spin, (cpu, seconds, threshold_ns)) for cpu in cpus]
+        try:
+            return [p.get(timeout=seconds + _GRACE_S) for p in pending]
+        except multiprocessing.TimeoutError as exc:
+            raise SimulationError(f"hiccup probe: a spinner did not finish in {seconds} s") from exc
+
+
 def measure_hiccups(
-    seconds: float = DEFAULT_SECONDS, threshold_us: float = DEFAULT_THRESHOLD_US
+    seconds: float = DEFAULT_SECONDS,
+    threshold_us: float = DEFAULT_THRESHOLD_US,
+    mode: Mode = Mode.TOGETHER,
 ) -> dict[str, Any]:
-    """Run the probe on every vCPU this process may use, all at once (module docstring):
-    ``{"tool", "seconds", "threshold_us", "host", "cpus": [{"cpu", "spun_s", "steal_pct",
-    "gaps_us"}]}``."""
+    """Run the probe on every vCPU this process may use, all at once, or each for ``seconds``
+    divided by their number while the others idle (``mode``; module docstring):
+    ``{"tool", "mode", "seconds", "threshold_us", "host", "cpus": [{"cpu", "spun_s",
+    "steal_pct", "gaps_us"}]}``."""
     if not seconds > 0 or not threshold_us > 0:
         raise ConfigError(
             f"hiccup probe: seconds {seconds} and threshold {threshold_us} us must be > 0"
         )
     cpus = sorted(os.sched_getaffinity(0))
-    context = multiprocessing.get_context("fork")
-    with context.Pool(len(cpus)) as pool:
-        pending = [pool.apply_async(spin, (cpu, seconds, int(threshold_us * 1e3))) for cpu in cpus]
-        try:
-            results = [p.get(timeout=seconds + _GRACE_S) for p in pending]
-        except multiprocessing.TimeoutError as exc:
-            raise SimulationError(f"hiccup probe: a spinner did not finish in {seconds} s") from exc
+    threshold_ns = int(threshold_us * 1e3)
+    if mode == Mode.ALONE:
+        each = seconds / len(cpus)
+        results = [_spin_all([cpu], each, threshold_ns)[0] for cpu in cpus]
+    else:
+        results = _spin_all(cpus, seconds, threshold_ns)
     return {
         "tool": "twin testbed hiccups",
+        "mode": str(mode),
         "seconds": seconds,
         "threshold_us": threshold_us,
         "host": {"cpus": os.cpu_count(), "loadavg_1m": os.getloadavg()[0]},

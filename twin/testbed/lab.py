@@ -29,8 +29,9 @@ hits every point alike):
   wake-up on a halted vCPU rather than an awake core, how soon an idle vCPU halts and how long
   the hypervisor polls a halted one, on the lab's day;
 * before each pass, the **hiccup probe** (:mod:`twin.testbed.hiccups`, into
-  ``DIR/hiccups_<i>.json``): how often a running thread loses its vCPU and for how long, as the
-  host drifts over the lab's passes.
+  ``DIR/hiccups_<i>.json`` with every vCPU spinning, then ``DIR/hiccups_alone_<i>.json`` with
+  each spinning while the others idle): how often a running thread loses its vCPU and for how
+  long, as the host drifts over the lab's passes, when the other vCPUs are busy and when idle.
 
 Layout: ``DIR/<system>/<point>/run_<i>/`` (each run folder readable by :func:`calibration.read`),
 host conditions beside every run (``summary.json``'s ``host`` for the testbed, ``host.json`` for
@@ -56,7 +57,7 @@ from twin.errors import ConfigError
 from twin.kinds import Arrivals, Loop, Sender, Tier, Transport
 from twin.scenario import scenarios_dir
 from twin.testbed.campaign import DEFAULT_PROBE_BURSTS
-from twin.testbed.hiccups import write_hiccups
+from twin.testbed.hiccups import Mode, write_hiccups
 from twin.testbed.relay import RelayDelay
 from twin.testbed.sockperf import (
     Route,
@@ -77,7 +78,8 @@ WAKE_PROBE = "wakeprobe.json"
 WAKE_PROBE_BUSY = "wakeprobe_busy.json"  # the same with every other core kept awake
 WAKE_PROBE_HALT = "wakeprobe_halt.json"  # a spinning sender, short gaps: when a vCPU halts
 WAKE_PROBE_STEADY = "wakeprobe_steady.json"  # ... steady gaps: how long the host polls it
-HICCUPS = "hiccups_{repeat}.json"  # the hiccup probe before each pass
+HICCUPS = "hiccups_{repeat}.json"  # the hiccup probe before each pass, every vCPU spinning
+HICCUPS_ALONE = "hiccups_alone_{repeat}.json"  # ... then each vCPU alone, the others idle
 PROBE_ID = "burst-probe"
 # The closed loop's pacing rate: above what any connection reaches, so each runs back to back.
 CLOSED_PACING = 400_000.0
@@ -397,14 +399,19 @@ def manifest(root: Path, plan: LabPlan, points: list[Point], command: str) -> di
             )
             if (root / name).is_file()
         },
-        **({"hiccups": hiccups} if (hiccups := _hiccup_files(root, plan)) else {}),
+        **{
+            key: names
+            for key, pattern in (("hiccups", HICCUPS), ("hiccups_alone", HICCUPS_ALONE))
+            if (names := _hiccup_files(root, plan, pattern))
+        },
         "systems": out,
     }
 
 
-def _hiccup_files(root: Path, plan: LabPlan) -> list[str]:
-    """The hiccup probes on disk, one per pass measured so far."""
-    names = (HICCUPS.format(repeat=i) for i in range(plan.repeats))
+def _hiccup_files(root: Path, plan: LabPlan, pattern: str) -> list[str]:
+    """The hiccup probes of one mode (file name ``pattern``) on disk, one per pass measured so
+    far."""
+    names = (pattern.format(repeat=i) for i in range(plan.repeats))
     return [name for name in names if (root / name).is_file()]
 
 
@@ -449,12 +456,15 @@ def run_lab(
                     f"{time.monotonic() - started:.1f} s"
                 )
     for repeat in range(plan.repeats):
-        hiccups = root / HICCUPS.format(repeat=repeat)
-        if plan.hiccup_seconds and not hiccups.is_file():
-            started = time.monotonic()
-            write_hiccups(hiccups, seconds=plan.hiccup_seconds)
-            if progress is not None:
-                progress(f"hiccup probe, pass {repeat}: {time.monotonic() - started:.1f} s")
+        for pattern, mode in ((HICCUPS, Mode.TOGETHER), (HICCUPS_ALONE, Mode.ALONE)):
+            hiccups = root / pattern.format(repeat=repeat)
+            if plan.hiccup_seconds and not hiccups.is_file():
+                started = time.monotonic()
+                write_hiccups(hiccups, seconds=plan.hiccup_seconds, mode=mode)
+                if progress is not None:
+                    progress(
+                        f"hiccup probe ({mode}), pass {repeat}: {time.monotonic() - started:.1f} s"
+                    )
         for point in points:
             out = point.run_dir(root, repeat)
             if _complete(out) is not None:

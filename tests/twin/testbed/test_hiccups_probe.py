@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from twin.cli import main
 from twin.components import loopback
 from twin.errors import MeasurementError
 from twin.profile import load_profile, resolve_profile_path
-from twin.testbed.hiccups import measure_hiccups
+from twin.testbed.hiccups import Mode, measure_hiccups
 
 
 def test_the_probe_spins_on_every_vcpu_and_records_only_long_gaps() -> None:
@@ -28,12 +29,29 @@ def test_the_probe_spins_on_every_vcpu_and_records_only_long_gaps() -> None:
         assert cpu["steal_pct"] >= 0
 
 
+def test_alone_each_vcpu_spins_in_turn_for_its_share_of_the_time() -> None:
+    """One spinner at a time: each vCPU gets the seconds divided by their number, and the spins
+    do not overlap (each starts after the one before ended)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    started = time.monotonic()
+    result = measure_hiccups(seconds=0.4, threshold_us=20.0, mode=Mode.ALONE)
+    elapsed = time.monotonic() - started
+    assert result["mode"] == "alone"
+    assert [c["cpu"] for c in result["cpus"]] == cpus
+    for cpu in result["cpus"]:
+        assert 0.4 / len(cpus) <= cpu["spun_s"] < 0.4 / len(cpus) + 0.15
+    assert elapsed >= sum(c["spun_s"] for c in result["cpus"])  # one after the other
+
+
 def test_the_cli_writes_the_probe_and_summarises_it(tmp_path: Path, capsys) -> None:
     out = tmp_path / "hiccups.json"
     assert main(["testbed", "hiccups", "--out", str(out), "--seconds", "0.2"]) == 0
     assert json.loads(out.read_text())["tool"] == "twin testbed hiccups"
     printed = capsys.readouterr().out
     assert printed.count("vCPU ") == len(os.sched_getaffinity(0)) and str(out) in printed
+    alone = tmp_path / "alone.json"
+    assert main(["testbed", "hiccups", "--out", str(alone), "--seconds", "0.2", "--alone"]) == 0
+    assert json.loads(alone.read_text())["mode"] == "alone"
 
 
 def test_bad_probe_options_exit_2(tmp_path: Path) -> None:
@@ -85,6 +103,50 @@ def test_the_models_hiccups_keep_the_probes_median_share_and_longest(tmp_path: P
     assert np.median(lengths) == pytest.approx(np.median(gaps), rel=0.02)
     assert lengths.max() <= gaps.max() + 1e-6 and lengths.max() > np.percentile(gaps, 99.9)
     assert hiccups.share == pytest.approx(summarize([probe]).share, rel=0.02)
+
+
+def test_a_vcpu_alone_has_hiccups_of_its_own_and_without_its_probe_the_busy_hosts(
+    tmp_path: Path,
+) -> None:
+    busy = _probe(tmp_path / "a.json", [(2.0, [60.0, 1500.0, 2500.0]), (2.0, [80.0])])
+    alone = _probe(tmp_path / "b.json", [(4.0, [70.0])])
+    params = hiccup_parameters([busy], [alone])
+    assert params["local_vcpu_hiccup_rate_per_s"].value == pytest.approx(1.0)
+    assert params["local_vcpu_hiccup_alone_rate_per_s"].value == pytest.approx(0.25)
+    assert "b.json; each vCPU alone" in params["local_vcpu_hiccup_alone_rate_per_s"].source
+    same = hiccup_parameters([busy])
+    for key in ("rate_per_s", "median_us", "sigma", "max_us"):
+        copy = same[f"local_vcpu_hiccup_alone_{key}"]
+        assert copy.value == same[f"local_vcpu_hiccup_{key}"].value
+        assert "no probe with a vCPU alone" in copy.source
+
+
+def test_the_hiccups_mix_the_two_probes_by_how_busy_the_other_vcpu_is() -> None:
+    """Poisson at ``o r_busy + (1 - o) r_alone`` with each law in its rate's share: the time
+    taken is the two probes' shares mixed alike; the busy host alone is its own table."""
+    profile = load_profile(resolve_profile_path("local")).with_values(
+        {
+            "local_vcpu_hiccup_rate_per_s": 30.0,
+            "local_vcpu_hiccup_median_us": 400.0,
+            "local_vcpu_hiccup_sigma": 0.5,
+            "local_vcpu_hiccup_max_us": 5000.0,
+            "local_vcpu_hiccup_alone_rate_per_s": 10.0,
+            "local_vcpu_hiccup_alone_median_us": 10.0,
+            "local_vcpu_hiccup_alone_sigma": 0.5,
+            "local_vcpu_hiccup_alone_max_us": 500.0,
+        }
+    )
+    busy, alone = loopback.vcpu_hiccups(profile, 1.0), loopback.vcpu_hiccups(profile, 0.0)
+    assert busy is not None and alone is not None
+    assert (busy.rate_per_s, alone.rate_per_s) == (30.0, 10.0)
+    assert max(alone.length.samples_us) <= 500.0  # each law its own, cut at its longest
+    assert np.median(busy.length.samples_us) == pytest.approx(50.0 + 400.0, rel=1e-3)
+    mixed = loopback.vcpu_hiccups(profile, 0.25)
+    assert mixed is not None
+    assert mixed.rate_per_s == pytest.approx(0.25 * 30.0 + 0.75 * 10.0)
+    assert mixed.share == pytest.approx(0.25 * busy.share + 0.75 * alone.share, rel=1e-3)
+    quiet = profile.with_values({"local_vcpu_hiccup_alone_rate_per_s": 0.0})
+    assert loopback.vcpu_hiccups(quiet, 0.0) is None
 
 
 def test_a_probe_without_hiccups_gives_none(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from calibration import read
+from calibration.matrix import host_parameters
 from twin.cli import main
 from twin.testbed.lab import LabPlan, plan_points
 from twin.testbed.processes import stop
@@ -93,8 +94,15 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
     assert manifest["wakeprobe_halt"] == "wakeprobe_halt.json"
     assert manifest["wakeprobe_steady"] == "wakeprobe_steady.json"
     assert manifest["hiccups"] == ["hiccups_0.json"]  # one hiccup probe a pass
-    hiccups = json.loads((out / "hiccups_0.json").read_text())
-    assert len(hiccups["cpus"]) == len(os.sched_getaffinity(0))
+    assert manifest["hiccups_alone"] == ["hiccups_alone_0.json"]  # and one with a vCPU alone
+    for name, mode in (("hiccups_0.json", "together"), ("hiccups_alone_0.json", "alone")):
+        hiccups = json.loads((out / name).read_text())
+        assert len(hiccups["cpus"]) == len(os.sched_getaffinity(0)) and hiccups["mode"] == mode
+    host = host_parameters(out)  # the matrix reads each probe into its own hiccup law
+    assert "hiccups_0.json; every vCPU" in host["local_vcpu_hiccup_rate_per_s"].source
+    assert (
+        "hiccups_alone_0.json; each vCPU alone" in host["local_vcpu_hiccup_alone_rate_per_s"].source
+    )
     for name, busy, waiter, order in (
         ("wakeprobe.json", 0, "blocks", "shuffled"),
         ("wakeprobe_busy.json", os.cpu_count() - 1, "blocks", "shuffled"),

@@ -491,6 +491,22 @@ def test_every_sleeping_thread_takes_the_hosts_halt_law(imbalance_pct: float):
     assert not prepare(scenario, off).path.station_wake["halt_share"].any()
 
 
+HICCUP_LAW = {"median_us": 20.0, "sigma": 1.5, "max_us": 2050.0}
+
+
+def _hiccup_profile(imbalance_pct: float, busy_rate: float, alone_rate: float) -> Profile:
+    """The hiccups of a busy host at ``busy_rate`` and of a vCPU alone at ``alone_rate``, each
+    as long as :data:`HICCUP_LAW`."""
+    return _profile(
+        local_balance_imbalance_pct=imbalance_pct,
+        local_vcpu_hiccup_rate_per_s=busy_rate,
+        local_vcpu_hiccup_alone_rate_per_s=alone_rate,
+        local_vcpu_hiccup_floor_us=50.0,
+        **{f"local_vcpu_hiccup_{k}": v for k, v in HICCUP_LAW.items()},
+        **{f"local_vcpu_hiccup_alone_{k}": v for k, v in HICCUP_LAW.items()},
+    )
+
+
 @pytest.mark.parametrize("imbalance_pct", [117.0, 0.0], ids=["one vcpu", "apart"])
 def test_every_sleeping_thread_meets_the_hosts_hiccups(imbalance_pct: float):
     """The hiccup probe's process is every vCPU's: the shared vCPU and each process's own thread
@@ -499,20 +515,36 @@ def test_every_sleeping_thread_meets_the_hosts_hiccups(imbalance_pct: float):
     from twin.simulation import prepare
 
     scenario = load_scenario(SCENARIO).with_fields({"workload.rate_msgs_per_s": 1000})
-    p = _profile(
-        local_balance_imbalance_pct=imbalance_pct,
-        local_vcpu_hiccup_rate_per_s=40.0,
-        local_vcpu_hiccup_floor_us=50.0,
-        local_vcpu_hiccup_median_us=20.0,
-        local_vcpu_hiccup_sigma=1.5,
-        local_vcpu_hiccup_max_us=2050.0,
-    )
+    p = _hiccup_profile(imbalance_pct, 40.0, 40.0)  # the same whatever the other vCPU does
     path = prepare(scenario, p).path
-    assert list(path.station_wake["hiccup_rate_per_s"]) == [40.0] * path.n_stations
+    rates = list(path.station_wake["hiccup_rate_per_s"])
+    assert rates == pytest.approx([40.0] * path.n_stations, rel=1e-12)
     share = 40.0 * (50.0 + cut_lognormal_mean(20.0, 1.5, 2000.0)) * 1e-6
     assert path.station_hiccup_share() == pytest.approx([share] * path.n_stations, rel=0.01)
     off = _profile(local_balance_imbalance_pct=imbalance_pct)
     assert not prepare(scenario, off).path.station_wake["hiccup_rate_per_s"].any()
+
+
+@pytest.mark.parametrize("rate", [1000, 64000])
+def test_a_threads_hiccups_follow_how_busy_the_other_vcpu_is(rate: int):
+    """On one vCPU the other idles: the alone probe's rate. Apart, each process's thread meets
+    the busy host's hiccups in the share of the time the other process keeps its vCPU busy."""
+    from twin.simulation import prepare
+
+    scenario = load_scenario(SCENARIO).with_fields({"workload.rate_msgs_per_s": rate})
+    if rate == 1000:
+        together = prepare(scenario, _hiccup_profile(117.0, 40.0, 4.0)).path
+        assert list(together.station_wake["hiccup_rate_per_s"]) == [4.0]  # the other idles
+    p = _hiccup_profile(0.0, 40.0, 4.0)
+    busy = loopback.process_utilization(p, rate)
+    apart = prepare(scenario, p).path
+    expected = {
+        loopback.CLIENT: 4.0 + 36.0 * busy["local_gateway_work"],
+        loopback.GATEWAY: 4.0 + 36.0 * busy["local_client_work"],
+    }
+    got = dict(zip(apart.station_names, apart.station_wake["hiccup_rate_per_s"], strict=True))
+    assert got == pytest.approx(expected, rel=1e-9)
+    assert 0.0 < busy["local_gateway_work"] < 1.0
 
 
 def test_colocated_processes_queue_on_one_sleeping_vcpu():
