@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
+from twin.components.loopback import HICCUP_ALONE, HICCUP_BUSY
 from twin.errors import MeasurementError
 from twin.profile import Parameter
 
@@ -137,9 +138,6 @@ def _lognormal_parameters(paths: Sequence[Path], prefix: str, probe: str) -> dic
     }
 
 
-TOGETHER, ALONE = "local_vcpu_hiccup", "local_vcpu_hiccup_alone"  # the parameters' prefixes
-
-
 def hiccup_parameters(
     paths: Sequence[Path], alone_paths: Sequence[Path] = ()
 ) -> dict[str, Parameter]:
@@ -147,20 +145,20 @@ def hiccup_parameters(
     probes with every vCPU spinning (``paths``), ``local_vcpu_hiccup_alone_*`` from those with
     each alone (``alone_paths``; without any, the first's, so the rate follows nothing); none
     (rate 0) where a probe met no hiccup."""
-    together = _lognormal_parameters(paths, TOGETHER, "every vCPU spinning")
+    together = _lognormal_parameters(paths, HICCUP_BUSY, "every vCPU spinning")
     floor = Parameter(
         HICCUP_MIN_US,
         "measurement convention: the shortest gap counted as a hiccup (calibration.hiccups)",
     )
     if alone_paths:
-        alone = _lognormal_parameters(alone_paths, ALONE, "each vCPU alone, the others idle")
+        alone = _lognormal_parameters(alone_paths, HICCUP_ALONE, "each vCPU alone, the others idle")
     else:
         alone = {
-            key.replace(TOGETHER, ALONE, 1): replace(
+            key.replace(HICCUP_BUSY, HICCUP_ALONE, 1): replace(
                 value,
                 source=f"{value.source}; no probe with a vCPU alone beside the corpus: the same "
                 "whatever the other vCPUs do",
             )
             for key, value in together.items()
         }
-    return {**together, **alone, f"{TOGETHER}_floor_us": floor}
+    return {**together, **alone, f"{HICCUP_BUSY}_floor_us": floor}

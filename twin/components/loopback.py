@@ -37,9 +37,7 @@ of a core, ``k`` the background, the other process's utilization and a spinning 
 spare capacity (:func:`colocated`) both threads and the kernel path between them share one
 sleeping station, woken once a cycle (a spinning sender holds a vCPU of its own: then the server,
 the receiver and the way back); beyond, each is a station of its own (:func:`shared_vcpu_hops`).
-**Hiccups**: a thread's vCPU is taken from it now and then, its work stretched by them, the
-more the busier the other vCPU (:func:`vcpu_hiccups`): apart, the other process's utilization;
-together, the other vCPU idles.
+**Hiccups** take a thread's vCPU now and then, the more the busier the other (:func:`vcpu_hiccups`).
 """
 
 from __future__ import annotations
@@ -64,6 +62,8 @@ SENDER, RECEIVER = "client sender", "client receiver"  # a client whose sender s
 RELAY_THREAD = "relay thread"  # twin testbed relay's one thread (the relay tier)
 MIN_SPEED = 1e-3  # floor of core_speed (a guard: fair sharing never starves a thread)
 HICCUP_TABLE_SIZE = 4096  # quantiles tabulating a hiccup's length (vcpu_hiccups)
+# The hiccup laws' parameter prefixes: every vCPU busy, and a vCPU alone (the others idle).
+HICCUP_BUSY, HICCUP_ALONE = "local_vcpu_hiccup", "local_vcpu_hiccup_alone"
 
 # Events each process handles per message, and wake-ups when it sleeps between them: the client
 # writes an order every other message and handles every reply; the gateway handles every request.
@@ -355,7 +355,7 @@ def _hiccup_lengths(profile: Profile, prefix: str, n: int) -> np.ndarray:
     """``n`` evenly spaced quantiles of a hiccup's length (us) by the probe of ``prefix``: a
     shifted lognormal (``local_vcpu_hiccup_floor_us``, ``{prefix}_median_us``, ``_sigma``) cut
     at ``{prefix}_max_us``."""
-    floor = profile.value("local_vcpu_hiccup_floor_us")
+    floor = profile.value(f"{HICCUP_BUSY}_floor_us")
     median = profile.value(f"{prefix}_median_us")
     sigma = profile.value(f"{prefix}_sigma")
     cut = max(profile.value(f"{prefix}_max_us") - floor, median)
@@ -376,8 +376,8 @@ def vcpu_hiccups(profile: Profile, other_busy: float = 1.0) -> Hiccups | None:
     rates' shares, tabulated at :data:`HICCUP_TABLE_SIZE` quantiles. None where that rate is 0.
     """
     o = min(1.0, max(0.0, other_busy))
-    busy = o * profile.value("local_vcpu_hiccup_rate_per_s")
-    alone = (1.0 - o) * profile.value("local_vcpu_hiccup_alone_rate_per_s")
+    busy = o * profile.value(f"{HICCUP_BUSY}_rate_per_s")
+    alone = (1.0 - o) * profile.value(f"{HICCUP_ALONE}_rate_per_s")
     rate = busy + alone
     if rate <= 0:
         return None
@@ -385,8 +385,8 @@ def vcpu_hiccups(profile: Profile, other_busy: float = 1.0) -> Hiccups | None:
     lengths = np.sort(
         np.concatenate(
             [
-                _hiccup_lengths(profile, "local_vcpu_hiccup", n_busy),
-                _hiccup_lengths(profile, "local_vcpu_hiccup_alone", HICCUP_TABLE_SIZE - n_busy),
+                _hiccup_lengths(profile, HICCUP_BUSY, n_busy),
+                _hiccup_lengths(profile, HICCUP_ALONE, HICCUP_TABLE_SIZE - n_busy),
             ]
         )
     )

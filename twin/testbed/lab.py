@@ -20,7 +20,7 @@ hits every point alike):
   a load too low to show it otherwise;
 * each system's calibration point and its burst probe for :attr:`LabPlan.calibration_duration_s`
   a run (15 s), every other point for :attr:`LabPlan.duration_s` (2 s): the fit takes the
-  calibration point's whole distribution, tails included, from these runs alone;
+  calibration point's whole distribution from these runs alone;
 * once, before the first pass, the **wake-up probe** (:mod:`twin.testbed.wakeprobe`, into
   ``DIR/wakeprobe.json``; and with every other core kept awake by spinning processes, into
   ``DIR/wakeprobe_busy.json``; and with a sender that spins for each reply and gaps down to
@@ -28,10 +28,9 @@ hits every point alike):
   run, into ``DIR/wakeprobe_steady.json``): the host's scheduling cold start, the cost of a
   wake-up on a halted vCPU rather than an awake core, how soon an idle vCPU halts and how long
   the hypervisor polls a halted one, on the lab's day;
-* before each pass, the **hiccup probe** (:mod:`twin.testbed.hiccups`, into
-  ``DIR/hiccups_<i>.json`` with every vCPU spinning, then ``DIR/hiccups_alone_<i>.json`` with
-  each spinning while the others idle): how often a running thread loses its vCPU and for how
-  long, as the host drifts over the lab's passes, when the other vCPUs are busy and when idle.
+* before each pass, the **hiccup probe** (:mod:`twin.testbed.hiccups`: every vCPU spinning into
+  ``DIR/hiccups_<i>.json``, each alone into ``DIR/hiccups_alone_<i>.json``): how often a running
+  thread loses its vCPU and for how long, its neighbours busy or idle, as the host drifts.
 
 Layout: ``DIR/<system>/<point>/run_<i>/`` (each run folder readable by :func:`calibration.read`),
 host conditions beside every run (``summary.json``'s ``host`` for the testbed, ``host.json`` for
