@@ -334,8 +334,10 @@ def cmd_hiccups(args: argparse.Namespace) -> int:
     lengths = summary.lengths_us
     if len(lengths):
         p50, p99 = (float(x) for x in np.percentile(lengths, [50, 99]))
+        spun = "each alone, the others idle" if mode == Mode.ALONE else "all spinning at once"
         print(
-            f"hiccups ({HICCUP_MIN_US:g} us or more): {summary.rate_per_s:.1f} a second a vCPU, "
+            f"hiccups ({HICCUP_MIN_US:g} us or more, {spun}): "
+            f"{summary.rate_per_s:.1f} a second a vCPU, "
             f"{100 * summary.share:.2f}% of the time, p50 {p50:.0f} us, p99 {p99:.0f} us, "
             f"longest {lengths.max():.0f} us"
         )

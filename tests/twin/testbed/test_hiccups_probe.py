@@ -50,8 +50,11 @@ def test_the_cli_writes_the_probe_and_summarises_it(tmp_path: Path, capsys) -> N
     printed = capsys.readouterr().out
     assert printed.count("vCPU ") == len(os.sched_getaffinity(0)) and str(out) in printed
     alone = tmp_path / "alone.json"
+    capsys.readouterr()
     assert main(["testbed", "hiccups", "--out", str(alone), "--seconds", "0.2", "--alone"]) == 0
     assert json.loads(alone.read_text())["mode"] == "alone"
+    printed = capsys.readouterr().out
+    assert "each alone, the others idle" in printed or "no hiccup" in printed
 
 
 def test_bad_probe_options_exit_2(tmp_path: Path) -> None:
