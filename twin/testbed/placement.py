@@ -90,6 +90,8 @@ class _Tasks:
             tids = [int(tid) for tid in os.listdir(f"/proc/{self.pid}/task")]
         except OSError:
             return out
+        for gone in set(self.files).difference(tids):  # threads that exited: their files too
+            self._forget(gone)
         for tid in tids:
             try:
                 schedstat, stat = self._files(tid)

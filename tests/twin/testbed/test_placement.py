@@ -79,3 +79,25 @@ def test_a_process_that_is_gone_is_not_sampled() -> None:
     done.set()
     thread.join()
     assert result[0].summary() == {}
+
+
+def test_the_sampler_closes_the_files_of_threads_that_exited() -> None:
+    """It keeps each thread's files open between samples, and closes them once the thread is
+    gone, so a process that starts and ends threads does not pile up descriptors."""
+    import threading
+
+    from twin.testbed.placement import _Tasks
+
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait)
+    worker.start()
+    tasks = _Tasks(os.getpid())
+    try:
+        assert worker.native_id in tasks.read() and worker.native_id in tasks.files
+        release.set()
+        worker.join()
+        assert worker.native_id not in tasks.read() and worker.native_id not in tasks.files
+    finally:
+        release.set()
+        tasks.close()
+    assert not tasks.files
