@@ -5,13 +5,12 @@ went to something else. Shorter gaps are the scheduler tick and interrupts, whos
 kernel charges to the thread they interrupt, so the CPU a calibration point measures a message
 holds them already; the longer ones are mostly the hypervisor's (steal, which is charged to no
 thread) and long softirq or kernel-thread work. The model's hiccups (:class:`twin.path.Hiccups`)
-come at a rate per vCPU and last a **shifted lognormal cut at the longest gap the probe met**:
-shifted by :data:`HICCUP_MIN_US`, its median the gaps' median excess over it, its sigma the one
-whose mean below the cut is theirs, so the time the hiccups take from a vCPU, rate times mean
-length, is the probe's, and the tail is as heavy as that mean needs (the gaps' p99 is tens of
-times their median) but never longer than what was seen (uncut, a lognormal that heavy puts a
-hiccup of tens of milliseconds in a few seconds of a busy path now and then, which no probe
-showed: design notes).
+come at a rate per vCPU and last **as long as the probe measured**: the gaps' quantiles at
+:data:`twin.percentiles.HICCUP_QUANTILES` and their longest, which the model joins log-linearly
+(:func:`twin.components.loopback.vcpu_hiccups`). Not a fitted law: a lognormal of the gaps'
+median and mean (the model until 2026-11-28) had too few hiccups of 1-2 ms and one and a half to
+two times too many of 5 ms and more against a 60 s probe, and those set a busy point's p99
+(design notes).
 
 Two probes: every vCPU spinning at once (``local_vcpu_hiccup_*``, the hiccups of a vCPU whose
 neighbours are busy) and each alone while the others idle (``local_vcpu_hiccup_alone_*``; the
@@ -22,17 +21,16 @@ first for both, as the model did before it (whatever the other vCPU does).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import optimize, special
 
 from twin.components.loopback import HICCUP_ALONE, HICCUP_BUSY
 from twin.errors import MeasurementError
+from twin.percentiles import HICCUP_QUANTILES
 from twin.profile import Parameter
 
 HICCUP_MIN_US = 50.0
@@ -55,30 +53,11 @@ class HiccupSummary:
     def share(self) -> float:
         return float(self.lengths_us.sum()) / (self.seconds * 1e6)
 
-    def lognormal(self) -> tuple[float, float, float]:
-        """The cut shifted lognormal's median excess (us), sigma and cut (us; module docstring)."""
-        excess = self.lengths_us - HICCUP_MIN_US
-        median = float(np.median(excess))
-        if median <= 0:
-            median = float(excess[excess > 0].min()) if (excess > 0).any() else 1.0
-        cut = float(excess.max())
-        target = float(excess.mean())
-        sigmas = np.linspace(0.01, 5.0, 500)
-        miss = np.array([cut_lognormal_mean(median, sigma, cut) for sigma in sigmas]) - target
-        best = int(np.argmin(np.abs(miss)))
-        sigma = float(sigmas[best])
-        for lo, hi in ((best - 1, best), (best, best + 1)):  # refine within the grid step
-            if 0 <= lo and hi < len(sigmas) and miss[lo] * miss[hi] < 0:
-                sigma = optimize.brentq(
-                    lambda x: cut_lognormal_mean(median, x, cut) - target, sigmas[lo], sigmas[hi]
-                )
-        return median, sigma, float(self.lengths_us.max())
-
-
-def cut_lognormal_mean(median: float, sigma: float, cut: float) -> float:
-    """``E[Y | Y <= cut]`` of a lognormal ``Y`` of that median and sigma."""
-    b = (math.log(cut) - math.log(median)) / sigma
-    return float(median * math.exp(sigma**2 / 2) * special.ndtr(b - sigma) / special.ndtr(b))
+    def quantiles(self) -> dict[str, float]:
+        """The gaps' quantiles (us) at :data:`twin.percentiles.HICCUP_QUANTILES`, by key."""
+        levels = np.array(list(HICCUP_QUANTILES.values())) / 100.0
+        values = np.quantile(self.lengths_us, levels)
+        return dict(zip(HICCUP_QUANTILES, (float(v) for v in values), strict=True))
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -112,9 +91,10 @@ def summarize(paths: Sequence[Path]) -> HiccupSummary:
     return HiccupSummary(seconds, np.concatenate(lengths), steal / seconds)
 
 
-def _lognormal_parameters(paths: Sequence[Path], prefix: str, probe: str) -> dict[str, Parameter]:
-    """``{prefix}_rate_per_s``, ``_median_us``, ``_sigma`` and ``_max_us`` of the probe files
-    (``probe`` says which: how the vCPUs spun); only the rate (0) where they met no hiccup."""
+def _law_parameters(paths: Sequence[Path], prefix: str, probe: str) -> dict[str, Parameter]:
+    """``{prefix}_rate_per_s``, the quantiles ``{prefix}_p25_us`` .. and ``{prefix}_max_us`` of
+    the probe files (``probe`` says which: how the vCPUs spun); only the rate (0) where they met
+    no hiccup."""
     summary = summarize(paths)
     names = ", ".join(Path(p).name for p in paths)
     where = (
@@ -125,16 +105,12 @@ def _lognormal_parameters(paths: Sequence[Path], prefix: str, probe: str) -> dic
     )
     if not len(summary.lengths_us):
         return {f"{prefix}_rate_per_s": Parameter(0.0, where)}
-    median, sigma, longest = summary.lognormal()
-    shape = (
-        f"{where}; lengths a shifted lognormal of their median and mean, cut at the longest "
-        f"(calibration.hiccups)"
-    )
+    shape = f"{where}; the gaps' quantiles (calibration.hiccups)"
+    lengths = {f"{prefix}_{key}_us": value for key, value in summary.quantiles().items()}
+    lengths[f"{prefix}_max_us"] = float(summary.lengths_us.max())
     return {
         f"{prefix}_rate_per_s": Parameter(summary.rate_per_s, where),
-        f"{prefix}_median_us": Parameter(median, shape),
-        f"{prefix}_sigma": Parameter(sigma, shape),
-        f"{prefix}_max_us": Parameter(longest, shape),
+        **{name: Parameter(value, shape) for name, value in lengths.items()},
     }
 
 
@@ -145,13 +121,13 @@ def hiccup_parameters(
     probes with every vCPU spinning (``paths``), ``local_vcpu_hiccup_alone_*`` from those with
     each alone (``alone_paths``; without any, the first's, so the rate follows nothing); none
     (rate 0) where a probe met no hiccup."""
-    together = _lognormal_parameters(paths, HICCUP_BUSY, "every vCPU spinning")
+    together = _law_parameters(paths, HICCUP_BUSY, "every vCPU spinning")
     floor = Parameter(
         HICCUP_MIN_US,
         "measurement convention: the shortest gap counted as a hiccup (calibration.hiccups)",
     )
     if alone_paths:
-        alone = _lognormal_parameters(alone_paths, HICCUP_ALONE, "each vCPU alone, the others idle")
+        alone = _law_parameters(alone_paths, HICCUP_ALONE, "each vCPU alone, the others idle")
     else:
         alone = {
             key.replace(HICCUP_BUSY, HICCUP_ALONE, 1): replace(

@@ -557,6 +557,11 @@ EVERY_WAKE_MATRIX = "calibration/validation/load_matrix_every_wake.json"
 NEIGHBOUR_CORPUS_DAY = "2026-11-28 01:37, testbed only, the hiccup probe alone beside it"
 NEIGHBOUR_BEFORE_MATRIX = "calibration/validation/load_matrix_neighbour_before.json"
 NEIGHBOUR_MATRIX = "calibration/validation/load_matrix_neighbour.json"
+# ... and with each hiccup as long as the probes measured (their quantiles, not a lognormal).
+MEASURED_HICCUPS_MATRIX = "calibration/validation/load_matrix_measured_hiccups.json"
+# ... the two on the hiccup corpus (no alone probe: the busy law at every load), before and after.
+HICCUPS_NEIGHBOUR_MATRIX = "calibration/validation/load_matrix_hiccups_neighbour.json"
+HICCUPS_MEASURED_MATRIX = "calibration/validation/load_matrix_hiccups_measured.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -790,6 +795,22 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         "share of the time its neighbour works, the alone probe's otherwise (the other vCPU "
         "idles while both processes share one)",
         NEIGHBOUR_CORPUS_DAY,
+    ),
+    (
+        MEASURED_HICCUPS_MATRIX,
+        "plus each hiccup as long as the probes measured: their gaps' quantiles (p25 to p99.8) "
+        "and the longest, joined log-linearly, no longer a lognormal of the gaps' median and mean",
+        NEIGHBOUR_CORPUS_DAY,
+    ),
+    (
+        HICCUPS_NEIGHBOUR_MATRIX,
+        "the model of commit 813d14d (hiccups following the other vCPU) on the hiccup corpus",
+        HICCUPS_CORPUS_DAY,
+    ),
+    (
+        HICCUPS_MEASURED_MATRIX,
+        "plus each hiccup as long as the probes measured (their quantiles)",
+        HICCUPS_CORPUS_DAY,
     ),
     (
         SOCKPERF_QUIET_MATRIX,

@@ -28,6 +28,22 @@ ALL_PERCENTILES: Mapping[str, float] = MappingProxyType(
         sorted({**PERCENTILES, "p10": 10.0, "p25": 25.0, "p75": 75.0}.items(), key=lambda kv: kv[1])
     )
 )
+# The quantiles that tabulate a hiccup's length (twin.components.loopback.vcpu_hiccups, read off
+# the hiccup probe by calibration.hiccups): dense in the tail, whose few long hiccups set a busy
+# point's p99; the longest gap closes the table.
+HICCUP_QUANTILES: Mapping[str, float] = MappingProxyType(
+    {
+        "p25": 25.0,
+        "p50": 50.0,
+        "p75": 75.0,
+        "p90": 90.0,
+        "p95": 95.0,
+        "p98": 98.0,
+        "p99": 99.0,
+        "p99_5": 99.5,
+        "p99_8": 99.8,
+    }
+)
 # The percentiles that fit a narrow table or chart (p95 left out).
 HEADLINE = ("p50", "p90", "p99", "p99_9")
 # The statistics of a stage table (a pipeline's stages and milestones, as the C++ engine

@@ -39,8 +39,15 @@ import numpy as np
 
 from calibration.hiccups import HICCUP_MIN_US
 from calibration.testbed.summary import LoadSummary, median_summary, read_summary, run_dirs
-from twin.components.loopback import EVENTS_PER_MSG, STALL_SHAPES, process_utilization
+from twin.components.loopback import (
+    EVENTS_PER_MSG,
+    HICCUP_ALONE,
+    HICCUP_BUSY,
+    STALL_SHAPES,
+    process_utilization,
+)
 from twin.errors import MeasurementError
+from twin.percentiles import HICCUP_QUANTILES
 from twin.profile import Parameter, Profile
 from twin.results import RunResult, rate_at_full_load
 from twin.scenario import Scenario
@@ -115,15 +122,14 @@ NO_HICCUPS = {
         HICCUP_MIN_US,
         "assumption: the shortest gap the model counts as a hiccup (calibration.hiccups)",
     ),
-    "local_vcpu_hiccup_median_us": Parameter(10.0, "assumption: unused while the rate is 0"),
-    "local_vcpu_hiccup_sigma": Parameter(1.0, "assumption: unused while the rate is 0"),
-    "local_vcpu_hiccup_max_us": Parameter(1000.0, "assumption: unused while the rate is 0"),
     "local_vcpu_hiccup_alone_rate_per_s": Parameter(
         0.0, "assumption: no hiccup probe beside a campaign (twin testbed hiccups --alone)"
     ),
-    "local_vcpu_hiccup_alone_median_us": Parameter(10.0, "assumption: unused while the rate is 0"),
-    "local_vcpu_hiccup_alone_sigma": Parameter(1.0, "assumption: unused while the rate is 0"),
-    "local_vcpu_hiccup_alone_max_us": Parameter(1000.0, "assumption: unused while the rate is 0"),
+    **{
+        f"{prefix}_{key}_us": Parameter(HICCUP_MIN_US, "assumption: unused while the rate is 0")
+        for prefix in (HICCUP_BUSY, HICCUP_ALONE)
+        for key in (*HICCUP_QUANTILES, "max")
+    },
 }
 # ... and a read's system calls inside the wake-up's CPU: a campaign measures no native server.
 NO_READ_CALLS = Parameter(

@@ -46,13 +46,13 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import special
 
 from twin.components.stages import sources, stage
 from twin.dists import ZERO, Const, Dist, Empirical, Exponential, ShiftedLognormal
 from twin.errors import ModelError
 from twin.kinds import Sender, Tier, Transport
 from twin.path import HaltPolling, Hiccups, Hop, Station
+from twin.percentiles import HICCUP_QUANTILES
 from twin.profile import Profile
 
 CLIENT, GATEWAY = "client process", "gateway process"
@@ -352,16 +352,18 @@ def _thread_on_vcpu(station: Station, profile: Profile, other_busy: float = 1.0)
 
 
 def _hiccup_lengths(profile: Profile, prefix: str, n: int) -> np.ndarray:
-    """``n`` evenly spaced quantiles of a hiccup's length (us) by the probe of ``prefix``: a
-    shifted lognormal (``local_vcpu_hiccup_floor_us``, ``{prefix}_median_us``, ``_sigma``) cut
-    at ``{prefix}_max_us``."""
+    """``n`` evenly spaced quantiles of a hiccup's length (us) by the probe of ``prefix``: its
+    measured quantiles (``{prefix}_p25_us`` .. at :data:`twin.percentiles.HICCUP_QUANTILES`)
+    between ``local_vcpu_hiccup_floor_us`` (none shorter) and ``{prefix}_max_us`` (none
+    longer), the log of the length linear in the level between them (log-uniform within each
+    step, so no length the probe did not bracket)."""
+    levels = [0.0, *(q / 100.0 for q in HICCUP_QUANTILES.values()), 1.0]
+    names = [f"{prefix}_{key}_us" for key in HICCUP_QUANTILES]
     floor = profile.value(f"{HICCUP_BUSY}_floor_us")
-    median = profile.value(f"{prefix}_median_us")
-    sigma = profile.value(f"{prefix}_sigma")
-    cut = max(profile.value(f"{prefix}_max_us") - floor, median)
-    below = special.ndtr(math.log(cut / median) / sigma) if sigma > 0 else 1.0
+    knots = [floor, *(profile.value(name) for name in names), profile.value(f"{prefix}_max_us")]
+    log_knots = np.log(np.maximum.accumulate(np.maximum(knots, floor)))
     u = (np.arange(n) + 0.5) / n
-    return floor + median * np.exp(sigma * special.ndtri(u * below))
+    return np.exp(np.interp(u, levels, log_knots))
 
 
 def vcpu_hiccups(profile: Profile, other_busy: float = 1.0) -> Hiccups | None:
@@ -369,7 +371,7 @@ def vcpu_hiccups(profile: Profile, other_busy: float = 1.0) -> Hiccups | None:
     ``other_busy`` of the time, as the hiccup probes beside a corpus measured them
     (:func:`calibration.hiccups.hiccup_parameters`): ``local_vcpu_hiccup_rate_per_s`` a second
     while every vCPU is busy, ``local_vcpu_hiccup_alone_rate_per_s`` while the others idle, each
-    probe's lengths a shifted lognormal cut at its longest gap. The guest's kernel threads and
+    probe's lengths its measured quantiles (:func:`_hiccup_lengths`). The guest's kernel threads and
     the host's own work take an idle vCPU when there is one, so a thread meets the busy host's
     hiccups in the share of the time its neighbour is busy and the alone ones otherwise: Poisson
     at ``o r_busy + (1 - o) r_alone``, each length drawn from the two laws in proportion to their

@@ -14,6 +14,7 @@ from calibration.hiccups import HICCUP_MIN_US, hiccup_parameters, summarize
 from twin.cli import main
 from twin.components import loopback
 from twin.errors import MeasurementError
+from twin.percentiles import HICCUP_QUANTILES
 from twin.profile import load_profile, resolve_profile_path
 from twin.testbed.hiccups import Mode, measure_hiccups
 
@@ -90,12 +91,12 @@ def test_the_hiccups_are_the_long_gaps_pooled(tmp_path: Path) -> None:
     assert "a.json, b.json" in rate.source and "steal 1.00%" in rate.source
 
 
-def test_the_models_hiccups_keep_the_probes_median_share_and_longest(tmp_path: Path) -> None:
-    """The cut lognormal the model tabulates has the gaps' median and longest, and takes the
-    share of the time they took."""
+def test_the_models_hiccups_keep_the_probes_quantiles_share_and_longest(tmp_path: Path) -> None:
+    """The table the model draws from has the gaps' quantiles and longest, and takes about the
+    share of the time they took (the steps between the quantiles log-uniform)."""
     rng = np.random.default_rng(4)
-    gaps = HICCUP_MIN_US + 12.0 * np.exp(2.0 * rng.standard_normal(3000))
-    probe = _probe(tmp_path / "a.json", [(60.0, [round(float(g), 3) for g in gaps])])
+    gaps = np.round(HICCUP_MIN_US + 12.0 * np.exp(2.0 * rng.standard_normal(3000)), 3)
+    probe = _probe(tmp_path / "a.json", [(60.0, [float(g) for g in gaps])])
     params = hiccup_parameters([probe])
     profile = load_profile(resolve_profile_path("local")).with_values(
         {k: p.value for k, p in params.items()}
@@ -103,9 +104,48 @@ def test_the_models_hiccups_keep_the_probes_median_share_and_longest(tmp_path: P
     hiccups = loopback.vcpu_hiccups(profile)
     assert hiccups is not None
     lengths = np.asarray(hiccups.length.samples_us)
-    assert np.median(lengths) == pytest.approx(np.median(gaps), rel=0.02)
+    for key, level in HICCUP_QUANTILES.items():
+        assert np.percentile(lengths, level) == pytest.approx(np.percentile(gaps, level), rel=0.02)
+        assert params[f"local_vcpu_hiccup_{key}_us"].value == pytest.approx(
+            np.percentile(gaps, level)
+        )
     assert lengths.max() <= gaps.max() + 1e-6 and lengths.max() > np.percentile(gaps, 99.9)
-    assert hiccups.share == pytest.approx(summarize([probe]).share, rel=0.02)
+    assert lengths.min() >= HICCUP_MIN_US
+    assert hiccups.share == pytest.approx(summarize([probe]).share, rel=0.05)
+
+
+def _log_linear_mean(levels: list[float], knots: list[float]) -> float:
+    """The mean of a length whose log is linear in the level between knots: each step
+    log-uniform, its mean ``(b - a) / ln(b / a)`` (``a`` where the step is flat)."""
+    mean = 0.0
+    for k in range(len(levels) - 1):
+        a, b = knots[k], knots[k + 1]
+        mean += (levels[k + 1] - levels[k]) * (a if b == a else (b - a) / np.log(b / a))
+    return mean
+
+
+def test_the_table_is_the_log_linear_law_between_the_quantiles() -> None:
+    """Exact: each quantile level's share of the table lies below its knot, and the table's mean
+    is the law's."""
+    knots = {"floor": 50.0, **{k: 60.0 * 1.8**i for i, k in enumerate(HICCUP_QUANTILES)}}
+    knots["max"] = 40_000.0
+    profile = load_profile(resolve_profile_path("local")).with_values(
+        {
+            "local_vcpu_hiccup_rate_per_s": 10.0,
+            "local_vcpu_hiccup_floor_us": knots["floor"],
+            **{f"local_vcpu_hiccup_{k}_us": v for k, v in knots.items() if k != "floor"},
+        }
+    )
+    hiccups = loopback.vcpu_hiccups(profile)
+    assert hiccups is not None
+    lengths = np.asarray(hiccups.length.samples_us)
+    for key, level in HICCUP_QUANTILES.items():  # the knot's share of the table below it
+        assert np.mean(lengths <= knots[key]) == pytest.approx(
+            level / 100.0, abs=1.0 / len(lengths)
+        )
+    levels = [0.0, *(v / 100.0 for v in HICCUP_QUANTILES.values()), 1.0]
+    assert lengths.mean() == pytest.approx(_log_linear_mean(levels, list(knots.values())), rel=2e-3)
+    assert hiccups.share == pytest.approx(10.0 * lengths.mean() * 1e-6)
 
 
 def test_a_vcpu_alone_has_hiccups_of_its_own_and_without_its_probe_the_busy_hosts(
@@ -118,7 +158,7 @@ def test_a_vcpu_alone_has_hiccups_of_its_own_and_without_its_probe_the_busy_host
     assert params["local_vcpu_hiccup_alone_rate_per_s"].value == pytest.approx(0.25)
     assert "b.json; each vCPU alone" in params["local_vcpu_hiccup_alone_rate_per_s"].source
     same = hiccup_parameters([busy])
-    for key in ("rate_per_s", "median_us", "sigma", "max_us"):
+    for key in ("rate_per_s", "p50_us", "p99_us", "max_us"):
         copy = same[f"local_vcpu_hiccup_alone_{key}"]
         assert copy.value == same[f"local_vcpu_hiccup_{key}"].value
         assert "no probe with a vCPU alone" in copy.source
@@ -127,15 +167,14 @@ def test_a_vcpu_alone_has_hiccups_of_its_own_and_without_its_probe_the_busy_host
 def test_the_hiccups_mix_the_two_probes_by_how_busy_the_other_vcpu_is() -> None:
     """Poisson at ``o r_busy + (1 - o) r_alone`` with each law in its rate's share: the time
     taken is the two probes' shares mixed alike; the busy host alone is its own table."""
+    laws = HICCUP_QUANTILES.items()
     profile = load_profile(resolve_profile_path("local")).with_values(
         {
             "local_vcpu_hiccup_rate_per_s": 30.0,
-            "local_vcpu_hiccup_median_us": 400.0,
-            "local_vcpu_hiccup_sigma": 0.5,
+            **{f"local_vcpu_hiccup_{k}_us": 450.0 * level / 50.0 for k, level in laws},
             "local_vcpu_hiccup_max_us": 5000.0,
             "local_vcpu_hiccup_alone_rate_per_s": 10.0,
-            "local_vcpu_hiccup_alone_median_us": 10.0,
-            "local_vcpu_hiccup_alone_sigma": 0.5,
+            **{f"local_vcpu_hiccup_alone_{k}_us": 60.0 * level / 50.0 for k, level in laws},
             "local_vcpu_hiccup_alone_max_us": 500.0,
         }
     )
@@ -143,7 +182,7 @@ def test_the_hiccups_mix_the_two_probes_by_how_busy_the_other_vcpu_is() -> None:
     assert busy is not None and alone is not None
     assert (busy.rate_per_s, alone.rate_per_s) == (30.0, 10.0)
     assert max(alone.length.samples_us) <= 500.0  # each law its own, cut at its longest
-    assert np.median(busy.length.samples_us) == pytest.approx(50.0 + 400.0, rel=1e-3)
+    assert np.median(busy.length.samples_us) == pytest.approx(450.0, rel=1e-3)
     mixed = loopback.vcpu_hiccups(profile, 0.25)
     assert mixed is not None
     assert mixed.rate_per_s == pytest.approx(0.25 * 30.0 + 0.75 * 10.0)

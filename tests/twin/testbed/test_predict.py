@@ -11,12 +11,12 @@ from types import MappingProxyType
 import numpy as np
 import pytest
 
-from calibration.hiccups import cut_lognormal_mean
 from calibration.testbed import fit as predict
 from twin.components import loopback
 from twin.dists import ZERO
 from twin.errors import ModelError
 from twin.kinds import Sender
+from twin.percentiles import HICCUP_QUANTILES
 from twin.profile import Parameter, Profile, load_profile
 from twin.scenario import load_scenario
 
@@ -491,7 +491,8 @@ def test_every_sleeping_thread_takes_the_hosts_halt_law(imbalance_pct: float):
     assert not prepare(scenario, off).path.station_wake["halt_share"].any()
 
 
-HICCUP_LAW = {"median_us": 20.0, "sigma": 1.5, "max_us": 2050.0}
+HICCUP_LAW = {f"{k}_us": 50.0 + level for k, level in HICCUP_QUANTILES.items()}
+HICCUP_LAW["max_us"] = 2050.0
 
 
 def _hiccup_profile(imbalance_pct: float, busy_rate: float, alone_rate: float) -> Profile:
@@ -519,8 +520,9 @@ def test_every_sleeping_thread_meets_the_hosts_hiccups(imbalance_pct: float):
     path = prepare(scenario, p).path
     rates = list(path.station_wake["hiccup_rate_per_s"])
     assert rates == pytest.approx([40.0] * path.n_stations, rel=1e-12)
-    share = 40.0 * (50.0 + cut_lognormal_mean(20.0, 1.5, 2000.0)) * 1e-6
-    assert path.station_hiccup_share() == pytest.approx([share] * path.n_stations, rel=0.01)
+    law = loopback.vcpu_hiccups(p)
+    assert law is not None and law.share > 0
+    assert path.station_hiccup_share() == pytest.approx([law.share] * path.n_stations, rel=0.01)
     off = _profile(local_balance_imbalance_pct=imbalance_pct)
     assert not prepare(scenario, off).path.station_wake["hiccup_rate_per_s"].any()
 
