@@ -31,7 +31,9 @@ The **goal** for a point below :data:`GOAL_LOAD_SHARE` of the measured saturatio
 :data:`GOAL_P50_PCT` and p99 within :data:`GOAL_P99_PCT`. The summary counts predicted points
 (calibration points left out), the median absolute p50 and p99 errors and the share of points
 under the load limit that meet the goal; for saturation, within :data:`GOAL_SATURATION_PCT` of
-the measured capacity (judged where it was reached, or missed below a lower bound).
+the measured capacity (judged where it was reached, or missed below a lower bound). Beside
+it, the share of those points' runs within the same goal of their point's other runs
+(``runs_share_within_goal``, :mod:`calibration.repeatability`): what an exact model would reach.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from calibration.halt import (
 from calibration.hiccups import hiccup_parameters
 from calibration.measurement import Measurement
 from calibration.readers import read
+from calibration.repeatability import RunAgreement, pooled, run_agreement
 from calibration.targets import Target, TargetSet, load_targets, measurement_targets
 from calibration.testbed.fit import (
     KVM_DEFAULT_POLLING,
@@ -530,6 +533,29 @@ def measured_point(point: CorpusPoint) -> dict[str, float | None]:
     return out
 
 
+def measured_agreement(point: CorpusPoint) -> RunAgreement:
+    """How well the point's runs agree with each other, by the goal's thresholds
+    (:mod:`calibration.repeatability`)."""
+    runs = [read(r) for r in point.runs]
+    return run_agreement(
+        [m.percentile_us(50.0) for m in runs],
+        [m.percentile_us(99.0) for m in runs],
+        GOAL_P50_PCT,
+        GOAL_P99_PCT,
+    )
+
+
+def judged_agreement(system: Mapping[str, Any]) -> RunAgreement:
+    """A system's runs' agreement over the points the goal judges (not the calibration point,
+    below the load limit)."""
+    saturation = system["saturation"]["measured"]
+    return pooled(
+        RunAgreement(**p["run_agreement"])
+        for p in system["points"]
+        if not p["calibration"] and under_load_limit(p, saturation)
+    )
+
+
 def kind_files(run: Path) -> dict[str, Path]:
     """An order loop's run's histogram of each message kind (``order.hgrm``, ``cancel.hgrm``);
     ``{}`` for a run that does not record them apart."""
@@ -870,6 +896,7 @@ def system_matrix(
                     if kind in predicted_kinds
                 },
                 **({} if cpu is None else {"cpu_us_per_msg": cpu}),
+                "run_agreement": measured_agreement(point).as_dict(),
             }
         )
     calibration_point = system.point(system.calibrated_on)
@@ -878,7 +905,7 @@ def system_matrix(
         "predicted": predicted_saturation(_scenario(system, calibration_point, seed), profile),
         "reached": reached,
     }
-    return {
+    entry = {
         "system": system.name,
         "calibrated_on": system.calibrated_on,
         "probe": None if system.probe is None else system.probe.id,
@@ -886,12 +913,22 @@ def system_matrix(
         "points": points,
         "saturation": saturation,
     }
+    return {**entry, "run_agreement": judged_agreement(entry).as_dict()}
+
+
+def under_load_limit(point: Mapping[str, Any], saturation: float | None) -> bool:
+    """Whether a point's measured throughput is below the goal's share of the saturation."""
+    throughput = point["measured"]["throughput"]
+    return (
+        saturation is not None
+        and throughput is not None
+        and (throughput < GOAL_LOAD_SHARE * saturation)
+    )
 
 
 def within_goal(point: Mapping[str, Any], saturation: float | None) -> bool | None:
     """Whether a point meets the goal; None when it is above the load limit or unpredicted."""
-    throughput = point["measured"]["throughput"]
-    if saturation is None or throughput is None or throughput >= GOAL_LOAD_SHARE * saturation:
+    if not under_load_limit(point, saturation):
         return None
     p50, p99 = point["error_pct"]["p50"], point["error_pct"]["p99"]
     if p50 is None or p99 is None:
@@ -952,6 +989,8 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
     cpu_errors = host_cpu_errors("error_pct")
     simulated_cpu_errors = host_cpu_errors("simulated_error_pct")
+    # Each system's runs' agreement (files written before it was stated have none).
+    agreement = pooled(RunAgreement(**s["run_agreement"]) for s in systems if "run_agreement" in s)
 
     return {
         "points": len(predicted),
@@ -964,6 +1003,10 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             f"{GOAL_SATURATION_PCT:g}%"
         ),
         "points_under_load_limit": len(judged_known),
+        # The measurement's own repeatability: each run of those points against the median of
+        # its point's others, by the same thresholds (calibration.repeatability).
+        "runs_share_within_goal": agreement.share_within_goal,
+        "runs_judged": agreement.runs,
         "saturation_median_abs_err_pct": (
             float(statistics.median(abs(e) for e in saturation_errors))
             if saturation_errors
@@ -1085,6 +1128,12 @@ def format_matrix(matrix: Mapping[str, Any]) -> str:
         f"within goal {_share(sm['saturation_within_goal'])} of {sm['saturations_judged']} "
         f"systems ({sm['goal']}); * = calibration point"
     )
+    if sm.get("runs_judged"):
+        lines.append(
+            f"the runs themselves (each against the median of its point's others, the same "
+            f"goal): {_share(sm['runs_share_within_goal'])} of {sm['runs_judged']} runs within "
+            f"it, about what a model with each point's exact distribution would reach"
+        )
     if sm.get("cpu_points"):
         lines.append(
             f"the testbed's CPU a message (both processes, against schedstat's): median |error| "

@@ -957,6 +957,43 @@ def load_neighbour_hiccups() -> str:
     return _table(header, "llrrrrrr", rows)
 
 
+def load_run_agreement() -> str:
+    """Per system of the two hiccup corpora: how often one measured run is within the goal of
+    the median of its point's other runs (the points the goal judges), beside the share of
+    those points the latest model brings within it (seed 1)."""
+    from calibration.matrix import GOAL_P50_PCT, GOAL_P99_PCT, within_goal
+
+    rows = []
+    for path, corpus in (
+        (MEASURED_HICCUPS_MATRIX, NEIGHBOUR_CORPUS_DAY),
+        (HICCUPS_MEASURED_MATRIX, HICCUPS_CORPUS_DAY),
+    ):
+        for s in _load(path)["systems"]:
+            runs = s["run_agreement"]
+            n = runs["runs"]
+            judged = [
+                j
+                for p in s["points"]
+                if not p["calibration"]
+                and (j := within_goal(p, s["saturation"]["measured"])) is not None
+            ]
+            rows.append(
+                (
+                    corpus,
+                    s["system"],
+                    str(n),
+                    *(f"{100 * runs[k] / n:.0f}%" for k in ("p50_within", "p99_within")),
+                    f"{100 * runs['within_goal'] / n:.0f}%",
+                    f"{100 * sum(judged) / len(judged):.0f}% of {len(judged)}",
+                )
+            )
+    header = ("corpus", "system", "runs judged",
+              f"a run's p50 within {GOAL_P50_PCT:g}% of the others'",
+              f"its p99 within {GOAL_P99_PCT:g}%", "both (the ceiling)",
+              "the model within goal")  # fmt: skip
+    return _table(header, "llrrrrr", rows)
+
+
 def load_cpu_simulated() -> str:
     """The testbed's host CPU a message over loopback at every point of the hiccup corpus's
     latest matrix (seed 1): measured (schedstat, both processes), the model's mean-value
@@ -1176,6 +1213,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "load-cpu-simulated": load_cpu_simulated,
     "load-sockperf-sampler": load_sockperf_sampler,
     "load-neighbour-hiccups": load_neighbour_hiccups,
+    "load-run-agreement": load_run_agreement,
     "crosscheck": crosscheck,
     "crosscheck-spans": crosscheck_spans,
     "engines": engines,

@@ -129,6 +129,18 @@ def test_matrix_json_contract(tmp_path, capsys) -> None:
                 assert cpu["simulated_error_pct"]["host"] == pytest.approx(
                     100 * (simulated - measured) / measured
                 )
+            # Each run against its point's others: every run counted, no count above it.
+            agreement = point["run_agreement"]
+            assert set(agreement) == {"runs", "p50_within", "p99_within", "within_goal"}
+            assert agreement["within_goal"] <= min(agreement["p50_within"], agreement["p99_within"])
+            assert agreement["p50_within"] <= agreement["runs"]
+        judged = [
+            p["run_agreement"]["runs"]
+            for p in system["points"]
+            if not p["calibration"]
+            and p["measured"]["throughput"] < 0.8 * system["saturation"]["measured"]
+        ]
+        assert system["run_agreement"]["runs"] == sum(judged)
         own = next(p for p in system["points"] if p["id"] == system["calibrated_on"])
         assert abs(own["error_pct"]["p50"]) < 25  # the fit reproduces its own point
     summary = matrix["summary"]
@@ -143,6 +155,10 @@ def test_matrix_json_contract(tmp_path, capsys) -> None:
     assert summary["cpu_points"] == 2  # testbed-loopback's three points less its calibration
     assert summary["cpu_simulated_points"] == 2
     assert summary["cpu_simulated_median_abs_err_pct"] >= 0
+    runs = sum(s["run_agreement"]["runs"] for s in matrix["systems"])
+    assert summary["runs_judged"] == runs
+    within = sum(s["run_agreement"]["within_goal"] for s in matrix["systems"])
+    assert summary["runs_share_within_goal"] == (within / runs if runs else None)
 
 
 def test_matrix_text_has_a_line_per_point(capsys) -> None:
