@@ -523,9 +523,12 @@ def read_calls(system: CorpusSystem, corpus: Sequence[CorpusSystem]) -> Paramete
     return None
 
 
-def measured_point(point: CorpusPoint) -> dict[str, float | None]:
-    """p50, p90, p99 (us) and throughput (msg/s) of a point: medians over its runs."""
-    runs = [read(r) for r in point.runs]
+def measured_point(
+    point: CorpusPoint, runs: Sequence[Measurement] | None = None
+) -> dict[str, float | None]:
+    """p50, p90, p99 (us) and throughput (msg/s) of a point: medians over its runs (``runs``,
+    its files read already, or read here)."""
+    runs = [read(r) for r in point.runs] if runs is None else runs
     out: dict[str, float | None] = {
         key: statistics.median(m.percentile_us(float(key[1:])) for m in runs) for key in COMPARED
     }
@@ -533,10 +536,9 @@ def measured_point(point: CorpusPoint) -> dict[str, float | None]:
     return out
 
 
-def measured_agreement(point: CorpusPoint) -> RunAgreement:
-    """How well the point's runs agree with each other, by the goal's thresholds
+def measured_agreement(runs: Sequence[Measurement]) -> RunAgreement:
+    """How well a point's runs agree with each other, by the goal's thresholds
     (:mod:`calibration.repeatability`)."""
-    runs = [read(r) for r in point.runs]
     return run_agreement(
         [m.percentile_us(50.0) for m in runs],
         [m.percentile_us(99.0) for m in runs],
@@ -864,7 +866,8 @@ def system_matrix(
     throughputs: list[float] = []
     reached = False
     for point in system.points:
-        measured = measured_point(point)
+        runs = [read(r) for r in point.runs]
+        measured = measured_point(point, runs)
         if measured["throughput"] is not None:
             throughputs.append(measured["throughput"])
             if point.overrides.get("workload.loop") == "open":
@@ -896,7 +899,7 @@ def system_matrix(
                     if kind in predicted_kinds
                 },
                 **({} if cpu is None else {"cpu_us_per_msg": cpu}),
-                "run_agreement": measured_agreement(point).as_dict(),
+                "run_agreement": measured_agreement(runs).as_dict(),
             }
         )
     calibration_point = system.point(system.calibrated_on)
