@@ -7,10 +7,8 @@ holds them already; the longer ones are mostly the hypervisor's (steal, which is
 thread) and long softirq or kernel-thread work. The model's hiccups (:class:`twin.path.Hiccups`)
 come at a rate per vCPU and last **as long as the probe measured**: the gaps' quantiles at
 :data:`twin.percentiles.HICCUP_QUANTILES` and their longest, which the model joins log-linearly
-(:func:`twin.components.loopback.vcpu_hiccups`). Not a fitted law: a lognormal of the gaps'
-median and mean (the model until 2026-11-28) had too few hiccups of 1-2 ms and one and a half to
-two times too many of 5 ms and more against a 60 s probe, and those set a busy point's p99
-(design notes).
+(:func:`twin.components.loopback.vcpu_hiccups`). Not a fitted law: one with the gaps' median and
+mean gets the hiccups of milliseconds wrong, and those set a busy point's p99 (design notes).
 
 Two probes: every vCPU spinning at once (``local_vcpu_hiccup_*``, the hiccups of a vCPU whose
 neighbours are busy) and each alone while the others idle (``local_vcpu_hiccup_alone_*``; the
