@@ -59,6 +59,14 @@ def us_to_ns(values_us: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(np.asarray(values_us) * 1e3), LOWEST_NS, HIGHEST_NS).astype(np.int64)
 
 
+@njit(cache=True)
+def record_ns(counts: np.ndarray, values_ns: np.ndarray) -> None:
+    """Add integer-nanosecond samples to a counts array in place (compiled: a thousand samples
+    in a few microseconds, where :func:`record_us`'s conversions take a hundred)."""
+    for v in values_ns:
+        counts[counts_index(v)] += 1
+
+
 def record_us(counts: np.ndarray, values_us: np.ndarray) -> None:
     """Add microsecond samples to a counts array in place (vectorised)."""
     v = us_to_ns(values_us)

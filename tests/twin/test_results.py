@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from twin.histogram import empty_counts, record_us, to_hdr
+from twin.histogram import HIGHEST_NS, empty_counts, new_hdr, record_ns, record_us, to_hdr
 from twin.replicate import confidence_intervals
 from twin.results import PERCENTILES, percentiles_us
 from twin.sweep.summary import SUMMARY_STATS, format_summary, summarise_rows
@@ -23,6 +23,23 @@ def test_a_bucket_above_the_maximum_is_capped_at_it():
     record_us(counts, np.array([123.456]))
     assert to_hdr(counts).get_value_at_percentile(99.9) / 1e3 > 123.456
     assert set(percentiles_us(to_hdr(counts), 123.456).values()) == {123.456}
+
+
+def test_nanoseconds_are_counted_as_hdrhistogram_counts_them():
+    # record_ns (the load client's compiled fold) against hdrh itself and against record_us,
+    # clamping at both ends of the layout included.
+    rng = np.random.default_rng(5)
+    values = rng.lognormal(np.log(130e3), 2.0, 20_000).astype(np.int64)
+    values[:4] = [0, 1, HIGHEST_NS, HIGHEST_NS + 12_345]
+    counts = empty_counts()
+    record_ns(counts, values)
+    hdr = new_hdr()
+    for v in values:
+        hdr.record_value(int(min(max(v, 1), HIGHEST_NS)))
+    assert np.array_equal(counts, np.ctypeslib.as_array(hdr.counts)[: len(counts)])
+    by_us = empty_counts()
+    record_us(by_us, values / 1e3)
+    assert np.array_equal(counts, by_us)
 
 
 @settings(max_examples=50, deadline=None)

@@ -58,6 +58,7 @@ from twin.errors import ConfigError, SimulationError
 from twin.kinds import Arrivals, Loop
 from twin.testbed import hoststat
 from twin.testbed import protocol as P
+from twin.testbed.collector import collector_off
 from twin.testbed.recorder import (
     IntervalRecorder,
     summary_us,
@@ -534,7 +535,8 @@ class LoadRun:
             self.out_dir / "rtt.hlog", t_warm, wall0 + cfg.warmup_s, cfg.interval_s
         )
         try:
-            self._loop(due_ns, rec, t_warm, t_end)
+            with collector_off():
+                self._loop(due_ns, rec, t_warm, t_end)
         finally:
             totals = rec.close(max(time.perf_counter_ns(), t_end))
             for conn in self._conns:

@@ -59,6 +59,7 @@ from engine_ext.types import EVENT_DTYPE
 from twin.errors import ConfigError
 from twin.extras import Extra, require
 from twin.testbed import _kernel
+from twin.testbed.collector import freeze_startup
 from twin.testbed.hoststat import current_cpu
 from twin.testbed.protocol import FRAME_BYTES, ORDER_IDS_PER_CONNECTION, WIRE_DTYPE, decode
 
@@ -304,6 +305,7 @@ async def serve(
     loop = asyncio.get_running_loop()
     gateway = Gateway(limits)
     gateway.warm_up()
+    freeze_startup()
     stop = stop or asyncio.Event()
     server = await loop.create_server(
         lambda: _Connection(gateway), host, port, reuse_address=True, backlog=1024

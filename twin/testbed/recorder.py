@@ -1,19 +1,21 @@
 """The load client's records: round trips in HDR interval histograms, timings, result files.
 
-The client's loop only appends integers to lists (tens of nanoseconds each); the lists are
-folded into the interval's counts (:func:`twin.histogram.record_us`) every
-:data:`FOLD_SAMPLES` round trips, a pause of about 30 us, so recording never stops the loop
-for long. The round trips go to an HdrHistogram interval log (one histogram per
-``interval_s``, all kinds together) and to per-kind totals; the totals are exactly the sum of
-the logged intervals, so the JSON summary's percentiles can be recomputed from the log. The
-log is written when the run closes (its intervals kept sparse until then): encoding it as each
-interval ends would stop an open loop's sends for that long, and the round trips counted from
-their scheduled times would carry the pause.
+The client's loop only appends integers to arrays (``array('q')``, tens of nanoseconds
+each); the arrays are folded into the interval's counts (:func:`twin.histogram.record_ns`,
+compiled, reading the array's buffer in place) every :data:`FOLD_SAMPLES` round trips, a pause
+of a few microseconds, so recording never stops the loop for long. The round trips go to an
+HdrHistogram interval log (one histogram per ``interval_s``, all kinds together) and to
+per-kind totals; the totals are exactly the sum of the logged intervals, so the JSON summary's
+percentiles can be recomputed from the log. The log is written when the run closes (its
+intervals kept sparse until then): encoding it as each interval ends would stop an open loop's
+sends for that long, and the round trips counted from their scheduled times would carry the
+pause.
 """
 
 from __future__ import annotations
 
 import time
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,13 +26,14 @@ from hdrh.log import HistogramLogWriter
 
 from calibration.testbed.summary import LoadSummary
 from twin.atomic import write_json, write_text
-from twin.histogram import empty_counts, record_us, to_hdr
+from twin.histogram import empty_counts, record_ns, to_hdr
 from twin.output import hgrm_text
 from twin.results import percentiles_us
 
 KINDS = ("order", "cancel")
-# Round trips a kind's pending list holds before they are folded into the interval's counts:
-# about 30 us of vectorised work (one list of 128k, folded at once, stopped the loop 5 ms).
+# Round trips a kind's pending array holds before they are folded into the interval's counts:
+# a few microseconds of compiled work. (Folding a Python list through numpy cost 140-500 us a
+# fold, a stall every 1,024 round trips of a kind that the load's tail carried: design notes.)
 FOLD_SAMPLES = 1024
 # Edges (us) of the idle-gap classes of :func:`work_by_gap`: how long the process had been
 # idle before a piece of work (a cold start after a long idle is slower: caches, frequency,
@@ -42,7 +45,7 @@ def counts_of_ns(values_ns: list[int] | np.ndarray) -> np.ndarray:
     """An HDR counts array (the twin's layout) of integer-nanosecond values."""
     counts = empty_counts()
     if len(values_ns):
-        record_us(counts, np.asarray(values_ns, dtype=np.float64) / 1e3)
+        record_ns(counts, np.asarray(values_ns, dtype=np.int64))
     return counts
 
 
@@ -159,7 +162,7 @@ class IntervalRecorder:
     """Round trips per kind, logged as one histogram per interval; totals for the summary.
 
     The loop appends ``(kind, rtt_ns)`` to :attr:`pending` and calls :meth:`maybe_rotate` once
-    a pass: it folds a pending list into the interval's counts once it holds
+    a pass: it folds a pending array into the interval's counts once it holds
     :data:`FOLD_SAMPLES`, and closes the interval at each boundary (``base_ns`` + k x
     ``interval_s``). :meth:`close` writes the log.
     """
@@ -169,8 +172,9 @@ class IntervalRecorder:
         self.interval_ns = int(interval_s * 1e9)
         self.next_ns = base_ns + self.interval_ns
         self.interval_start_ns = base_ns
-        self.pending: dict[str, list[int]] = {k: [] for k in KINDS}
+        self.pending: dict[str, array[int]] = {k: array("q") for k in KINDS}
         self.interval_counts = {k: empty_counts() for k in KINDS}
+        record_ns(empty_counts(), np.zeros(0, dtype=np.int64))  # compiled before the loop runs
         self.totals = {name: empty_counts() for name in ("all", *KINDS)}
         # Closed intervals not yet logged: start and end (ns), nonzero counts indices, counts.
         self.closed: list[tuple[int, int, np.ndarray, np.ndarray]] = []
@@ -196,8 +200,8 @@ class IntervalRecorder:
     def _fold(self, kind: str) -> None:
         pending = self.pending[kind]
         if pending:
-            record_us(self.interval_counts[kind], np.asarray(pending, dtype=np.float64) / 1e3)
-            pending.clear()
+            record_ns(self.interval_counts[kind], np.frombuffer(pending, dtype=np.int64))
+            del pending[:]
 
     def rotate(self, end_ns: int) -> None:
         """Close the current interval at ``end_ns``: keep it for the log, add it to the totals."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 import numpy as np
@@ -30,6 +31,12 @@ def run(gateway, tmp_path_factory):
     )
     summary = LoadRun(cfg, str(out)).run()
     return out, summary
+
+
+def test_the_collector_is_back_on_after_the_run(run):
+    # The loop ran with automatic collection off (twin.testbed.collector); the process gets it back.
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
 
 
 def test_files_written(run):
