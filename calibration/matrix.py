@@ -33,7 +33,9 @@ The **goal** for a point below :data:`GOAL_LOAD_SHARE` of the measured saturatio
 under the load limit that meet the goal; for saturation, within :data:`GOAL_SATURATION_PCT` of
 the measured capacity (judged where it was reached, or missed below a lower bound). Beside
 it, the share of those points' runs within the same goal of their point's other runs
-(``runs_share_within_goal``, :mod:`calibration.repeatability`): what an exact model would reach.
+(``runs_share_within_goal``, :mod:`calibration.repeatability`): what an exact model would reach;
+and how many of the testbed's runs lost more than :data:`STOLEN_RUN_PCT` of their time to steal
+(:func:`host_steal`): a corpus of a host whose neighbours took it.
 """
 
 from __future__ import annotations
@@ -94,6 +96,10 @@ GOAL_SATURATION_PCT = 10.0
 # Simulated seconds per predicted point (the runs measured 2 s); a calibration evaluation
 # simulates as many seconds as the calibration point's runs recorded, and no fewer.
 PREDICT_DURATION_S = 2.0
+# A testbed run whose VM lost more than this share of its time (%) to steal (the hypervisor
+# running another guest on its cores; the run's ``host.steal_pct``) measured the neighbour as
+# much as the system: counted apart in the matrix (:func:`host_steal`), judged all the same.
+STOLEN_RUN_PCT = 1.0
 CALIBRATION_NFEV = 15
 # The lab host's scheduling cold start, measured by the wake-up probe on the lab's day rather than
 # fitted: one low-load point cannot tell it from the rest of the wake-up, and fitted it made every
@@ -596,6 +602,27 @@ def _stated(point: CorpusPoint | None) -> bool:
     return point is not None and all((run / "summary.json").is_file() for run in point.runs)
 
 
+def host_steal(points: Sequence[CorpusPoint]) -> dict[str, Any] | None:
+    """The host's steal over a system's runs (each testbed summary's ``host.steal_pct``: the
+    share of the run its vCPUs were runnable while the hypervisor ran another guest): ``runs``
+    stating it, their ``median_pct``, and ``stolen_runs``, those above :data:`STOLEN_RUN_PCT`.
+    None where no run states it (another tool's)."""
+    steal = [
+        float(value)
+        for point in points
+        if _stated(point)
+        for run in point.runs
+        if (value := read_summary(run).host.get("steal_pct")) is not None
+    ]
+    if not steal:
+        return None
+    return {
+        "runs": len(steal),
+        "median_pct": float(statistics.median(steal)),
+        "stolen_runs": sum(x > STOLEN_RUN_PCT for x in steal),
+    }
+
+
 def measured_prior(
     system: CorpusSystem,
     prior: Profile,
@@ -915,6 +942,7 @@ def system_matrix(
         "fit": {"chi2": fit.chi2_, "log_factors": fit.log_factors_},
         "points": points,
         "saturation": saturation,
+        "host_steal": host_steal(system.points),
     }
     return {**entry, "run_agreement": judged_agreement(entry).as_dict()}
 
@@ -994,6 +1022,7 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     simulated_cpu_errors = host_cpu_errors("simulated_error_pct")
     # Each system's runs' agreement (files written before it was stated have none).
     agreement = pooled(RunAgreement(**s["run_agreement"]) for s in systems if "run_agreement" in s)
+    steal = [s["host_steal"] for s in systems if s.get("host_steal")]
 
     return {
         "points": len(predicted),
@@ -1010,6 +1039,9 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         # its point's others, by the same thresholds (calibration.repeatability).
         "runs_share_within_goal": agreement.share_within_goal,
         "runs_judged": agreement.runs,
+        # The testbed's runs that lost more than STOLEN_RUN_PCT of their time to steal.
+        "steal_runs": sum(x["runs"] for x in steal),
+        "stolen_runs": sum(x["stolen_runs"] for x in steal),
         "saturation_median_abs_err_pct": (
             float(statistics.median(abs(e) for e in saturation_errors))
             if saturation_errors
@@ -1136,6 +1168,11 @@ def format_matrix(matrix: Mapping[str, Any]) -> str:
             f"the runs themselves (each against the median of its point's others, the same "
             f"goal): {_share(sm['runs_share_within_goal'])} of {sm['runs_judged']} runs within "
             f"it, about what a model with each point's exact distribution would reach"
+        )
+    if sm.get("steal_runs"):
+        lines.append(
+            f"the host: {sm['stolen_runs']} of {sm['steal_runs']} testbed runs lost more than "
+            f"{STOLEN_RUN_PCT:g}% of their time to steal (the hypervisor running another guest)"
         )
     if sm.get("cpu_points"):
         lines.append(

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import statistics
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from calibration.matrix import STOLEN_RUN_PCT, host_steal, load_corpus
 from calibration.targets import load_targets
 from twin.cli import main
 from twin.errors import ProfileError
@@ -92,6 +94,24 @@ def test_an_unreadable_measurement_is_one_line(tmp_path, capsys) -> None:
     assert capsys.readouterr().err.count("\n") == 1
 
 
+def test_runs_that_lost_their_time_to_steal_are_counted(tmp_path) -> None:
+    root = tmp_path / "corpus"
+    shutil.copytree(CORPUS, root)
+    runs = sorted((root / "testbed-loopback").glob("*/run_*"))
+    for run, steal in zip(runs, (0.5, 2.0, 3.0), strict=True):
+        path = run / "summary.json"
+        data = json.loads(path.read_text())
+        data["host"]["steal_pct"] = steal
+        path.write_text(json.dumps(data))
+    systems = {s.name: s for s in load_corpus(root)}
+    assert host_steal(systems["testbed-loopback"].points) == {
+        "runs": 3,
+        "median_pct": 2.0,
+        "stolen_runs": 2,  # above STOLEN_RUN_PCT
+    }
+    assert host_steal(systems["sockperf-udp-loopback"].points) is None  # no summaries
+
+
 def test_matrix_json_contract(tmp_path, capsys) -> None:
     out = tmp_path / "matrix.json"
     assert main(["validate", "--matrix", str(CORPUS), "--json", "--json-out", str(out)]) == 0
@@ -141,6 +161,18 @@ def test_matrix_json_contract(tmp_path, capsys) -> None:
             and p["measured"]["throughput"] < 0.8 * system["saturation"]["measured"]
         ]
         assert system["run_agreement"]["runs"] == sum(judged)
+        # The host's steal over the runs that state it (the testbed's summaries).
+        steal = system["host_steal"]
+        if system["system"] == "testbed-loopback":
+            runs = [
+                json.loads((run / "summary.json").read_text())["host"]["steal_pct"]
+                for run in sorted((CORPUS / "testbed-loopback").glob("*/run_*"))
+            ]
+            assert steal["runs"] == len(runs) > 0
+            assert steal["median_pct"] == pytest.approx(statistics.median(runs))
+            assert steal["stolen_runs"] == sum(x > STOLEN_RUN_PCT for x in runs)
+        else:
+            assert steal is None
         own = next(p for p in system["points"] if p["id"] == system["calibrated_on"])
         assert abs(own["error_pct"]["p50"]) < 25  # the fit reproduces its own point
     summary = matrix["summary"]
@@ -152,6 +184,9 @@ def test_matrix_json_contract(tmp_path, capsys) -> None:
         "share_within_goal",
         "cpu_median_abs_err_pct",
     }
+    assert summary["steal_runs"] == sum(
+        s["host_steal"]["runs"] for s in matrix["systems"] if s["host_steal"]
+    )
     assert summary["cpu_points"] == 2  # testbed-loopback's three points less its calibration
     assert summary["cpu_simulated_points"] == 2
     assert summary["cpu_simulated_median_abs_err_pct"] >= 0
