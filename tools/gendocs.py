@@ -562,12 +562,6 @@ MEASURED_HICCUPS_MATRIX = "calibration/validation/load_matrix_measured_hiccups.j
 # ... the two on the hiccup corpus (no alone probe: the busy law at every load), before and after.
 HICCUPS_NEIGHBOUR_MATRIX = "calibration/validation/load_matrix_hiccups_neighbour.json"
 HICCUPS_MEASURED_MATRIX = "calibration/validation/load_matrix_hiccups_measured.json"
-# calibration/data/load_2026-11-28_client: the testbed alone, measured by a client without stalls
-# of its own (compiled histogram fold, no garbage collection in its loop); the same model on it.
-CLIENT_CORPUS_DAY = (
-    "2026-11-28 09:50, testbed only, a client without stalls of its own, a host stolen from"
-)
-CLIENT_MATRIX = "calibration/validation/load_matrix_client.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -819,12 +813,6 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         HICCUPS_CORPUS_DAY,
     ),
     (
-        CLIENT_MATRIX,
-        "the same model (hiccups as the probes measured) on a corpus whose load client no longer "
-        "stalls itself (its histogram fold compiled, no garbage collection in its loop)",
-        CLIENT_CORPUS_DAY,
-    ),
-    (
         SOCKPERF_QUIET_MATRIX,
         "the model before that step on sockperf measured without the millisecond placement sampler",
         SOCKPERF_QUIET_CORPUS_DAY,
@@ -970,8 +958,7 @@ def load_neighbour_hiccups() -> str:
 
 
 def load_run_agreement() -> str:
-    """Per system of the two hiccup corpora and of the one measured by a client without stalls
-    of its own: how often one measured run is within the goal of
+    """Per system of the two hiccup corpora: how often one measured run is within the goal of
     the median of its point's other runs (the points the goal judges), beside the share of
     those points the latest model brings within it (seed 1)."""
     from calibration.matrix import GOAL_P50_PCT, GOAL_P99_PCT, within_goal
@@ -980,7 +967,6 @@ def load_run_agreement() -> str:
     for path, corpus in (
         (MEASURED_HICCUPS_MATRIX, NEIGHBOUR_CORPUS_DAY),
         (HICCUPS_MEASURED_MATRIX, HICCUPS_CORPUS_DAY),
-        (CLIENT_MATRIX, CLIENT_CORPUS_DAY),
     ):
         for s in _load(path)["systems"]:
             runs = s["run_agreement"]
