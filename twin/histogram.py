@@ -68,14 +68,8 @@ def record_ns(counts: np.ndarray, values_ns: np.ndarray) -> None:
 
 
 def record_us(counts: np.ndarray, values_us: np.ndarray) -> None:
-    """Add microsecond samples to a counts array in place (vectorised)."""
-    v = us_to_ns(values_us)
-    bits = np.floor(np.log2(v | SUB_BUCKET_MASK)).astype(np.int64) + 1
-    bucket = bits - (SUB_BUCKET_HALF_COUNT_MAGNITUDE + 1)
-    index = (
-        ((bucket + 1) << SUB_BUCKET_HALF_COUNT_MAGNITUDE) + (v >> bucket) - SUB_BUCKET_HALF_COUNT
-    )
-    np.add.at(counts, index, 1)
+    """Add microsecond samples to a counts array in place (rounded to nanoseconds, clamped)."""
+    record_ns(counts, us_to_ns(values_us))
 
 
 def to_hdr(counts: np.ndarray) -> HdrHistogram:

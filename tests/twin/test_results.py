@@ -26,7 +26,7 @@ def test_a_bucket_above_the_maximum_is_capped_at_it():
 
 
 def test_nanoseconds_are_counted_as_hdrhistogram_counts_them():
-    # record_ns (the load client's compiled fold) against hdrh itself and against record_us,
+    # record_ns (the load client's compiled fold; record_us rounds to it) against hdrh itself,
     # clamping at both ends of the layout included.
     rng = np.random.default_rng(5)
     values = rng.lognormal(np.log(130e3), 2.0, 20_000).astype(np.int64)
