@@ -51,6 +51,28 @@ def read_run_folder(path: Path, conditions: Mapping[str, Any]) -> Measurement:
     return read_sockperf_run(path, conditions)
 
 
+# The host's conditions a run folder states (a testbed summary's ``host``, sockperf's host.json).
+HOST_CONDITIONS = ("busy_pct", "steal_pct", "loadavg_1m")
+
+
+def run_host(path: Path) -> dict[str, Any]:
+    """The host's conditions during a run folder's run (:data:`HOST_CONDITIONS`, None where not
+    stated), read without its round trips: a testbed summary's ``host``, or sockperf's
+    ``host.json`` ({} of Nones without one)."""
+    if (path / SUMMARY).is_file():
+        host: Any = read_summary(path).host
+    elif (path / HOST).is_file():
+        try:
+            host = json.loads((path / HOST).read_text())
+        except (OSError, ValueError) as exc:
+            raise MeasurementError(f"{path / HOST}: not JSON ({exc})") from None
+        if not isinstance(host, dict):
+            raise MeasurementError(f"{path / HOST}: expected an object")
+    else:
+        host = {}
+    return {k: host.get(k) for k in HOST_CONDITIONS}
+
+
 def read_sockperf_run(path: Path, conditions: Mapping[str, Any]) -> Measurement:
     """A lab sockperf run: ``rtt.hgrm`` with ``sockperf.txt``'s and ``host.json``'s conditions."""
     summary = read_sockperf(load(path / SOCKPERF_SUMMARY), {})
@@ -58,13 +80,7 @@ def read_sockperf_run(path: Path, conditions: Mapping[str, Any]) -> Measurement:
     if summary.count and stated.get("duration_s"):
         stated["achieved_msgs_per_s"] = summary.count / float(stated["duration_s"])
     if (path / HOST).is_file():
-        try:
-            host = json.loads((path / HOST).read_text())
-        except (OSError, ValueError) as exc:
-            raise MeasurementError(f"{path / HOST}: not JSON ({exc})") from None
-        if not isinstance(host, dict):
-            raise MeasurementError(f"{path / HOST}: expected an object")
-        stated.update({k: host.get(k) for k in ("busy_pct", "steal_pct", "loadavg_1m")})
+        stated.update(run_host(path))
     measurement = read_hgrm(load(path / ROUND_TRIPS), {})
     return replace(measurement, format="sockperf", conditions={**stated, **conditions})
 
@@ -83,7 +99,7 @@ def read_testbed_run(path: Path, conditions: Mapping[str, Any]) -> Measurement:
         "achieved_msgs_per_s": summary.achieved_msgs_per_s,
         "lost": summary.lost,
         **({"topology": c.topology} if c.topology is not None else {}),
-        **{k: summary.host.get(k) for k in ("busy_pct", "steal_pct", "loadavg_1m")},
+        **{k: summary.host.get(k) for k in HOST_CONDITIONS},
     }
     measurement = read_hgrm(load(path / ROUND_TRIPS), {})
     return replace(measurement, format="testbed", conditions={**stated, **conditions})

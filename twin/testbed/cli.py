@@ -29,6 +29,8 @@ WAKE_SAMPLES = 300
 # ``DEFAULT_THRESHOLD_US``, likewise).
 HICCUP_SECONDS = 20.0
 HICCUP_THRESHOLD_US = 10.0
+# The lab's re-measures of a run stolen from (twin.testbed.lab.LabPlan.steal_retries).
+STEAL_RETRIES = 2
 # The cluster lab's burst probe: writes a second as at the lowest rate, sent 16 at a time.
 DEFAULT_CLUSTER_PROBE_BURST = 16
 
@@ -172,18 +174,20 @@ def cmd_load(args: argparse.Namespace) -> int:
 
 def cmd_campaign(args: argparse.Namespace) -> int:
     from twin.testbed.campaign import campaign
+    from twin.testbed.processes import sigterm_unwinds
 
     def progress(row: dict[str, Any]) -> None:
         print(json.dumps(row), file=sys.stderr, flush=True)
 
-    result = campaign(
-        Path(args.out),
-        args.rates,
-        repeats=args.repeats,
-        probe_bursts=args.probe_bursts,
-        progress=progress,
-        **_run_options(args),
-    )
+    with sigterm_unwinds():
+        result = campaign(
+            Path(args.out),
+            args.rates,
+            repeats=args.repeats,
+            probe_bursts=args.probe_bursts,
+            progress=progress,
+            **_run_options(args),
+        )
     print(json.dumps({"saturation_msgs_per_s": result["saturation_msgs_per_s"]}))
     return 0
 
@@ -351,6 +355,7 @@ def cmd_lab(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from twin.testbed.lab import QUICK, LabPlan, run_lab
+    from twin.testbed.processes import sigterm_unwinds
 
     plan = QUICK if args.quick else LabPlan()
     if args.repeats is not None:
@@ -359,14 +364,17 @@ def cmd_lab(args: argparse.Namespace) -> int:
         plan = replace(plan, duration_s=args.duration)
     if args.calibration_duration is not None:
         plan = replace(plan, calibration_duration_s=args.calibration_duration)
+    if args.steal_retries is not None:
+        plan = replace(plan, steal_retries=args.steal_retries)
     if args.testbed_only:
         plan = replace(plan, sockperf_routes=())
     if args.sockperf_only:
         plan = replace(plan, topologies=())
     command = "twin testbed lab " + " ".join(sys.argv[3:])
-    result = run_lab(
-        Path(args.out), plan, command, lambda line: print(line, file=sys.stderr, flush=True)
-    )
+    with sigterm_unwinds():
+        result = run_lab(
+            Path(args.out), plan, command, lambda line: print(line, file=sys.stderr, flush=True)
+        )
     points = sum(len(s["points"]) for s in result["systems"])
     print(f"{args.out}: {len(result['systems'])} systems, {points} points")
     return 0
@@ -725,6 +733,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         type=positive_float,
         metavar="S",
         help="seconds per run of each system's calibration point and burst probe",
+    )
+    p.add_argument(
+        "--steal-retries",
+        type=non_negative_int,
+        metavar="N",
+        help="measure a run again, up to N times, while its host lost more of its time to "
+        f"steal than the matrix counts as stolen (default {STEAL_RETRIES})",
     )
     only = p.add_mutually_exclusive_group()
     only.add_argument(

@@ -12,25 +12,16 @@ hits every point alike):
 * **sockperf** (:mod:`twin.testbed.sockperf`; systems ``sockperf-<udp|tcp>-<route>``): ping-pong
   (a closed loop of one) and under-load at each rate of :attr:`LabPlan.sockperf_rates`, over
   loopback, a veth pair and the delaying relay;
-* per system a **burst probe** at its calibration point's conditions (the same rate, messages
-  sent in groups: :attr:`LabPlan.probe_bursts` for the testbed, as ``twin testbed campaign``
-  does, ``--burst`` :attr:`LabPlan.sockperf_probe_burst` for sockperf): part of what the
-  system is calibrated on, never predicted; a batch's later messages wait for the work of the
-  earlier ones, which is what tells the marginal work per message, hence the saturation, at
-  a load too low to show it otherwise;
+* per system a **burst probe** at its calibration point's conditions, messages sent in groups
+  (:attr:`LabPlan.probe_bursts`; sockperf's ``--burst`` :attr:`LabPlan.sockperf_probe_burst`):
+  calibrated on, never predicted; it tells the marginal work per message at a low load;
 * each system's calibration point and its burst probe for :attr:`LabPlan.calibration_duration_s`
-  a run (15 s), every other point for :attr:`LabPlan.duration_s` (2 s): the fit takes the
-  calibration point's whole distribution from these runs alone;
-* once, before the first pass, the **wake-up probe** (:mod:`twin.testbed.wakeprobe`, into
-  ``DIR/wakeprobe.json``; and with every other core kept awake by spinning processes, into
-  ``DIR/wakeprobe_busy.json``; and with a sender that spins for each reply and gaps down to
-  zero, into ``DIR/wakeprobe_halt.json``; and with that sender and each gap's samples in one
-  run, into ``DIR/wakeprobe_steady.json``): the host's scheduling cold start, the cost of a
-  wake-up on a halted vCPU rather than an awake core, how soon an idle vCPU halts and how long
-  the hypervisor polls a halted one, on the lab's day;
-* before each pass, the **hiccup probe** (:mod:`twin.testbed.hiccups`: every vCPU spinning into
-  ``DIR/hiccups_<i>.json``, each alone into ``DIR/hiccups_alone_<i>.json``): how often a running
-  thread loses its vCPU and for how long, its neighbours busy or idle, as the host drifts.
+  a run, every other point for :attr:`LabPlan.duration_s`;
+* once, before the first pass, the **wake-up probes** (:mod:`twin.testbed.wakeprobe`: idle host
+  ``DIR/wakeprobe.json``, other cores spinning ``DIR/wakeprobe_busy.json``, a spinning sender
+  ``DIR/wakeprobe_halt.json`` and its steady gaps ``DIR/wakeprobe_steady.json``);
+* before each pass, the **hiccup probes** (:mod:`twin.testbed.hiccups`: every vCPU spinning into
+  ``DIR/hiccups_<i>.json``, each alone into ``DIR/hiccups_alone_<i>.json``).
 
 Layout: ``DIR/<system>/<point>/run_<i>/`` (each run folder readable by :func:`calibration.read`),
 host conditions beside every run (``summary.json``'s ``host`` for the testbed, ``host.json`` for
@@ -38,12 +29,19 @@ sockperf), and ``DIR/manifest.json``: per system, its scenario (relative to the 
 it is calibrated on (its lowest load), and per point the conditions, the dotted scenario fields that
 reproduce them in the twin (``overrides``) and its runs; the system's burst probe apart, under
 ``probe`` (the same fields). The manifest is rewritten (atomically) after every run, and a run whose
-folder is complete is not measured again: an interrupted lab resumes where it stopped."""
+folder is complete is not measured again: an interrupted lab resumes where it stopped.
+
+A run whose host lost more than :data:`~calibration.matrix.STOLEN_RUN_PCT` of its time to steal
+(the hypervisor running another guest on its vCPUs) measured the neighbour as much as the system:
+it is measured again at the end of its pass, up to :attr:`LabPlan.steal_retries` times. Each
+stolen attempt is kept (``DIR/<system>/<point>/stolen/run_<i>.<k>/``, listed in the point's
+``stolen`` with its ``steal_pct``); ``run_<i>`` holds the last attempt, stolen or not."""
 
 from __future__ import annotations
 
 import os
 import platform
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
@@ -51,6 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from calibration.halt import GapOrder
+from calibration.matrix import STOLEN_RUN_PCT
+from calibration.readers.folders import run_host
 from twin.atomic import write_json
 from twin.errors import ConfigError
 from twin.kinds import Arrivals, Loop, Sender, Tier, Transport
@@ -123,6 +123,8 @@ class LabPlan:
     sockperf_probe_burst: int = 16
     wake_probe_samples: int = 300  # per gap; 0: no wake-up probe
     hiccup_seconds: float = 10.0  # the hiccup probe's spin before each pass; 0: none
+    # Re-measures of a run that lost more than STOLEN_RUN_PCT of its time to steal; 0: none.
+    steal_retries: int = 2
 
     def __post_init__(self) -> None:
         if (
@@ -145,6 +147,8 @@ class LabPlan:
             raise ConfigError(f"lab plan: wake-probe samples {self.wake_probe_samples}: >= 0")
         if not self.hiccup_seconds >= 0:
             raise ConfigError(f"lab plan: hiccup probe {self.hiccup_seconds} s: >= 0")
+        if self.steal_retries < 0:
+            raise ConfigError(f"lab plan: steal retries {self.steal_retries}: >= 0")
 
 
 #: A small plan for tests and a first look (a minute): one system of each kind, two loads each.
@@ -182,6 +186,17 @@ class Point:
 
     def run_dir(self, root: Path, repeat: int) -> Path:
         return root / self.system / self.id / f"run_{repeat}"
+
+    def stolen_dir(self, root: Path, repeat: int, attempt: int) -> Path:
+        """Where attempt ``attempt`` of run ``repeat`` is kept once found stolen from."""
+        return root / self.system / self.id / "stolen" / f"run_{repeat}.{attempt}"
+
+    def stolen_attempts(self, root: Path, repeat: int) -> list[Path]:
+        """Run ``repeat``'s stolen attempts kept so far, in the order they were measured."""
+        found: list[Path] = []
+        while (path := self.stolen_dir(root, repeat, len(found))).is_dir():
+            found.append(path)
+        return found
 
 
 def _testbed_point(
@@ -352,6 +367,17 @@ def _complete(run_dir: Path) -> Path | None:
     return run_dir if all((run_dir / name).is_file() for name in done) else None
 
 
+def _steal_pct(run_dir: Path) -> float | None:
+    """The share of the run's time (%) its host lost to steal, as the run recorded it."""
+    value = run_host(run_dir)["steal_pct"]
+    return None if value is None else float(value)
+
+
+def _stolen(run_dir: Path) -> bool:
+    steal = _steal_pct(run_dir)
+    return steal is not None and steal > STOLEN_RUN_PCT
+
+
 def manifest(root: Path, plan: LabPlan, points: list[Point], command: str) -> dict[str, Any]:
     """The corpus manifest for what is on disk now (runs that finished)."""
     out = []
@@ -364,7 +390,18 @@ def manifest(root: Path, plan: LabPlan, points: list[Point], command: str) -> di
                 found = _complete(p.run_dir(root, i))
                 if found is not None:
                     runs.append(found.relative_to(root).as_posix())
-            return {"id": p.id, "conditions": p.conditions, "overrides": p.overrides, "runs": runs}
+            stolen = [
+                {"run": path.relative_to(root).as_posix(), "steal_pct": _steal_pct(path)}
+                for i in range(plan.repeats)
+                for path in p.stolen_attempts(root, i)
+            ]
+            return {
+                "id": p.id,
+                "conditions": p.conditions,
+                "overrides": p.overrides,
+                "runs": runs,
+                **({"stolen": stolen} if stolen else {}),
+            }
 
         predicted = [p for p in pts if not p.probe]
         entry: dict[str, Any] = {
@@ -426,7 +463,8 @@ def _plan_dict(plan: LabPlan) -> dict[str, Any]:
 def run_lab(
     root: Path, plan: LabPlan, command: str, progress: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
-    """Measure every point ``plan.repeats`` times, interleaved, skipping finished runs."""
+    """Measure every point ``plan.repeats`` times, interleaved, skipping finished runs; at the
+    end of each pass, measure again (up to ``plan.steal_retries`` times) each run stolen from."""
     points = plan_points(plan)
     if any(p.system.startswith("sockperf") for p in points):
         ensure_sockperf()
@@ -454,6 +492,10 @@ def run_lab(
                     f"wake-up probe ({spinners} busy, sender {waiter}, {order} gaps): "
                     f"{time.monotonic() - started:.1f} s"
                 )
+
+    def save_manifest() -> None:
+        write_json(root / MANIFEST, manifest(root, plan, points, command))
+
     for repeat in range(plan.repeats):
         for pattern, mode in ((HICCUPS, Mode.TOGETHER), (HICCUPS_ALONE, Mode.ALONE)):
             hiccups = root / pattern.format(repeat=repeat)
@@ -465,16 +507,59 @@ def run_lab(
                         f"hiccup probe ({mode}), pass {repeat}: {time.monotonic() - started:.1f} s"
                     )
         for point in points:
-            out = point.run_dir(root, repeat)
-            if _complete(out) is not None:
-                continue
-            started = time.monotonic()
-            point.measure(out, repeat, point.duration_s)
-            write_json(root / MANIFEST, manifest(root, plan, points, command))
-            if progress is not None:
-                progress(
-                    f"{point.system} {point.id} run_{repeat}: {time.monotonic() - started:.1f} s"
-                )
+            _measure_run(root, point, repeat, save_manifest, progress)
+        # A host's steal comes in episodes of minutes: the stolen runs wait for the pass's end.
+        for _ in range(plan.steal_retries):
+            again = [
+                p
+                for p in points
+                if _set_stolen_aside(root, p, repeat, plan.steal_retries, progress)
+            ]
+            if again:
+                save_manifest()
+            for point in again:
+                _measure_run(root, point, repeat, save_manifest, progress)
     result = manifest(root, plan, points, command)
     write_json(root / MANIFEST, result)
     return result
+
+
+def _measure_run(
+    root: Path,
+    point: Point,
+    repeat: int,
+    save_manifest: Callable[[], None],
+    progress: Callable[[str], None] | None,
+) -> None:
+    """Measure run ``repeat`` of ``point`` unless its folder is complete (a folder left by an
+    interrupted attempt is measured again from nothing)."""
+    out = point.run_dir(root, repeat)
+    if _complete(out) is not None:
+        return
+    if out.exists():
+        shutil.rmtree(out)
+    started = time.monotonic()
+    point.measure(out, repeat, point.duration_s)
+    save_manifest()
+    if progress is not None:
+        progress(f"{point.system} {point.id} run_{repeat}: {time.monotonic() - started:.1f} s")
+
+
+def _set_stolen_aside(
+    root: Path, point: Point, repeat: int, retries: int, progress: Callable[[str], None] | None
+) -> bool:
+    """Move run ``repeat`` of ``point`` to its ``stolen/`` attempts when it was stolen from and
+    fewer than ``retries`` attempts are kept; True when moved (to be measured again)."""
+    out = point.run_dir(root, repeat)
+    attempts = point.stolen_attempts(root, repeat)
+    if _complete(out) is None or len(attempts) >= retries or not _stolen(out):
+        return False
+    kept = point.stolen_dir(root, repeat, len(attempts))
+    kept.parent.mkdir(exist_ok=True)
+    out.rename(kept)
+    if progress is not None:
+        progress(
+            f"{point.system} {point.id} run_{repeat}: {_steal_pct(kept):.1f}% stolen, "
+            f"measured again at the end of the pass (kept in {kept.relative_to(root).as_posix()})"
+        )
+    return True

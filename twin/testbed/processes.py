@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
-from typing import Any
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any, NoReturn
 
 
 def stop(proc: subprocess.Popen[Any], timeout_s: float = 15.0) -> None:
@@ -18,3 +21,19 @@ def stop(proc: subprocess.Popen[Any], timeout_s: float = 15.0) -> None:
             proc.wait()
     if proc.stdout is not None:
         proc.stdout.close()
+
+
+@contextlib.contextmanager
+def sigterm_unwinds() -> Iterator[None]:
+    """Inside, SIGTERM raises ``SystemExit(143)`` in the main thread (Python's default ends the
+    process at once), so the ``finally`` blocks run: children are stopped and network namespaces
+    removed, as on Ctrl-C. The previous handler is back on exit."""
+
+    def unwind(signum: int, frame: FrameType | None) -> NoReturn:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, unwind)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

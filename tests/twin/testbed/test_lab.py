@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,8 @@ import pytest
 from calibration import read
 from calibration.matrix import host_parameters
 from twin.cli import main
-from twin.testbed.lab import LabPlan, plan_points
+from twin.errors import ConfigError
+from twin.testbed.lab import LabPlan, Point, plan_points
 from twin.testbed.processes import stop
 
 
@@ -291,3 +295,145 @@ def test_a_lab_cannot_be_testbed_only_and_sockperf_only(tmp_path: Path, capsys) 
         main(["testbed", "lab", "--testbed-only", "--sockperf-only", "--out", str(tmp_path)])
     assert exc.value.code == 2 and "--sockperf-only" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_the_cli_offers_the_plans_steal_retries():
+    from twin.testbed import cli as testbed_cli
+
+    assert testbed_cli.STEAL_RETRIES == LabPlan().steal_retries
+
+
+FIXTURE_RUN = (
+    Path(__file__).parents[2]
+    / "calibration/fixtures/load_small/testbed-loopback/open-c1-r1000/run_0"
+)
+
+
+def _stolen_point(steals: list[float]) -> tuple[Point, list[float]]:
+    """A testbed point whose runs are copies of a fixture run, each stating the next steal."""
+    measured: list[float] = []
+
+    def measure(out: Path, repeat: int, duration_s: float) -> Path:
+        steal = steals[len(measured)]
+        measured.append(steal)
+        shutil.copytree(FIXTURE_RUN, out)
+        summary = json.loads((out / "summary.json").read_text())
+        summary["host"]["steal_pct"] = steal
+        (out / "summary.json").write_text(json.dumps(summary))
+        return out
+
+    conditions = {"loop": "open", "connections": 1, "rate_msgs_per_s": 1000.0}
+    point = Point(
+        "testbed-loopback", "open-c1-r1000", conditions, {"workload.loop": "open"}, measure, 1.0
+    )
+    return point, measured
+
+
+@pytest.mark.parametrize(
+    ("retries", "steals", "kept_steal"),
+    [
+        (2, [5.0, 3.0, 0.2], 0.2),  # the third attempt was not stolen from
+        (2, [5.0, 9.0, 4.0, 0.1], 4.0),  # retries spent: the last attempt stays
+        (0, [5.0], 5.0),  # no retries: a stolen run stays
+        (2, [0.5], 0.5),  # under STOLEN_RUN_PCT: measured once
+    ],
+)
+def test_a_run_stolen_from_is_measured_again_and_its_attempts_kept(
+    tmp_path: Path, monkeypatch, retries: int, steals: list[float], kept_steal: float
+) -> None:
+    import twin.testbed.lab as lab
+    from calibration.matrix import STOLEN_RUN_PCT
+
+    point, measured = _stolen_point(steals)
+    monkeypatch.setattr(lab, "plan_points", lambda plan: [point])
+    plan = LabPlan(repeats=1, wake_probe_samples=0, hiccup_seconds=0, steal_retries=retries)
+    lines: list[str] = []
+    result = lab.run_lab(tmp_path, plan, "test", lines.append)
+    attempts = min(len(steals), retries + 1)
+    assert measured == steals[:attempts]
+    (row,) = result["systems"][0]["points"]
+    assert row["runs"] == ["testbed-loopback/open-c1-r1000/run_0"]
+    assert read(tmp_path / row["runs"][0]).conditions["steal_pct"] == kept_steal
+    stolen = [s for s in steals[: attempts - 1] if s > STOLEN_RUN_PCT]
+    assert [a["steal_pct"] for a in row.get("stolen", [])] == stolen
+    for k, attempt in enumerate(row.get("stolen", [])):
+        assert attempt["run"] == f"testbed-loopback/open-c1-r1000/stolen/run_0.{k}"
+        assert read(tmp_path / attempt["run"]).count  # each attempt readable, as measured
+    assert sum("stolen, measured again" in line for line in lines) == len(stolen)
+    # The manifest on disk is the result; a second lab measures nothing more.
+    on_disk = json.loads((tmp_path / "manifest.json").read_text())
+    assert on_disk["systems"] == result["systems"]
+    assert lab.run_lab(tmp_path, plan, "test") == result and len(measured) == attempts
+
+
+def test_a_resumed_lab_measures_a_stolen_run_again_within_its_retries(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A lab stopped with no retries, resumed with two: the stolen run left is measured again."""
+    import twin.testbed.lab as lab
+
+    point, measured = _stolen_point([5.0, 0.3])
+    monkeypatch.setattr(lab, "plan_points", lambda plan: [point])
+    plan = LabPlan(repeats=1, wake_probe_samples=0, hiccup_seconds=0, steal_retries=0)
+    lab.run_lab(tmp_path, plan, "test")
+    result = lab.run_lab(tmp_path, replace(plan, steal_retries=2), "test")
+    assert measured == [5.0, 0.3]
+    (row,) = result["systems"][0]["points"]
+    assert [a["steal_pct"] for a in row["stolen"]] == [5.0]
+
+
+def test_a_lab_plan_refuses_negative_steal_retries() -> None:
+    with pytest.raises(ConfigError, match="steal retries"):
+        LabPlan(steal_retries=-1)
+
+
+def test_stolen_runs_are_measured_again_after_the_passs_other_points(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Steal comes in episodes: a stolen run waits for the end of its pass."""
+    import twin.testbed.lab as lab
+
+    stolen, _ = _stolen_point([5.0, 0.2])
+    order: list[str] = []
+
+    def measure_other(out: Path, repeat: int, duration_s: float) -> Path:
+        order.append("other")
+        shutil.copytree(FIXTURE_RUN, out)
+        return out
+
+    def measure_stolen(out: Path, repeat: int, duration_s: float) -> Path:
+        order.append("stolen")
+        return stolen.measure(out, repeat, duration_s)
+
+    other = replace(stolen, id="open-c1-r4000", measure=measure_other)
+    first = replace(stolen, measure=measure_stolen)
+    monkeypatch.setattr(lab, "plan_points", lambda plan: [first, other])
+    plan = LabPlan(repeats=1, wake_probe_samples=0, hiccup_seconds=0)
+    lab.run_lab(tmp_path, plan, "test")
+    assert order == ["stolen", "other", "stolen"]
+
+
+@pytest.mark.exclusive  # a live lab: its gateway and client
+def test_a_lab_stopped_by_sigterm_stops_its_gateway(tmp_path: Path) -> None:
+    """SIGTERM unwinds the lab as Ctrl-C does: its gateway child is stopped, not orphaned."""
+    lab = subprocess.Popen(
+        [sys.executable, "-m", "twin", "testbed", "lab", "--quick", "--testbed-only"]
+        + ["--out", str(tmp_path / "load")],
+        stderr=subprocess.DEVNULL,
+    )
+    children = Path(f"/proc/{lab.pid}/task/{lab.pid}/children")
+    gateway = None
+    deadline = time.monotonic() + 120
+    while gateway is None and time.monotonic() < deadline and lab.poll() is None:
+        for pid in children.read_text().split():
+            try:  # a probe's short-lived child may be gone already
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"serve" in cmdline:
+                gateway = int(pid)
+        time.sleep(0.05)
+    assert gateway is not None, "the lab started no gateway"
+    lab.send_signal(signal.SIGTERM)
+    assert lab.wait(timeout=60) == 143
+    assert not Path(f"/proc/{gateway}").exists()
