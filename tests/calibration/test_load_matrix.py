@@ -103,11 +103,19 @@ def test_runs_that_lost_their_time_to_steal_are_counted(tmp_path) -> None:
         data = json.loads(path.read_text())
         data["host"]["steal_pct"] = steal
         path.write_text(json.dumps(data))
+    # The lab set one run's first attempt aside as stolen from and measured it again.
+    manifest = json.loads((root / "manifest.json").read_text())
+    point = manifest["systems"][0]["points"][0]
+    attempt = f"{point['runs'][0].rsplit('/', 1)[0]}/stolen/run_0.0"
+    shutil.copytree(root / point["runs"][0], root / attempt)
+    point["stolen"] = [{"run": attempt, "steal_pct": 4.0}]
+    (root / "manifest.json").write_text(json.dumps(manifest))
     systems = {s.name: s for s in load_corpus(root)}
     assert host_steal(systems["testbed-loopback"].points) == {
-        "runs": 3,
+        "runs": 3,  # the runs judged, not the attempts set aside
         "median_pct": 2.0,
         "stolen_runs": 2,  # above STOLEN_RUN_PCT
+        "remeasured_runs": 1,
     }
     assert host_steal(systems["sockperf-udp-loopback"].points) is None  # no summaries
 
@@ -171,6 +179,7 @@ def test_matrix_json_contract(tmp_path, capsys) -> None:
             assert steal["runs"] == len(runs) > 0
             assert steal["median_pct"] == pytest.approx(statistics.median(runs))
             assert steal["stolen_runs"] == sum(x > STOLEN_RUN_PCT for x in runs)
+            assert steal["remeasured_runs"] == 0  # the fixture's manifest sets none aside
         else:
             assert steal is None
         own = next(p for p in system["points"] if p["id"] == system["calibrated_on"])
@@ -187,6 +196,7 @@ def test_matrix_json_contract(tmp_path, capsys) -> None:
     assert summary["steal_runs"] == sum(
         s["host_steal"]["runs"] for s in matrix["systems"] if s["host_steal"]
     )
+    assert summary["remeasured_runs"] == 0
     assert summary["cpu_points"] == 2  # testbed-loopback's three points less its calibration
     assert summary["cpu_simulated_points"] == 2
     assert summary["cpu_simulated_median_abs_err_pct"] >= 0
@@ -230,6 +240,10 @@ def _unknown_calibration(corpus: Path, manifest: dict) -> None:
     manifest["systems"][0]["calibrated_on"] = "open-c99-r1"
 
 
+def _bad_stolen(corpus: Path, manifest: dict) -> None:
+    manifest["systems"][0]["points"][1]["stolen"] = ["run_0.0"]
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
@@ -237,6 +251,7 @@ def _unknown_calibration(corpus: Path, manifest: dict) -> None:
         (_delete_run, "no such run"),
         (_corrupt_run, "summary.json"),
         (_unknown_calibration, "calibrated_on = 'open-c99-r1': no such point"),
+        (_bad_stolen, "point open-c1-r4000: stolen = ['run_0.0']"),
     ],
 )
 def test_bad_corpus_is_one_line_and_nothing_written(tmp_path, capsys, edit, message) -> None:
