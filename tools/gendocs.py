@@ -562,6 +562,12 @@ MEASURED_HICCUPS_MATRIX = "calibration/validation/load_matrix_measured_hiccups.j
 # ... the two on the hiccup corpus (no alone probe: the busy law at every load), before and after.
 HICCUPS_NEIGHBOUR_MATRIX = "calibration/validation/load_matrix_hiccups_neighbour.json"
 HICCUPS_MEASURED_MATRIX = "calibration/validation/load_matrix_hiccups_measured.json"
+# calibration/data/load_2026-11-28_no_stalls: the testbed alone, measured by the load client
+# without its own stalls, each run stolen from measured again at the end of its pass.
+NO_STALLS_CORPUS_DAY = (
+    "2026-11-28 12:44, testbed only, the load client without its stalls, stolen runs re-measured"
+)
+NO_STALLS_MATRIX = "calibration/validation/load_matrix_no_stalls.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -803,6 +809,12 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         NEIGHBOUR_CORPUS_DAY,
     ),
     (
+        NO_STALLS_MATRIX,
+        "the same model (commit 6e3bc906) on a corpus measured by the load client without its "
+        "own stalls, on a host whose idle vCPUs woke slowly (a socket's wake-up 166 us)",
+        NO_STALLS_CORPUS_DAY,
+    ),
+    (
         HICCUPS_NEIGHBOUR_MATRIX,
         "the model of commit 813d14d (hiccups following the other vCPU) on the hiccup corpus",
         HICCUPS_CORPUS_DAY,
@@ -958,13 +970,14 @@ def load_neighbour_hiccups() -> str:
 
 
 def load_run_agreement() -> str:
-    """Per system of the two hiccup corpora: how often one measured run is within the goal of
-    the median of its point's other runs (the points the goal judges), beside the share of
-    those points the latest model brings within it (seed 1)."""
+    """Per system of the corpora with the hiccup probe: how often one measured run is within the
+    goal of the median of its point's other runs (the points the goal judges), beside the share
+    of those points the latest model brings within it (seed 1)."""
     from calibration.matrix import GOAL_P50_PCT, GOAL_P99_PCT, within_goal
 
     rows = []
     for path, corpus in (
+        (NO_STALLS_MATRIX, NO_STALLS_CORPUS_DAY),
         (MEASURED_HICCUPS_MATRIX, NEIGHBOUR_CORPUS_DAY),
         (HICCUPS_MEASURED_MATRIX, HICCUPS_CORPUS_DAY),
     ):
