@@ -373,11 +373,6 @@ def _steal_pct(run_dir: Path) -> float | None:
     return None if value is None else float(value)
 
 
-def _stolen(run_dir: Path) -> bool:
-    steal = _steal_pct(run_dir)
-    return steal is not None and steal > STOLEN_RUN_PCT
-
-
 def manifest(root: Path, plan: LabPlan, points: list[Point], command: str) -> dict[str, Any]:
     """The corpus manifest for what is on disk now (runs that finished)."""
     out = []
@@ -552,14 +547,17 @@ def _set_stolen_aside(
     fewer than ``retries`` attempts are kept; True when moved (to be measured again)."""
     out = point.run_dir(root, repeat)
     attempts = point.stolen_attempts(root, repeat)
-    if _complete(out) is None or len(attempts) >= retries or not _stolen(out):
+    if _complete(out) is None or len(attempts) >= retries:
+        return False
+    steal = _steal_pct(out)
+    if steal is None or steal <= STOLEN_RUN_PCT:
         return False
     kept = point.stolen_dir(root, repeat, len(attempts))
     kept.parent.mkdir(exist_ok=True)
     out.rename(kept)
     if progress is not None:
         progress(
-            f"{point.system} {point.id} run_{repeat}: {_steal_pct(kept):.1f}% stolen, "
+            f"{point.system} {point.id} run_{repeat}: {steal:.1f}% stolen, "
             f"measured again at the end of the pass (kept in {kept.relative_to(root).as_posix()})"
         )
     return True
