@@ -188,6 +188,20 @@ def halt_parameters(path: Path, polling: HaltPolling | None = None) -> dict[str,
     }
 
 
+def socket_wake_parameter(path: Path, polling: HaltPolling | None = None) -> Parameter:
+    """``local_socket_wake_us``: what a socket's wake-up of a thread asleep on a halted vCPU
+    costs beyond one on an awake vCPU (us), ``share * L_halted`` of the halt probe's law
+    (:func:`halt_law`). The probe's sender never halts, as a thread that writes to a socket is
+    awake when it does; the model pays all of it after a halt and none before or while the
+    host polls (:attr:`twin.path.Hop.wake`)."""
+    share, _, halted = halt_law(path, polling)
+    return Parameter(
+        share * halted,
+        f"measurement: twin testbed wakeprobe --waiter spins ({path.name}): a halted vCPU's "
+        f"one-way latency less an awake one's, {share:.2f} x {halted:.1f} us of its law",
+    )
+
+
 def poll_window(path: Path) -> tuple[float, float, float]:
     """``(window_us, polled_us, halted_us)`` of a steady halt probe: the median latencies after
     its shortest and its longest gap, and the longest window the host polls, halfway (in the

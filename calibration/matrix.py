@@ -56,6 +56,7 @@ from calibration.halt import (
     halt_parameters,
     poll_window_parameters,
     polling_parameters,
+    socket_wake_parameter,
 )
 from calibration.hiccups import hiccup_parameters
 from calibration.measurement import Measurement
@@ -73,6 +74,7 @@ from calibration.testbed.summary import PROCESSES, median_summary, read_summary
 from twin.components.loopback import EVENTS_PER_MSG, events_per_msg, halt_polling
 from twin.errors import MeasurementError, TwinError
 from twin.kinds import Sender, Tier, Transport
+from twin.path import HaltPolling
 from twin.percentiles import ALL_PERCENTILES
 from twin.profile import Parameter, Profile, load_profile, resolve_profile_path
 from twin.replicate import map_in_order
@@ -279,12 +281,10 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
     :func:`calibration.halt.halt_parameters`; the committed :data:`calibration.halt.HALT_PROBE`
     for a corpus without one), how long the host polls a halted vCPU (``wakeprobe_steady``,
     :func:`calibration.halt.poll_window_parameters`; without one, whether it polls at all, from
-    the halt probe, :func:`calibration.halt.polling_parameters`); with the busy-host probe
-    beside it (``wakeprobe_busy``, every
-    other core kept awake), a socket's wake-up on a halted vCPU (:func:`socket_wake_parameters`);
-    and the vCPUs' hiccups from the hiccup probes (``hiccups``, a list of files, and
-    ``hiccups_alone``, those with each vCPU alone: :func:`calibration.hiccups.hiccup_parameters`;
-    none without)."""
+    the halt probe, :func:`calibration.halt.polling_parameters`); with a halt probe of its own,
+    a socket's wake-up on a halted vCPU (:func:`socket_wake_parameters`); and the vCPUs'
+    hiccups from the hiccup probes (``hiccups``, a list of files, and ``hiccups_alone``, those
+    with each vCPU alone: :func:`calibration.hiccups.hiccup_parameters`; none without)."""
     root = Path(root)
     names = _probe_names(root)
     hiccup_names, alone_names = names.get("hiccups"), names.get("hiccups_alone")
@@ -335,39 +335,24 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
             f"slept {shortest:g} us, {after_gap['p50']:.1f} us after {COLD_START_GAP_US:g} us",
         ),
         "local_wake_sigma": spread,
-        **socket_wake_parameters(root, names.get("wakeprobe_busy"), idle_path, idle, spread),
+        **socket_wake_parameters(root, halt_name, polling, spread),
         **halt,
         **hiccups,
     }
 
 
 def socket_wake_parameters(
-    root: Path,
-    busy_name: object,
-    idle_path: Path,
-    idle: Mapping[float, Mapping[str, float]],
-    spread: Parameter,
+    root: Path, halt_name: object, polling: HaltPolling | None, spread: Parameter
 ) -> dict[str, Parameter]:
     """A socket's wake-up of a thread asleep on a halted vCPU (``local_socket_wake_us``,
-    ``local_socket_wake_sigma``): the idle host's one-way latency less the busy host's (the
-    kernel path and an awake vCPU's wake-up), medians after the shortest sleep both probes
-    took, the ``spread`` the idle host's (:func:`host_parameters`); none without a busy-host
-    probe (``busy_name``, the manifest's ``wakeprobe_busy``)."""
-    if not isinstance(busy_name, str):
+    ``local_socket_wake_sigma``): what the halted vCPU costs beyond an awake one, by the halt
+    probe beside the corpus (``halt_name``, the manifest's ``wakeprobe_halt``, on a host that
+    polls ``polling``: :func:`calibration.halt.socket_wake_parameter`), the ``spread`` the idle
+    host's (:func:`host_parameters`); none without that probe."""
+    if not isinstance(halt_name, str):
         return {}
-    busy_path, busy = _probe(root, busy_name)
-    common = sorted(set(idle) & set(busy))
-    if not common:
-        raise MeasurementError(f"{busy_path}: no sleep in common with {idle_path.name}")
-    gap = common[0]
-    halted, awake = idle[gap]["p50"], busy[gap]["p50"]
-    where = (
-        f"measurement: twin testbed wakeprobe beside the corpus ({idle_path.name} less "
-        f"{busy_path.name}): one-way latency p50 {halted:.1f} us to a thread that slept {gap:g} "
-        f"us, {awake:.1f} us with the other cores kept awake"
-    )
     return {
-        "local_socket_wake_us": Parameter(max(0.0, halted - awake), where),
+        "local_socket_wake_us": socket_wake_parameter(root / halt_name, polling),
         "local_socket_wake_sigma": spread,
     }
 

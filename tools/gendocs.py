@@ -568,6 +568,12 @@ NO_STALLS_CORPUS_DAY = (
     "2026-11-28 12:44, testbed only, the load client without its stalls, stolen runs re-measured"
 )
 NO_STALLS_MATRIX = "calibration/validation/load_matrix_no_stalls.json"
+# ... with a socket's wake-up what the halt probe says a halt costs, all of it the halt's; and the
+# same model on the 01:37 corpus.
+SOCKET_HALT_MATRIX = "calibration/validation/load_matrix_socket_halt.json"
+SOCKET_HALT_NEIGHBOUR_MATRIX = "calibration/validation/load_matrix_socket_halt_0137.json"
+# The canonical corpus's matrix before that model.
+STALL_EVERY_WAKE_MATRIX = "calibration/validation/load_matrix_stall_every_wake_1126.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -732,8 +738,15 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        STALL_EVERY_WAKE_MATRIX,
         "plus the stall next to a spinning sender alike at every wake-up",
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        "the model of 2026-11-28 16:00 on it: plus a socket's wake-up what the halt probe says "
+        "a halted vCPU costs beyond an awake one, none of it before the vCPU halts or while the "
+        "host polls it",
         CORPUS_DAY,
     ),
     (
@@ -813,6 +826,18 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         "the same model (commit 6e3bc906) on a corpus measured by the load client without its "
         "own stalls, on a host whose idle vCPUs woke slowly (a socket's wake-up 166 us)",
         NO_STALLS_CORPUS_DAY,
+    ),
+    (
+        SOCKET_HALT_MATRIX,
+        "plus a socket's wake-up what the halt probe says a halted vCPU costs beyond an awake one "
+        "(17 us, its law's share of the halted latency), none of it before the vCPU halts or "
+        "while the host polls it",
+        NO_STALLS_CORPUS_DAY,
+    ),
+    (
+        SOCKET_HALT_NEIGHBOUR_MATRIX,
+        "the same model on the corpus of 01:37 (a socket's wake-up 19 us, 24 before)",
+        NEIGHBOUR_CORPUS_DAY,
     ),
     (
         HICCUPS_NEIGHBOUR_MATRIX,
@@ -950,19 +975,49 @@ def load_sockperf_sampler() -> str:
     return _table(header, "llrrrrrrr", rows)
 
 
-def load_neighbour_hiccups() -> str:
-    """The testbed's p50 and p99 on the corpus with both hiccup probes, measured (medians of each
-    point's runs) and predicted with the busy host's hiccups at every load and with them following
-    how busy the other vCPU is (seed 1)."""
-    before, after = (_load(path) for path in (NEIGHBOUR_BEFORE_MATRIX, NEIGHBOUR_MATRIX))
+def _before_after_points(
+    before_path: str, after_path: str, keep: Callable[[str, dict[str, Any]], bool] | None = None
+) -> list[list[str]]:
+    """Per point of two matrices of one corpus (seed 1; ``keep(system, point)`` chooses them):
+    its system, id, measured p50, both models' p50, measured p99 and both models' p99."""
+    before, after = (_load(path) for path in (before_path, after_path))
     rows = []
     for s, t in zip(before["systems"], after["systems"], strict=True):
         for p, q in zip(s["points"], t["points"], strict=True):
+            if keep is not None and not keep(t["system"], q):
+                continue
             row = [s["system"], _point_name(q), _us(q["measured"]["p50"])]
             row += [_us(point["predicted"]["p50"]) for point in (p, q)]
             row += [_us(q["measured"]["p99"])]
             row += [_us(point["predicted"]["p99"]) for point in (p, q)]
             rows.append(row)
+    return rows
+
+
+def load_socket_halt() -> str:
+    """The testbed's p50 and p99 over loopback at one connection and in closed loops on the corpus
+    without the client's stalls, measured (medians of each point's runs) and predicted with a
+    socket's wake-up the idle host's less the busy host's, scaled as the thread's own, and with it
+    what the halt probe says a halt costs, all of it the halt's (seed 1)."""
+
+    def keep(system: str, point: dict[str, Any]) -> bool:
+        conditions = point["conditions"]
+        return system == "testbed-loopback" and (
+            conditions.get("loop") == "closed" or conditions.get("connections") == 1
+        )
+
+    rows = _before_after_points(NO_STALLS_MATRIX, SOCKET_HALT_MATRIX, keep)
+    header = ("system", "point", "p50 measured", "model p50, idle less busy probe",
+              "model p50, the halt's", "p99 measured", "model p99, idle less busy probe",
+              "model p99, the halt's")  # fmt: skip
+    return _table(header, "llrrrrrr", rows)
+
+
+def load_neighbour_hiccups() -> str:
+    """The testbed's p50 and p99 on the corpus with both hiccup probes, measured (medians of each
+    point's runs) and predicted with the busy host's hiccups at every load and with them following
+    how busy the other vCPU is (seed 1)."""
+    rows = _before_after_points(NEIGHBOUR_BEFORE_MATRIX, NEIGHBOUR_MATRIX)
     header = ("system", "point", "p50 measured", "model p50, busy host's hiccups",
               "model p50, following the other vCPU", "p99 measured",
               "model p99, busy host's hiccups", "model p99, following the other vCPU")  # fmt: skip
@@ -977,8 +1032,8 @@ def load_run_agreement() -> str:
 
     rows = []
     for path, corpus in (
-        (NO_STALLS_MATRIX, NO_STALLS_CORPUS_DAY),
-        (MEASURED_HICCUPS_MATRIX, NEIGHBOUR_CORPUS_DAY),
+        (SOCKET_HALT_MATRIX, NO_STALLS_CORPUS_DAY),
+        (SOCKET_HALT_NEIGHBOUR_MATRIX, NEIGHBOUR_CORPUS_DAY),
         (HICCUPS_MEASURED_MATRIX, HICCUPS_CORPUS_DAY),
     ):
         for s in _load(path)["systems"]:
@@ -1226,6 +1281,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "load-cpu-simulated": load_cpu_simulated,
     "load-sockperf-sampler": load_sockperf_sampler,
     "load-neighbour-hiccups": load_neighbour_hiccups,
+    "load-socket-halt": load_socket_halt,
     "load-run-agreement": load_run_agreement,
     "crosscheck": crosscheck,
     "crosscheck-spans": crosscheck_spans,

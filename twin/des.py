@@ -166,15 +166,17 @@ class _Model:
 
     def wake_up(self, station: int, idle_us: float, hop: int = -1) -> tuple[float, float]:
         """What waking ``station`` after ``idle_us`` of idleness adds to a service (at ``hop``:
-        its own wake-up if it has one), and how far it cooled (``1 - exp(-idle / cold_tau)``;
-        0 if the host still polled its vCPU, which never left its core)."""
-        draw = self.hop_wake[hop] if hop >= 0 and self.own_wake[hop] else self.wake[station]
+        its own wake-up if it has one, all of it the halt's), and how far it cooled
+        (``1 - exp(-idle / cold_tau)``; 0 if the host still polled its vCPU, which never left its
+        core)."""
+        own = hop >= 0 and self.own_wake[hop]
+        draw = self.hop_wake[hop] if own else self.wake[station]
         extra = draw() if draw is not None else 0.0
         share = self.halt_share[station]
         polled = share > 0 and self.polled(station, idle_us)
         if share > 0:
             awake = 1.0 if polled else np.exp(-idle_us / self.halt_tau_us[station])
-            extra *= 1.0 - share * awake
+            extra *= 1.0 - (1.0 if own else share) * awake
         extra += self.wake_work_us[station]
         tau = self.cold_tau_us[station]
         cooled = 0.0 if polled or tau <= 0 else float(-np.expm1(-idle_us / tau))

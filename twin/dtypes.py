@@ -90,7 +90,8 @@ HOP_DTYPE = np.dtype(
 # ``1 - halt_share * exp(-gap / halt_tau_us)`` (a vCPU woken before it halted; zero: not scaled),
 # or by ``1 - halt_share`` when the host still polled the halted vCPU (``poll_*``: the adaptive
 # window of twin.path.HaltPolling, its maximum, growth factor, first window and shrink divisor;
-# a maximum of zero: no polling). ``wake_work_us``: the woken thread's work added to every
+# a maximum of zero: no polling); a hop's own wake-up (twin.path.Hop.wake) with a share of 1 in
+# place of ``halt_share``. ``wake_work_us``: the woken thread's work added to every
 # wake-up (the station's draw or a hop's own), never scaled. ``hiccup_rate_per_s`` and
 # ``hiccup_*`` (a distribution as above): the station's vCPU taken from it at that rate for a draw
 # of that length (twin.path.Hiccups; a rate of zero: never).

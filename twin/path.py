@@ -165,7 +165,8 @@ class Station:
     by ``1 - halt_share * exp(-gap / halt_tau_us)``, so a station woken moments after it went idle
     pays ``1 - halt_share`` of it (the halt probe, ``twin testbed wakeprobe --waiter spins``).
     ``halt_poll``: the host polls the halted vCPU for an adaptive window (:class:`HaltPolling`);
-    a wake-up within it pays ``1 - halt_share`` of the draw too (needs ``halt_share > 0``).
+    a wake-up within it pays ``1 - halt_share`` of the draw too (needs ``halt_share > 0``). A
+    hop's own wake-up (:attr:`Hop.wake`) is all halt: a share of 1 in place of ``halt_share``.
     ``wake_work_us``: the woken thread's own work on every wake-up (its handlers' per-wake-up
     system calls), added to the wake-up (the station's draw or a hop's own) and never scaled:
     a vCPU still awake saves the scheduling latency, not the work.
@@ -346,7 +347,10 @@ class Hop:
 
     ``wake``: the wake-up this visit pays when it finds its sleeping station idle, in place of
     the station's own (what wakes the thread here: a socket's data rather than a timer's
-    expiry, say); None: the station's. Scaled, cold and stalling as the station's wake-up.
+    expiry, say); None: the station's. Cold and stalling as the station's wake-up, and all of
+    it the halt's: where the station has a ``halt_share``, a vCPU woken before it halted pays
+    ``1 - exp(-gap / halt_tau_us)`` of it and a polled one none (a halt share of 1: what it
+    adds is what a halted vCPU costs beyond an awake one).
 
     ``may_stall``: whether a wake-up of the station at this hop may meet its ``stall``
     (:class:`Station`); False for a visit whose wake-up comes another way (a socket's data

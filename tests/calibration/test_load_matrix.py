@@ -345,34 +345,38 @@ def _with_probes(corpus: Path, manifest: dict) -> None:
     manifest["wakeprobe"] = "wakeprobe.json"
 
 
-def _with_busy_probe(corpus: Path, manifest: dict) -> None:
-    """The wake-up probes of :func:`_with_probes` and a busy-host probe beside them."""
+def _with_halt_probe(corpus: Path, manifest: dict) -> None:
+    """The wake-up probes of :func:`_with_probes` and a halt probe beside them (the committed
+    one, of a host that does not poll)."""
+    from calibration.halt import HALT_PROBE
+
     _with_probes(corpus, manifest)
-    busy = {
-        "percentiles_us": {"10.0": {"p50": 6.5, "p99": 9.0}, "1000.0": {"p50": 7.0, "p99": 12.0}}
-    }
-    (corpus / "wakeprobe_busy.json").write_text(json.dumps(busy))
-    manifest["wakeprobe_busy"] = "wakeprobe_busy.json"
+    shutil.copy(HALT_PROBE, corpus / "wakeprobe_halt.json")
+    manifest["wakeprobe_halt"] = "wakeprobe_halt.json"
 
 
-def test_a_sockets_wake_up_is_the_idle_probe_less_the_busy_one(tmp_path) -> None:
-    """With a busy-host probe beside the idle one, a socket's wake-up on a halted vCPU is their
-    p50 difference after the shortest sleep both took (30.0 - 6.5 us), its spread the idle
-    probe's after 1 ms; the testbed's prior takes it (its fitted wake-up is its timer's),
-    sockperf's is 0 (its calibration point's sender spins: no timer). Without the busy probe:
-    none."""
+def test_a_sockets_wake_up_is_what_the_halt_probe_says_a_halt_costs(tmp_path) -> None:
+    """With a halt probe beside the corpus, a socket's wake-up on a halted vCPU is what the halt
+    costs beyond an awake vCPU by the probe's law (share x halted latency,
+    :func:`calibration.halt.socket_wake_parameter`), its spread the idle probe's after 1 ms; the
+    testbed's prior
+    takes it (its fitted wake-up is its timer's), sockperf's is 0 (its calibration point's
+    sender spins: no timer). Without a halt probe of its own: none."""
     from calibration import matrix
+    from calibration.halt import halt_law
     from twin.profile import load_profile, resolve_profile_path
 
-    host = matrix.host_parameters(_broken_corpus(tmp_path, _with_busy_probe))
-    assert host["local_socket_wake_us"].value == pytest.approx(23.5)
-    assert "wakeprobe_busy.json" in host["local_socket_wake_us"].source
+    corpus = _broken_corpus(tmp_path, _with_halt_probe)
+    host = matrix.host_parameters(corpus)
+    share, _, halted = halt_law(corpus / "wakeprobe_halt.json")
+    assert host["local_socket_wake_us"].value == pytest.approx(share * halted)
+    assert "wakeprobe_halt.json" in host["local_socket_wake_us"].source
     assert host["local_socket_wake_sigma"].value == pytest.approx(math.log(1.5) / 2.3263, rel=1e-4)
     assert "local_socket_wake_us" not in matrix.host_parameters(CORPUS)
     shipped = load_profile(resolve_profile_path("local"))
     systems = {s.name: s for s in matrix.load_corpus(CORPUS)}
     testbed, _ = matrix.measured_prior(systems["testbed-loopback"], shipped, host)
-    assert testbed.value("local_socket_wake_us") == pytest.approx(23.5)
+    assert testbed.value("local_socket_wake_us") == pytest.approx(share * halted)
     sockperf, known = matrix.measured_prior(systems["sockperf-udp-loopback"], shipped, host)
     assert sockperf.value("local_socket_wake_us") == 0 and "local_socket_wake_us" in known
 

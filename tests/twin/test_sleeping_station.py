@@ -118,6 +118,38 @@ def test_a_vcpu_woken_before_it_halted_pays_less_of_the_wake_up(
 
 
 @pytest.mark.parametrize(
+    ("spacing_us", "tau_us", "polling"),
+    [(1000.0, 1.0, None), (10.0, 1e9, None), (20.0, 10.0, None), (100.0, 0.01, 200.0)],
+    ids=["halted", "never-halted", "halting", "polled"],
+)
+def test_a_hops_own_wake_up_is_all_the_halts(
+    spacing_us: float, tau_us: float, polling: float | None
+) -> None:
+    """A socket's wake-up (the hop's own, 10 us) is what a halted vCPU costs beyond an awake one:
+    evenly spaced arrivals, service 1 us, a station whose own wake-up (6 us) a vCPU woken before
+    it halted pays half of. After 1000 us idle the hop's whole 10 us; with a halt time far
+    beyond the gaps none of it; with gaps of 20 us less the wake-up and service and a 10 us halt
+    time the fixed point w = 10 (1 - exp(-(19 - w) / 10)) (about 7.0 us; 8.5 us were the hop's
+    wake-up scaled as the station's); polled (halts of about
+    99 us, a window growing to 200 us) none of it, exactly, in both engines."""
+    poll = None if polling is None else HaltPolling(max_us=polling)
+    station = Station(
+        "thread", 1, wake=Const(6.0), halt_share=0.5, halt_tau_us=tau_us, halt_poll=poll
+    )
+    path = compile_path(
+        [Hop("work", "test", service=Const(1.0), station=station, wake=Const(10.0))]
+    )
+    load = replace(poisson_load(1.0 / spacing_us, 4_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+    wake = 0.0 if poll else _halted_wake_up_us(10.0, 1.0, tau_us, lambda w: spacing_us - 1.0 - w)
+    for simulate in (fast.simulate, des.simulate):
+        out = simulate(path, load)
+        median = to_hdr(out.counts).get_value_at_percentile(50) / 1e3
+        assert median == pytest.approx(1.0 + wake, rel=2e-3, abs=2e-3), simulate
+        if poll is None:
+            assert out.rtt_sum_us / out.messages == pytest.approx(1.0 + wake, rel=2e-3), simulate
+
+
+@pytest.mark.parametrize(
     ("spacing_us", "max_us", "rtt_us"),
     [(100.0, 200.0, 4.0), (100.0, 50.0, 7.0), (1000.0, 200.0, 7.0)],
     ids=["polled", "window-too-short", "halts-too-long"],

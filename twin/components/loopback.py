@@ -308,10 +308,11 @@ def socket_wake(profile: Profile, sender: Sender) -> Dist | None:
     station's own (:attr:`twin.path.Hop.wake`; the handlers' work is the station's
     ``wake_work_us`` either way): with an event-loop client, whose station's wake-up is fitted
     where the client's timer is the cycle's only wake-up (the calibration point), a socket's is
-    the wake-up probes' (``local_socket_wake_us``, ``local_socket_wake_sigma``: one way to a
-    thread asleep on a halted vCPU less to one on a busy host, the kernel path being the model's
-    own). None without a measured one, or where every wake-up is a socket's (a spinning sender
-    has no timer)."""
+    what a halted vCPU costs beyond an awake one (``local_socket_wake_us``,
+    ``local_socket_wake_sigma``: the halt probe's, :func:`calibration.halt.socket_wake_parameter`),
+    all of it the halt's (:attr:`twin.path.Hop.wake`: none before the vCPU halts or while the
+    host polls it). None without a measured one, or where every wake-up is a socket's (a
+    spinning sender has no timer)."""
     median = profile.value("local_socket_wake_us")
     if median <= 0 or sender == Sender.SPINNING:
         return None

@@ -258,16 +258,18 @@ def _polled(st, idle, station_cold, station_poll_us):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def _wake_scale(st, idle, station_cold, station_poll_us):  # noqa: ANN001, ANN202
+def _wake_scale(st, idle, station_cold, station_poll_us, own):  # noqa: ANN001, ANN202
     """``(scale, cooled)`` of a station woken after ``idle`` us asleep: the share of its drawn
-    wake-up it pays, ``1 - halt_share * exp(-idle / halt_tau)`` or ``1 - halt_share`` if the
-    host still polled its vCPU (1 without a halt share); how far it cooled,
-    ``1 - exp(-idle / cold_tau)``, 0 if polled (the vCPU never left its core). Adapts the
-    polling window."""
+    wake-up it pays, ``1 - h * exp(-idle / halt_tau)`` or ``1 - h`` if the host still polled
+    its vCPU, ``h`` the station's halt share, or 1 for a hop's ``own`` wake-up, all of it the
+    halt's (1 without a halt share); how far it cooled, ``1 - exp(-idle / cold_tau)``, 0 if
+    polled (the vCPU never left its core). Adapts the polling window."""
     share = station_cold[st, WC_HALT_SHARE]
     cooled = -np.expm1(-idle * station_cold[st, WC_INV_TAU])
     if share <= 0:
         return 1.0, cooled
+    if own:
+        share = 1.0
     if _polled(st, idle, station_cold, station_poll_us):
         return 1.0 - share, 0.0
     return 1.0 - share * np.exp(-idle * station_cold[st, WC_INV_HALT_TAU]), cooled
@@ -321,7 +323,7 @@ def _first_work(  # noqa: PLR0913
             station_wake_i[st, WI_Q], station_wake_i[st, WI_ROW], quantiles, tables,
             table_lengths, s0, s1, s2, s3,
         )  # fmt: skip
-        scale, cooled = _wake_scale(st, idle, station_cold, station_poll_us)
+        scale, cooled = _wake_scale(st, idle, station_cold, station_poll_us, False)
         work += x * scale + station_cold[st, WC_WAKE_WORK] + station_cold[st, WC_COLD] * cooled
     return work, s0, s1, s2, s3
 
@@ -742,7 +744,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
                         n_row = table_lengths[row]
                         woke += tables[row, min(int(u * n_row), n_row - 1)]
-                    scale, cooled = _wake_scale(st, gap, station_cold, station_poll_us)
+                    scale, cooled = _wake_scale(
+                        st, gap, station_cold, station_poll_us, flags & FLAG_OWN_WAKE != 0
+                    )
                     s += woke * scale + station_cold[st, WC_WAKE_WORK]
                     s += station_cold[st, WC_COLD] * cooled
                     linger = station_cold[st, WC_LINGER] + station_cold[st, WC_LINGER_COLD] * cooled
