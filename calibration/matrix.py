@@ -95,9 +95,13 @@ KEPT_UP_SHARE = 0.95
 GOAL_P50_PCT = 15.0
 GOAL_P99_PCT = 25.0
 GOAL_SATURATION_PCT = 10.0
-# Simulated seconds per predicted point (the runs measured 2 s); a calibration evaluation
-# simulates as many seconds as the calibration point's runs recorded, and no fewer.
-PREDICT_DURATION_S = 2.0
+# Simulated seconds per predicted point: the model's own p99 a small part of the goal's
+# tolerance (2 s of 1k msg/s leave 20 messages above it; the runs measured 2 s). From 2 s to
+# 10 s the spread over seeds of the share within the goal about halved (design notes).
+PREDICT_DURATION_S = 10.0
+# A calibration evaluation simulates as many seconds as the calibration point's runs recorded,
+# and no fewer than this.
+FIT_DURATION_S = 2.0
 # A testbed run whose VM lost more than this share of its time (%) to steal (the hypervisor
 # running another guest on its cores; the run's ``host.steal_pct``) measured the neighbour as
 # much as the system: counted apart in the matrix (:func:`host_steal`), judged all the same.
@@ -733,7 +737,7 @@ def calibration_targets(
         points.append(system.probe)
     targets = []
     for point in points:
-        duration_s = max(PREDICT_DURATION_S, round(recorded_seconds(point)))
+        duration_s = max(FIT_DURATION_S, round(recorded_seconds(point)))
         for k, run in enumerate(point.runs):
             run_id = f"{system.name}:{point.id}:run_{k}"
             entry = {

@@ -574,6 +574,11 @@ SOCKET_HALT_MATRIX = "calibration/validation/load_matrix_socket_halt.json"
 SOCKET_HALT_NEIGHBOUR_MATRIX = "calibration/validation/load_matrix_socket_halt_0137.json"
 # The canonical corpus's matrix before that model.
 STALL_EVERY_WAKE_MATRIX = "calibration/validation/load_matrix_stall_every_wake_1126.json"
+# ... each point predicted from 10 simulated seconds, not 2: on both corpora of 2026-11-28, and the
+# canonical corpus's matrix before (its latest is LOAD_MATRIX).
+LONG_PREDICTIONS_MATRIX = "calibration/validation/load_matrix_long_predictions.json"
+LONG_PREDICTIONS_NEIGHBOUR_MATRIX = "calibration/validation/load_matrix_long_predictions_0137.json"
+SOCKET_HALT_1126_MATRIX = "calibration/validation/load_matrix_socket_halt_1126.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -743,10 +748,16 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        SOCKET_HALT_1126_MATRIX,
         "the model of 2026-11-28 16:00 on it: plus a socket's wake-up what the halt probe says "
         "a halted vCPU costs beyond an awake one, none of it before the vCPU halts or while the "
         "host polls it",
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        "plus each point predicted from 10 simulated seconds, not 2 (the model's own sampling "
+        "noise)",
         CORPUS_DAY,
     ),
     (
@@ -835,8 +846,19 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         NO_STALLS_CORPUS_DAY,
     ),
     (
+        LONG_PREDICTIONS_MATRIX,
+        "plus each point predicted from 10 simulated seconds, not 2 (the model's own sampling "
+        "noise)",
+        NO_STALLS_CORPUS_DAY,
+    ),
+    (
         SOCKET_HALT_NEIGHBOUR_MATRIX,
         "the same model on the corpus of 01:37 (a socket's wake-up 19 us, 24 before)",
+        NEIGHBOUR_CORPUS_DAY,
+    ),
+    (
+        LONG_PREDICTIONS_NEIGHBOUR_MATRIX,
+        "plus each point predicted from 10 simulated seconds, not 2",
         NEIGHBOUR_CORPUS_DAY,
     ),
     (
@@ -1032,8 +1054,8 @@ def load_run_agreement() -> str:
 
     rows = []
     for path, corpus in (
-        (SOCKET_HALT_MATRIX, NO_STALLS_CORPUS_DAY),
-        (SOCKET_HALT_NEIGHBOUR_MATRIX, NEIGHBOUR_CORPUS_DAY),
+        (LONG_PREDICTIONS_MATRIX, NO_STALLS_CORPUS_DAY),
+        (LONG_PREDICTIONS_NEIGHBOUR_MATRIX, NEIGHBOUR_CORPUS_DAY),
         (HICCUPS_MEASURED_MATRIX, HICCUPS_CORPUS_DAY),
     ):
         for s in _load(path)["systems"]:
