@@ -359,9 +359,8 @@ def test_a_sockets_wake_up_is_what_the_halt_probe_says_a_halt_costs(tmp_path) ->
     """With a halt probe beside the corpus, a socket's wake-up on a halted vCPU is what the halt
     costs beyond an awake vCPU by the probe's law (share x halted latency,
     :func:`calibration.halt.socket_wake_parameter`), its spread the idle probe's after 1 ms; the
-    testbed's prior
-    takes it (its fitted wake-up is its timer's), sockperf's is 0 (its calibration point's
-    sender spins: no timer). Without a halt probe of its own: none."""
+    testbed's prior takes it (its fitted wake-up is its timer's), sockperf's is 0 (its
+    calibration point's sender spins: no timer). Without a halt probe of its own: none."""
     from calibration import matrix
     from calibration.halt import halt_law
     from twin.profile import load_profile, resolve_profile_path

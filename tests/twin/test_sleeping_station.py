@@ -130,8 +130,8 @@ def test_a_hops_own_wake_up_is_all_the_halts(
     it halted pays half of. After 1000 us idle the hop's whole 10 us; with a halt time far
     beyond the gaps none of it; with gaps of 20 us less the wake-up and service and a 10 us halt
     time the fixed point w = 10 (1 - exp(-(19 - w) / 10)) (about 7.0 us; 8.5 us were the hop's
-    wake-up scaled as the station's); polled (halts of about
-    99 us, a window growing to 200 us) none of it, exactly, in both engines."""
+    wake-up scaled as the station's); polled (halts of about 99 us, a window growing to 200 us)
+    none of it, exactly, in both engines."""
     poll = None if polling is None else HaltPolling(max_us=polling)
     station = Station(
         "thread", 1, wake=Const(6.0), halt_share=0.5, halt_tau_us=tau_us, halt_poll=poll
