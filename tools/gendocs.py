@@ -562,6 +562,8 @@ MEASURED_HICCUPS_MATRIX = "calibration/validation/load_matrix_measured_hiccups.j
 # ... the two on the hiccup corpus (no alone probe: the busy law at every load), before and after.
 HICCUPS_NEIGHBOUR_MATRIX = "calibration/validation/load_matrix_hiccups_neighbour.json"
 HICCUPS_MEASURED_MATRIX = "calibration/validation/load_matrix_hiccups_measured.json"
+# ... and the model of 2026-11-28 17:00 on it.
+HICCUPS_LATEST_MATRIX = "calibration/validation/load_matrix_hiccups_1128.json"
 # calibration/data/load_2026-11-28_no_stalls: the testbed alone, measured by the load client
 # without its own stalls, each run stolen from measured again at the end of its pass.
 NO_STALLS_CORPUS_DAY = (
@@ -872,6 +874,12 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         HICCUPS_CORPUS_DAY,
     ),
     (
+        HICCUPS_LATEST_MATRIX,
+        "the model of 2026-11-28 17:00 on it: plus a socket's wake-up what the halt probe says a "
+        "halted vCPU costs beyond an awake one, and each point predicted from 10 simulated seconds",
+        HICCUPS_CORPUS_DAY,
+    ),
+    (
         SOCKPERF_QUIET_MATRIX,
         "the model before that step on sockperf measured without the millisecond placement sampler",
         SOCKPERF_QUIET_CORPUS_DAY,
@@ -1056,7 +1064,7 @@ def load_run_agreement() -> str:
     for path, corpus in (
         (LONG_PREDICTIONS_MATRIX, NO_STALLS_CORPUS_DAY),
         (LONG_PREDICTIONS_NEIGHBOUR_MATRIX, NEIGHBOUR_CORPUS_DAY),
-        (HICCUPS_MEASURED_MATRIX, HICCUPS_CORPUS_DAY),
+        (HICCUPS_LATEST_MATRIX, HICCUPS_CORPUS_DAY),
     ):
         for s in _load(path)["systems"]:
             runs = s["run_agreement"]
