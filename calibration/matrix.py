@@ -61,6 +61,7 @@ from calibration.halt import (
 from calibration.hiccups import hiccup_parameters
 from calibration.measurement import Measurement
 from calibration.readers import read
+from calibration.relay import relay_work
 from calibration.repeatability import RunAgreement, pooled, run_agreement
 from calibration.targets import Target, TargetSet, load_targets, measurement_targets
 from calibration.testbed.fit import (
@@ -653,7 +654,8 @@ def measured_prior(
     testbed system's fit starts its own cold start from, free group ``cold``; no socket's
     wake-up of its own where the calibration point's sender spins, its fitted wake-up being a
     socket's), and a route
-    through the relay its work per event at the calibration point (:func:`relay_work`), and a
+    through the relay its work and cold start at the calibration point
+    (:func:`calibration.relay.relay_work`), and a
     veth route its time over loopback (``veth``: :func:`veth_extra`).
     """
     point = system.point(system.calibrated_on)
@@ -661,9 +663,9 @@ def measured_prior(
         host or {"local_wake_cold_us": Parameter(WAKE_PROBE_COLD_US, WAKE_PROBE_SOURCE)}
     )
     known["local_balance_imbalance_pct"] = LINUX_IMBALANCE_PCT
-    relay = relay_work(point)
+    relay = relay_work(point.runs, f"{system.name} {point.id}", period_us(point))
     if relay is not None:
-        known["local_relay_work_us"] = relay
+        known.update(relay.parameters())
     if veth is not None:
         known["local_veth_us"] = veth
     # Set, not measured: a native tool's wake-up CPU is its per-wake-up work, scaled with it.
@@ -697,27 +699,11 @@ def measured_prior(
     return replace(prior, params=MappingProxyType(params)), frozenset(known)
 
 
-RELAY_STATS = "relay.json"
-
-
-def relay_work(point: CorpusPoint) -> Parameter | None:
-    """The relay's work per event (us) its runs of this point measured (``relay.json`` beside
-    each run, :mod:`twin.testbed.relay`: the median over runs of their mean), or None for runs
-    without a relay."""
-    paths = [run / RELAY_STATS for run in point.runs if (run / RELAY_STATS).is_file()]
-    if not paths:
-        return None
-    means = []
-    for path in paths:
-        try:
-            means.append(float(json.loads(path.read_text())["work"]["mean_us"]))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise MeasurementError(f"{path}: not the relay's stats ({exc})") from None
-    return Parameter(
-        statistics.median(means),
-        f"measurement: the relay's work per read or write at {point.id} (median of {len(means)} "
-        f"runs' mean, {RELAY_STATS})",
-    )
+def period_us(point: CorpusPoint) -> float:
+    """The mean gap (us) between a point's messages at its offered rate; unbounded for a
+    closed loop, which states none."""
+    rate = float(point.overrides.get("workload.rate_msgs_per_s", 0.0))
+    return 1e6 / rate if rate > 0 else math.inf
 
 
 def calibration_targets(

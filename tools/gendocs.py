@@ -581,6 +581,10 @@ STALL_EVERY_WAKE_MATRIX = "calibration/validation/load_matrix_stall_every_wake_1
 LONG_PREDICTIONS_MATRIX = "calibration/validation/load_matrix_long_predictions.json"
 LONG_PREDICTIONS_NEIGHBOUR_MATRIX = "calibration/validation/load_matrix_long_predictions_0137.json"
 SOCKET_HALT_1126_MATRIX = "calibration/validation/load_matrix_socket_halt_1126.json"
+LONG_PREDICTIONS_1126_MATRIX = "calibration/validation/load_matrix_long_predictions_1126.json"
+# ... and with the relay's cold start (its work by how long it slept), on the hiccup corpus (the
+# latest there) and the canonical one (LOAD_MATRIX).
+RELAY_COLD_MATRIX = "calibration/validation/load_matrix_relay_cold_1127.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -757,9 +761,15 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        LONG_PREDICTIONS_1126_MATRIX,
         "plus each point predicted from 10 simulated seconds, not 2 (the model's own sampling "
         "noise)",
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        "plus the relay's cold start: its work a pass by how long it slept, the law its reads "
+        "measured at the calibration point",
         CORPUS_DAY,
     ),
     (
@@ -877,6 +887,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         HICCUPS_LATEST_MATRIX,
         "the model of 2026-11-28 17:00 on it: plus a socket's wake-up what the halt probe says a "
         "halted vCPU costs beyond an awake one, and each point predicted from 10 simulated seconds",
+        HICCUPS_CORPUS_DAY,
+    ),
+    (
+        RELAY_COLD_MATRIX,
+        "plus the relay's cold start: its work a pass by how long it slept",
         HICCUPS_CORPUS_DAY,
     ),
     (
@@ -1043,6 +1058,46 @@ def load_socket_halt() -> str:
     return _table(header, "llrrrrrr", rows)
 
 
+RELAY_CORPORA = (  # (corpus folder, when it was measured): the corpora with relay.json's reads
+    ("calibration/data/load", CORPUS_DAY),
+    ("calibration/data/load_2026-11-27_hiccups", HICCUPS_CORPUS_DAY),
+)
+
+
+def load_relay_work() -> str:
+    """Through the relay, each point's work a pass (a read and its write, us, the median over its
+    runs): measured (``relay.json``), the model's before (the calibration point's mean, flat),
+    and the calibration point's cold-start law over the point's own sleeps before its reads."""
+    import statistics
+
+    from calibration.matrix import load_corpus, period_us
+    from calibration.relay import RELAY_STATS, relay_work
+
+    rows = []
+    for folder, corpus in RELAY_CORPORA:
+        for system in load_corpus(ROOT / folder):
+            if not (system.point(system.calibrated_on).runs[0] / RELAY_STATS).is_file():
+                continue
+            calibration = system.point(system.calibrated_on)
+            law = relay_work(calibration.runs, system.name, period_us(calibration))
+            assert law is not None, system.name
+            flat = statistics.median(
+                2 * json.loads((run / RELAY_STATS).read_text())["work"]["mean_us"]
+                for run in calibration.runs
+            )
+            for point in system.points:
+                stats = [json.loads((run / RELAY_STATS).read_text()) for run in point.runs]
+                measured = statistics.median(
+                    s["read_work"]["mean_us"] + s["write_work"]["mean_us"] for s in stats
+                )
+                predicted = statistics.median(law.pass_us(s["reads_by_idle_gap"]) for s in stats)
+                rows.append(
+                    (corpus, system.name, point.id, _us(measured), _us(flat), _us(predicted))
+                )
+    header = ("corpus", "system", "point", "measured", "before: flat", "cold-start law")
+    return _table(header, "lllrrr", rows)
+
+
 def load_neighbour_hiccups() -> str:
     """The testbed's p50 and p99 on the corpus with both hiccup probes, measured (medians of each
     point's runs) and predicted with the busy host's hiccups at every load and with them following
@@ -1064,7 +1119,7 @@ def load_run_agreement() -> str:
     for path, corpus in (
         (LONG_PREDICTIONS_MATRIX, NO_STALLS_CORPUS_DAY),
         (LONG_PREDICTIONS_NEIGHBOUR_MATRIX, NEIGHBOUR_CORPUS_DAY),
-        (HICCUPS_LATEST_MATRIX, HICCUPS_CORPUS_DAY),
+        (RELAY_COLD_MATRIX, HICCUPS_CORPUS_DAY),
     ):
         for s in _load(path)["systems"]:
             runs = s["run_agreement"]
@@ -1312,6 +1367,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "load-sockperf-sampler": load_sockperf_sampler,
     "load-neighbour-hiccups": load_neighbour_hiccups,
     "load-socket-halt": load_socket_halt,
+    "load-relay-work": load_relay_work,
     "load-run-agreement": load_run_agreement,
     "crosscheck": crosscheck,
     "crosscheck-spans": crosscheck_spans,

@@ -161,14 +161,23 @@ def tail_sigma(p50: float, p99: float) -> float:
     return max(0.05, math.log(max(p99, p50 * 1.01) / p50) / Z99)
 
 
+def gap_middles(gap_from_us: Sequence[float] | np.ndarray) -> np.ndarray:
+    """The middle (us) of each idle-gap class that starts at ``gap_from_us`` and ends where the
+    next starts (the last at twice its start): geometric, a quarter of the end for the first."""
+    lo = np.asarray(gap_from_us, dtype=float)
+    hi = np.append(lo[1:], lo[-1] * 2)
+    return np.asarray(np.sqrt(np.maximum(lo, hi / 4) * hi))
+
+
 def fit_cold_start(
-    by_gap: Mapping[str, list[float]], statistic: str = "p50_us"
+    by_gap: Mapping[str, list[float]], statistic: str = "p50_us", max_gap_us: float = math.inf
 ) -> tuple[float, float, float]:
     """``(warm_us, cold_us, idle_us)`` of ``work(g) = warm + cold * (1 - exp(-g / idle))``.
 
     Weighted least squares (weights: square root of each class's count) on each idle-gap
     class's ``statistic`` (its median work, or ``mean_us``); a gap class is represented by its
-    geometric middle.
+    geometric middle. Only classes that end by ``max_gap_us`` count (a longer sleep than the
+    load leaves: a stall's or a hiccup's, whose few reads weigh on the means).
     """
     from scipy.optimize import least_squares
 
@@ -176,8 +185,8 @@ def fit_cold_start(
     count = np.asarray(by_gap["count"], dtype=float)
     work = np.asarray(by_gap[statistic], dtype=float)
     hi = np.append(lo[1:], lo[-1] * 2)
-    mid = np.sqrt(np.maximum(lo, hi / 4) * hi)
-    keep = count >= 5
+    mid = gap_middles(lo)
+    keep = (count >= 5) & (hi <= max_gap_us)
     if keep.sum() < 3:
         return float(np.average(work[count > 0], weights=count[count > 0])), 0.0, 1.0
     g, w, y = mid[keep], np.sqrt(count[keep]), work[keep]

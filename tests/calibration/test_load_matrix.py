@@ -458,9 +458,10 @@ def test_seeds_without_a_matrix_is_refused(capsys) -> None:
 
 def test_a_route_through_the_relay_takes_its_work_at_the_calibration_point(tmp_path) -> None:
     """The relay's work per event is what its runs of the calibration point measured (the median
-    of their means), not the profile's figure from every rate; runs without a relay give none,
-    and a broken relay.json is one line naming it."""
-    from calibration.matrix import CorpusPoint, relay_work
+    of their means) where they do not class their reads by the sleep before them, not the
+    profile's figure from every rate; runs without a relay give none, and a broken relay.json
+    is one line naming it."""
+    from calibration.relay import relay_work
     from twin.errors import MeasurementError
 
     runs = []
@@ -469,13 +470,65 @@ def test_a_route_through_the_relay_takes_its_work_at_the_calibration_point(tmp_p
         run.mkdir()
         (run / "relay.json").write_text(json.dumps({"work": {"count": 10, "mean_us": mean}}))
         runs.append(run)
-    measured = relay_work(CorpusPoint("under-load-r1000", {}, {}, tuple(runs)))
-    assert measured is not None and measured.value == 7.4
-    assert "under-load-r1000" in measured.source and "3 runs" in measured.source
-    assert relay_work(CorpusPoint("p", {}, {}, (RUN_1000,))) is None
+    measured = relay_work(runs, "sockperf-udp-relay under-load-r1000", 1000.0)
+    assert measured is not None and (measured.warm_us, measured.cold_us) == (7.4, 0.0)
+    work = measured.parameters()["local_relay_work_us"]
+    assert "under-load-r1000" in work.source and "3 runs" in work.source
+    assert relay_work([RUN_1000], "p", 1000.0) is None
     (runs[0] / "relay.json").write_text("{}")
     with pytest.raises(MeasurementError, match=r"run_0/relay.json: not the relay's stats"):
-        relay_work(CorpusPoint("p", {}, {}, tuple(runs)))
+        relay_work(runs, "p", 1000.0)
+
+
+def _relay_stats(warm: float, cold: float, tau: float, scale: float) -> dict:
+    """A relay's stats whose reads cost ``warm + cold (1 - exp(-gap / tau))`` (each gap class at
+    its geometric middle, as the fit reads it), half of them after 0-25 us asleep and the rest
+    spread over 25-1600 us, its writes ``scale - 1`` times its reads; and 40 reads after
+    1.6-3.2 ms asleep that took a hiccup too (300 us)."""
+    edges = [0.0, 25.0, 50.0, 100.0, 200.0, 400.0, 800.0, 1600.0, 3200.0, 6400.0]
+    count = [500, 40, 40, 40, 40, 120, 200, 40, 0, 0]
+    hi = [*edges[1:], 12800.0]
+    mid = [math.sqrt(max(lo, h / 4) * h) for lo, h in zip(edges, hi, strict=True)]
+    mean = [warm + cold * -math.expm1(-g / tau) for g in mid]
+    mean[7] = 300.0
+    reads = sum(c * m for c, m in zip(count, mean, strict=True)) / sum(count)
+    return {
+        "work": {"count": 2 * sum(count), "mean_us": scale * reads / 2},
+        "read_work": {"count": sum(count), "mean_us": reads},
+        "write_work": {"count": sum(count), "mean_us": (scale - 1) * reads},
+        "reads_by_idle_gap": {"gap_from_us": edges, "count": count, "mean_us": mean},
+    }
+
+
+def test_the_relays_cold_start_is_its_reads_law_scaled_to_a_pass(tmp_path) -> None:
+    """Runs that class the relay's reads by the sleep before them give its cold start: the
+    reads' law ``warm + cold (1 - exp(-gap / tau))`` fitted over the sleeps the point's load
+    leaves (two periods: the reads after a hiccup left out), scaled by a pass's work (read and
+    write) over a read's; the warm work per event is half a warm pass."""
+    from calibration.relay import relay_work
+
+    runs = []
+    for k in range(3):
+        run = tmp_path / f"run_{k}"
+        run.mkdir()
+        (run / "relay.json").write_text(json.dumps(_relay_stats(2.5, 7.5, 330.0, 6.0)))
+        runs.append(run)
+    measured = relay_work(runs, "sockperf-udp-relay under-load-r1000", 1000.0)
+    assert measured is not None
+    assert measured.idle_us == pytest.approx(330.0, rel=1e-3)
+    assert measured.cold_us == pytest.approx(6.0 * 7.5, rel=1e-3)
+    assert measured.warm_us == pytest.approx(6.0 * 2.5 / 2, rel=1e-3)
+    params = measured.parameters()
+    assert set(params) == {"local_relay_work_us", "local_relay_cold_us", "local_relay_idle_us"}
+    # Over the point's own sleeps, a pass is the reads' law (the hiccup's class too) six times.
+    by_gap = _relay_stats(2.5, 7.5, 330.0, 6.0)["reads_by_idle_gap"]
+    law = _relay_stats(2.5, 7.5, 330.0, 6.0)["reads_by_idle_gap"]["mean_us"]
+    law[7] = 2.5 + 7.5 * -math.expm1(-math.sqrt(1600.0 * 3200.0) / 330.0)
+    reads = sum(c * m for c, m in zip(by_gap["count"], law, strict=True)) / sum(by_gap["count"])
+    assert measured.pass_us(by_gap) == pytest.approx(6.0 * reads, rel=1e-3)
+    # With no room for a hiccup's class in the law, the fit would take its reads in.
+    whole = relay_work(runs, "p", 1e5)
+    assert whole is not None and whole.idle_us > 1.5 * measured.idle_us
 
 
 def test_an_order_loops_orders_and_cancels_are_compared_apart() -> None:

@@ -113,3 +113,26 @@ def test_a_station_read_at_two_hops_batches_each_apart_in_both_engines() -> None
         busy = out.station_busy_us[0] / out.duration_us
         batches_per_message = (busy - 0.4 * served_per_us) / 2.0 / served_per_us
         assert 1.0 < batches_per_message < 1.9
+
+
+@pytest.mark.parametrize("holds", [True, False], ids=["held", "not held"])
+def test_a_held_threads_cold_start_counts_from_the_holds_end(holds: bool) -> None:
+    """Arrivals every 100 us at a thread that sleeps (a 3 us wake-up), serves 1 us and goes
+    cold, ``10 (1 - exp(-gap / 50))`` us more after ``gap`` us idle, then the message is held
+    5 us. Held, the thread's idle gap starts when the hold ends: ``gap = 100 - (3 + 1 + c + 5)``
+    with ``c`` its cold start, the fixed point c = 8.095 us; not held, when its service ends:
+    ``gap = 100 - (3 + 1 + c)``, c = 8.270 us. Every round trip is ``3 + 1 + c + 5`` us, in both
+    engines."""
+    thread = Station("relay", 1, wake=WAKE, cold_us=10.0, cold_tau_us=50.0)
+    hops = [
+        Hop("read", "test", service=Const(1.0), station=thread, holds=holds),
+        Hop("held", "test", fixed_us=5.0),
+    ]
+    rest = 91.0 if holds else 96.0  # the gap less the cold start
+    cold = 5.0
+    for _ in range(60):
+        cold = 10.0 * -np.expm1(-(rest - cold) / 50.0)
+    rtt = 3.0 + 1.0 + cold + 5.0
+    load = replace(poisson_load(0.01, 20_000, seed=5), arrivals=dtypes.ARRIVALS_UNIFORM)
+    busy = (4.0 + cold) / 100.0
+    _assert_two_round_trips(compile_path(hops), load, (rtt, rtt), rtt, (busy, 2e-3))

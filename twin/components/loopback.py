@@ -599,7 +599,10 @@ def relay_thread(profile: Profile, transport: Transport) -> Station:
     It sleeps in its poll while it holds no message, and polls while it holds one until the
     message's deadline (:attr:`twin.path.Hop.holds`): a message that finds it asleep pays
     the host's wake-up (``local_wake``, the halted vCPU's law as every sleeping thread), one
-    that comes while it holds an earlier one does not. On a vCPU it shares (:func:`colocated`)
+    that comes while it holds an earlier one does not; a pass after it slept ``gap`` us costs a
+    cold start ``local_relay_cold_us x (1 - exp(-gap / local_relay_idle_us))`` more (its read's
+    and write's code and the receiver it wakes went cold: :mod:`calibration.relay`), so its
+    work per message falls as the load shortens its sleeps. On a vCPU it shares (:func:`colocated`)
     its wake-up may stall next to a spinning sender (:func:`waits_for_spinner`); apart it has no
     idle time scale of its own for the stall's odds, and takes none. Over TCP it reads a chunk
     of the stream at a time: its work for it (:func:`relay_pass_work`) per batch of messages
@@ -616,6 +619,8 @@ def relay_thread(profile: Profile, transport: Transport) -> Station:
         wake=stage(profile, "local_wake"),
         batch=cost if tcp else ZERO,
         batch_per_connection=tcp,
+        cold_us=profile.value("local_relay_cold_us"),
+        cold_tau_us=profile.value("local_relay_idle_us"),
     )
     return _thread_on_vcpu(thread, profile)
 
@@ -684,10 +689,27 @@ def gateway_hops(
     ]
 
 
-def relay_utilization(profile: Profile, rate_msgs_per_s: float) -> float:
+def relay_cold_us(
+    profile: Profile, rate_msgs_per_s: float, cycles: Cycles = CALIBRATION_CYCLES
+) -> float:
+    """The relay's mean cold start a message at this rate (us, mean-value): a group's first
+    request finds it asleep since the group before (``local_relay_cold_us`` times the share
+    grown back over the gap, :meth:`Cycles.grown`); the reply's pass comes moments after the
+    request's, the relay having slept through the server's turn only."""
+    cold = profile.value("local_relay_cold_us")
+    if cold <= 0:
+        return 0.0
+    tau = profile.value("local_relay_idle_us")
+    return cold * cycles.grown(rate_msgs_per_s, tau) / cycles.group / cycles.per_cycle
+
+
+def relay_utilization(
+    profile: Profile, rate_msgs_per_s: float, cycles: Cycles = CALIBRATION_CYCLES
+) -> float:
     """The relay thread's work as a share of a vCPU at this rate: per message, two passes
-    (:func:`relay_pass_work`), capped at 1."""
-    return min(1.0, rate_msgs_per_s * 1e-6 * 2.0 * relay_pass_work(profile).mean)
+    (:func:`relay_pass_work`) and its cold start (:func:`relay_cold_us`), capped at 1."""
+    work = 2.0 * relay_pass_work(profile).mean + relay_cold_us(profile, rate_msgs_per_s, cycles)
+    return min(1.0, rate_msgs_per_s * 1e-6 * work)
 
 
 def colocated(
@@ -719,7 +741,7 @@ def colocated(
         return False
     busy = sum(process_utilization(profile, rate_msgs_per_s, sender, cycles).values())
     if relayed:
-        busy += relay_utilization(profile, rate_msgs_per_s)
+        busy += relay_utilization(profile, rate_msgs_per_s, cycles)
     return busy * pct < 100.0
 
 
@@ -801,6 +823,7 @@ def shared_vcpu_hops(
     # with the probability its thread is idle (the mean-value rule of utilization()).
     busy = process_utilization(profile, rate_msgs_per_s, sender, cycles)
     asleep = {name: (1.0 - min(1.0, rho)) / cycles.group for name, rho in busy.items()}
+    relay_cold = relay_cold_us(profile, rate_msgs_per_s, cycles)
     # With a spinning sender, the way out of its write runs in its system call, on its vCPU.
     out = []
     for i, hop in enumerate(hops):
@@ -813,6 +836,8 @@ def shared_vcpu_hops(
             work = hop.service
             if work.is_zero and not hop.station.batch.is_zero:  # a TCP read of one message
                 work = hop.station.batch
+            if relay_cold > 0 and not work.is_zero:  # the request's pass, its mean cold start
+                work, relay_cold = Exponential(work.mean + relay_cold), 0.0
             out.append(replace(hop, station=vcpu, service=work))
             continue
         if hop.station is None or hop.station.name not in (CLIENT, GATEWAY, RECEIVER):

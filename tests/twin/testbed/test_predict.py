@@ -472,6 +472,46 @@ def test_through_the_relay_its_thread_shares_the_vcpu_and_holds_it_awake():
     assert loopback.colocated(p, rate, Sender.SPINNING)
 
 
+def test_the_relays_cold_start_is_its_stations_apart_and_the_requests_mean_together():
+    """With a measured cold start, the relay's thread apart carries it (its station's
+    ``cold_us`` and time constant); on the shared vCPU the request's pass carries its mean at
+    the rate (``cold x E[1 - exp(-gap / tau)]`` over the gaps between messages), the reply's
+    none; the relay's share of the vCPU counts it. Saturation takes the warm work alone."""
+    cold = {"local_relay_cold_us": 40.0, "local_relay_idle_us": 300.0}
+    for transport in ("udp", "tcp"):
+        path = _relay_path(transport, 0.0)
+        st = path.station_names.index(loopback.RELAY_THREAD)
+        assert path.station_wake["cold_us"][st] == 0.0  # the shipped profile has none
+        from twin.simulation import prepare
+
+        scenario = load_scenario(ROOT / "twin" / "scenarios" / "local_sockperf.toml")
+        fields = {"connectivity.tier": "relay", "connectivity.transport": transport}
+        apart = prepare(
+            scenario.with_fields({**fields, "workload.rate_msgs_per_s": 1000.0}),
+            _profile(local_balance_imbalance_pct=0.0, **cold),
+        ).path
+        st = apart.station_names.index(loopback.RELAY_THREAD)
+        assert (apart.station_wake["cold_us"][st], apart.station_wake["cold_tau_us"][st]) == (
+            40.0,
+            300.0,
+        )
+        for rate in (1000.0, 4000.0):
+            together = prepare(
+                scenario.with_fields({**fields, "workload.rate_msgs_per_s": rate}),
+                _profile(local_balance_imbalance_pct=117.0, **cold),
+            ).path
+            means, _ = together.hop_moments_us()
+            relay = [i for i, n in enumerate(together.hop_names) if n.endswith("relay thread")]
+            work = 2 * _profile().value("local_relay_work_us")
+            grown = -np.expm1(-1.0 / (rate * 1e-6 * 300.0))  # sockperf's even gaps
+            assert means[relay] == pytest.approx([work + 40.0 * grown, work], rel=1e-6)
+    p, cycles = _profile(**cold), loopback.Cycles(per_cycle=1)
+    extra = loopback.relay_utilization(p, 1000.0, cycles) - loopback.relay_utilization(
+        _profile(), 1000.0, cycles
+    )
+    assert extra == pytest.approx(1000.0 * 1e-6 * 40.0 / (1.0 + 1000.0 * 1e-6 * 300.0), rel=1e-6)
+
+
 @pytest.mark.parametrize("imbalance_pct", [117.0, 0.0], ids=["one vcpu", "apart"])
 def test_every_sleeping_thread_takes_the_hosts_halt_law(imbalance_pct: float):
     """The halt probe's law is the host's: the shared vCPU and each process's own thread scale
