@@ -1061,6 +1061,7 @@ def load_socket_halt() -> str:
 RELAY_CORPORA = (  # (corpus folder, when it was measured): the corpora with relay.json's reads
     ("calibration/data/load", CORPUS_DAY),
     ("calibration/data/load_2026-11-27_hiccups", HICCUPS_CORPUS_DAY),
+    ("calibration/data/load_2026-11-27_sockperf", SOCKPERF_QUIET_CORPUS_DAY),
 )
 
 

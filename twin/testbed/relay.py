@@ -20,8 +20,9 @@ the reads' and the writes' work apart (``read_work``, ``write_work``: a write on
 runs the receiver's side too, waking its thread), and each read's work by how long the relay
 had slept before it (``reads_by_idle_gap``: the
 first read after a blocking wait takes that wait, the others none; classes of
-:data:`twin.testbed.recorder.GAP_EDGES_US`), from which a cold start of its work and its time
-constant can be fitted.
+:data:`twin.testbed.recorder.GAP_EDGES_US`), and each write's by the sleep before the read whose
+data it forwards (``writes_by_read_gap``, from 2026-11-28 19:30), from which a cold start of its
+work and its time constant can be fitted.
 While it holds a message the relay polls instead of sleeping (a timed sleep on this 2-vCPU VM
 woke 160 us late at p90, more than the delay itself), so it burns a core only while messages are
 in flight.
@@ -74,7 +75,8 @@ class _Relay:
         self.delay = delay
         self.rng = random.Random(seed)
         self.selector = selectors.DefaultSelector()
-        self.queue: list[tuple[float, int, socket.socket, bytes, Address | None]] = []
+        # (deadline, sequence, socket, data, address, how long the relay slept before the read)
+        self.queue: list[tuple[float, int, socket.socket, bytes, Address | None, int]] = []
         self.last_deadline: dict[int, float] = {}
         self.sequence = 0
         self.running = True
@@ -84,6 +86,7 @@ class _Relay:
         self.read_work_ns: list[int] = []
         self.read_slept_ns: list[int] = []
         self.write_work_ns: list[int] = []
+        self.write_slept_ns: list[int] = []  # each write's read's sleep before it
         self.slept_ns = 0
 
     def read_done(self, started_ns: int) -> None:
@@ -100,11 +103,12 @@ class _Relay:
         deadline = max(t_read / 1e9 + drawn * 1e-6, self.last_deadline.get(out.fileno(), 0.0))
         self.last_deadline[out.fileno()] = deadline
         self.sequence += 1
-        heapq.heappush(self.queue, (deadline, self.sequence, out, data, address))
+        slept = self.read_slept_ns[-1] if self.read_slept_ns else 0
+        heapq.heappush(self.queue, (deadline, self.sequence, out, data, address, slept))
 
     def flush_due(self) -> None:
         while self.queue and self.queue[0][0] <= time.monotonic_ns() / 1e9:
-            deadline, _, out, data, address = heapq.heappop(self.queue)
+            deadline, _, out, data, address, slept = heapq.heappop(self.queue)
             start = time.monotonic_ns()
             self.lateness_ns.append(int(start - deadline * 1e9))
             try:
@@ -115,6 +119,7 @@ class _Relay:
             except OSError:
                 continue  # the peer went away; the other side sees it close
             self.write_work_ns.append(time.monotonic_ns() - start)
+            self.write_slept_ns.append(slept)
 
     def timeout(self) -> float | None:
         """Block while nothing is held; while a message waits, sleep until ``spin_us`` before
@@ -154,6 +159,7 @@ class _Relay:
             "read_work": pct(self.read_work_ns),
             "write_work": pct(self.write_work_ns),
             "reads_by_idle_gap": work_by_gap(self.read_slept_ns, self.read_work_ns),
+            "writes_by_read_gap": work_by_gap(self.write_slept_ns, self.write_work_ns),
         }
 
 

@@ -83,6 +83,10 @@ def test_relay_delays_every_message_and_measures_its_cost(tmp_path: Path) -> Non
     assert sum(by_gap["count"]) == 80
     slept = [c for c, lo in zip(by_gap["count"], by_gap["gap_from_us"], strict=True) if lo >= 1600]
     assert sum(slept) >= 40
+    # Each write classed by its read's sleep: the pings' writes as their reads, since the relay
+    # forwards each read's datagram once.
+    writes = cost["writes_by_read_gap"]
+    assert writes["gap_from_us"] == by_gap["gap_from_us"] and writes["count"] == by_gap["count"]
 
 
 # A spinning client's CPU a message is what the host leaves it: alone, not beside another test.
