@@ -7,17 +7,15 @@ work by how long the relay had slept before it (``reads_by_idle_gap``). The mode
 direction: ``2 x local_relay_work_us`` warm, plus a **cold start**
 ``local_relay_cold_us x (1 - exp(-gap / local_relay_idle_us))`` after sleeping ``gap`` us.
 
-The law ``warm + cold (1 - exp(-g / tau))`` is fitted to a pass's work by the sleep ``g``
-before its read (the means of each class, over the sleeps the point's load leaves,
-:data:`MAX_GAP_PERIODS` periods): the reads' classes plus the writes' where the relay classes its
-writes by the sleep before the read they forward (``writes_by_read_gap``, from 2026-11-28 on).
-Before, only the reads were classed, and the pass's law is taken as the read's, scaled by ``k``,
-the point's work per pass (mean read plus mean write) over its mean read: a write on loopback
-runs the receiver's side of the kernel path in the relay's thread and wakes the receiver, which
-slept as long, so it cools as the read does. Measured on the lab's corpora (design notes): at
-1k msg/s a UDP pass costs 38 us, half its reads after 400-1600 us asleep; from 20k msg/s, where
-the relay hardly sleeps, 12-16 us. A run without the gap classes (older corpora) gives a flat
-work, its mean per event.
+The pass's law is the read's, scaled: ``warm + cold (1 - exp(-g / tau))`` fitted to the reads
+by the sleep ``g`` before them (the means of each class, over the sleeps the point's load
+leaves, :data:`MAX_GAP_PERIODS` periods), times ``k``, the point's work per pass (mean read plus
+mean write) over its mean read. A write on loopback runs the receiver's side of the kernel path
+in the relay's thread and wakes the receiver, so it costs more the longer the receiver slept,
+which at a low rate is as long as the relay: it falls with the load as the reads do, not with
+the relay's own sleep (its writes classed by the sleep before the read they forward,
+``writes_by_read_gap``, say so: docs/design-notes.md, "The relay's cold start"). A run without
+the gap classes (older corpora) gives a flat work, its mean per event.
 """
 
 from __future__ import annotations
@@ -105,17 +103,6 @@ def _pooled(stats: Sequence[dict[str, Any]], key: str) -> dict[str, list[float]]
     return {"gap_from_us": edges, "count": count.tolist(), "mean_us": mean.tolist()}
 
 
-def _passes(
-    reads: Mapping[str, list[float]], writes: Mapping[str, list[float]] | None
-) -> dict[str, list[float]] | None:
-    """A pass's work (a read and its write) by the sleep before the read, where the writes are
-    classed by it too (``writes_by_read_gap``) on the reads' classes; else None."""
-    if writes is None or writes["gap_from_us"] != reads["gap_from_us"]:
-        return None
-    mean = np.add(reads["mean_us"], writes["mean_us"])
-    return {**reads, "mean_us": mean.tolist()}
-
-
 def relay_work(runs: Sequence[Path], label: str, period_us: float) -> RelayWork | None:
     """The relay's work (:class:`RelayWork`) that ``runs`` of a point (``label``; its load's
     mean gap between messages ``period_us``) measured, or None for runs without a relay; a
@@ -137,21 +124,15 @@ def relay_work(runs: Sequence[Path], label: str, period_us: float) -> RelayWork 
     )
     if reads is None or read <= 0:
         return flat
-    passes = _passes(reads, _pooled(stats, "writes_by_read_gap"))
-    law = passes if passes is not None else reads
-    warm, cold, tau = fit_cold_start(law, "mean_us", MAX_GAP_PERIODS * period_us)
+    warm, cold, tau = fit_cold_start(reads, "mean_us", MAX_GAP_PERIODS * period_us)
     if cold <= 0:
         return flat
-    where = f"measurement: the relay's work at {label} ({RELAY_STATS} of {n} runs"
-    fitted = f"{warm:.2f} + {cold:.2f} (1 - exp(-gap / {tau:.0f})) us"
-    if passes is not None:
-        passes_law = f"{where}: its passes' law by the sleep before the read, {fitted})"
-        return RelayWork(warm / 2.0, cold, tau, passes_law)
     scale = (read + write) / read
     return RelayWork(
         scale * warm / 2.0,
         scale * cold,
         tau,
-        f"{where}: its reads' law by the sleep before them, {fitted}, scaled by a pass's work "
-        f"over a read's, {scale:.2f})",
+        f"measurement: the relay's work at {label} ({RELAY_STATS} of {n} runs: its reads' law "
+        f"by the sleep before them, {warm:.2f} + {cold:.2f} (1 - exp(-gap / {tau:.0f})) us, "
+        f"scaled by a pass's work over a read's, {scale:.2f})",
     )

@@ -531,26 +531,6 @@ def test_the_relays_cold_start_is_its_reads_law_scaled_to_a_pass(tmp_path) -> No
     assert whole is not None and whole.idle_us > 1.5 * measured.idle_us
 
 
-def test_a_relay_that_classes_its_writes_gives_its_passes_law(tmp_path) -> None:
-    """Where the relay classes its writes by the sleep before the read they forward, the law is
-    fitted to the passes themselves (each class's read and write), not scaled from the reads':
-    here writes that cool twice as much as the reads, where the scaling would take them as four
-    times (the pass over the read, five)."""
-    from calibration.relay import relay_work
-
-    stats = _relay_stats(2.5, 7.5, 330.0, 5.0)
-    stats["writes_by_read_gap"] = {
-        **stats["reads_by_idle_gap"],
-        "mean_us": _relay_stats(7.5, 15.0, 330.0, 5.0)["reads_by_idle_gap"]["mean_us"],
-    }
-    run = tmp_path / "run_0"
-    run.mkdir()
-    (run / "relay.json").write_text(json.dumps(stats))
-    measured = relay_work([run], "p", 1000.0)
-    assert measured is not None and "passes' law" in measured.source
-    assert measured.idle_us == pytest.approx(330.0, rel=1e-3)
-    assert (measured.warm_us, measured.cold_us) == pytest.approx((5.0, 22.5), rel=1e-3)
-
 
 def test_an_order_loops_orders_and_cancels_are_compared_apart() -> None:
     """A testbed run keeps order.hgrm and cancel.hgrm: their percentiles, medians over the
