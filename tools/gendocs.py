@@ -585,6 +585,11 @@ LONG_PREDICTIONS_1126_MATRIX = "calibration/validation/load_matrix_long_predicti
 # ... and with the relay's cold start (its work by how long it slept), on the hiccup corpus (the
 # latest there) and the canonical one (LOAD_MATRIX).
 RELAY_COLD_MATRIX = "calibration/validation/load_matrix_relay_cold_1127.json"
+# calibration/data/load_2026-11-28_relay: sockperf alone, measured after the relay's cold start was
+# built (its writes classed by the read's sleep too); the model before it and with it.
+RELAY_CORPUS_DAY = "2026-11-28 19:42, sockperf alone, measured after the model"
+RELAY_BEFORE_MATRIX = "calibration/validation/load_matrix_relay_1128_before.json"
+RELAY_MATRIX = "calibration/validation/load_matrix_relay_1128.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -895,6 +900,17 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         HICCUPS_CORPUS_DAY,
     ),
     (
+        RELAY_BEFORE_MATRIX,
+        "the model of 2026-11-28 17:00 (commit b47c9dd) on sockperf measured after the relay's "
+        "cold start was built",
+        RELAY_CORPUS_DAY,
+    ),
+    (
+        RELAY_MATRIX,
+        "plus the relay's cold start",
+        RELAY_CORPUS_DAY,
+    ),
+    (
         SOCKPERF_QUIET_MATRIX,
         "the model before that step on sockperf measured without the millisecond placement sampler",
         SOCKPERF_QUIET_CORPUS_DAY,
@@ -1062,6 +1078,7 @@ RELAY_CORPORA = (  # (corpus folder, when it was measured): the corpora with rel
     ("calibration/data/load", CORPUS_DAY),
     ("calibration/data/load_2026-11-27_hiccups", HICCUPS_CORPUS_DAY),
     ("calibration/data/load_2026-11-27_sockperf", SOCKPERF_QUIET_CORPUS_DAY),
+    ("calibration/data/load_2026-11-28_relay", RELAY_CORPUS_DAY),
 )
 
 
