@@ -72,18 +72,18 @@ class RelayWork:
         }
 
 
-def _stats(run: Path) -> dict[str, Any] | None:
+def relay_stats(run: Path) -> dict[str, Any] | None:
+    """A run's ``relay.json``, or None for a run without a relay; a :class:`MeasurementError`
+    naming the file where it is not the relay's stats."""
     path = run / RELAY_STATS
     if not path.is_file():
         return None
     try:
         stats = json.loads(path.read_text())
-        float(stats["work"]["mean_us"])
+        float(stats["work"]["mean_us"])  # a list or a number fails here too
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise MeasurementError(f"{path}: not the relay's stats ({exc})") from None
-    if not isinstance(stats, dict):
-        raise MeasurementError(f"{path}: not the relay's stats")
-    return stats
+    return dict(stats)
 
 
 def _pooled(stats: Sequence[dict[str, Any]], key: str) -> dict[str, list[float]] | None:
@@ -107,7 +107,7 @@ def relay_work(runs: Sequence[Path], label: str, period_us: float) -> RelayWork 
     """The relay's work (:class:`RelayWork`) that ``runs`` of a point (``label``; its load's
     mean gap between messages ``period_us``) measured, or None for runs without a relay; a
     :class:`MeasurementError` naming a broken ``relay.json``."""
-    stats = [s for s in (_stats(run) for run in runs) if s is not None]
+    stats = [s for s in (relay_stats(run) for run in runs) if s is not None]
     if not stats:
         return None
     n = len(stats)
