@@ -9,6 +9,8 @@ come at a rate per vCPU and last **as long as the probe measured**: the gaps' qu
 :data:`twin.percentiles.HICCUP_QUANTILES` and their longest, which the model joins log-linearly
 (:func:`twin.components.loopback.vcpu_hiccups`). Not a fitted law: one with the gaps' median and
 mean gets the hiccups of milliseconds wrong, and those set a busy point's p99 (design notes).
+With several probe files (a lab's, one before each pass) the law is the median file's: its rate,
+quantiles and longest each the median over the files (:func:`_law_parameters`).
 
 Two probes: every vCPU spinning at once (``local_vcpu_hiccup_*``, the hiccups of a vCPU whose
 neighbours are busy) and each alone while the others idle (``local_vcpu_hiccup_alone_*``; the
@@ -91,23 +93,37 @@ def summarize(paths: Sequence[Path]) -> HiccupSummary:
 
 def _law_parameters(paths: Sequence[Path], prefix: str, probe: str) -> dict[str, Parameter]:
     """``{prefix}_rate_per_s``, the quantiles ``{prefix}_p25_us`` .. and ``{prefix}_max_us`` of
-    the probe files (``probe`` says which: how the vCPUs spun); only the rate (0) where they met
-    no hiccup."""
-    summary = summarize(paths)
+    the probe files (``probe`` says which: how the vCPUs spun), each the **median over the
+    files** of that file's own (its vCPUs pooled; the quantiles and longest over the files that
+    met a hiccup); only the rate (0) where that median is 0.
+
+    A lab probes the host once before each pass, so each file is the host's state at one moment.
+    The median keeps the state the passes' runs met: a probe that met an episode of its own (a
+    host task time-slicing a vCPU for seconds) would otherwise set every point's tail, while the
+    runs of its pass, minutes later, did not meet it (design notes, "A hiccup probe's episode").
+    """
+    summaries = [summarize([path]) for path in paths]
+    rate = float(np.median([s.rate_per_s for s in summaries]))
+    met = [s for s in summaries if len(s.lengths_us)]
     names = ", ".join(Path(p).name for p in paths)
+    shares = ", ".join(f"{100 * s.share:.2f}%" for s in summaries)
     where = (
-        f"measurement: twin testbed hiccups beside the corpus ({names}; {probe}): "
-        f"{len(summary.lengths_us)} gaps of {HICCUP_MIN_US:g} us or more in "
-        f"{summary.seconds:.0f} vCPU-seconds spun, {100 * summary.share:.2f}% of the time "
-        f"(steal {summary.steal_pct:.2f}%)"
+        f"measurement: twin testbed hiccups beside the corpus ({names}; {probe}): the median over "
+        f"the {len(paths)} probes of each probe's gaps of {HICCUP_MIN_US:g} us or more, "
+        f"{sum(len(s.lengths_us) for s in summaries)} in "
+        f"{sum(s.seconds for s in summaries):.0f} vCPU-seconds spun, the probes' shares of the "
+        f"time {shares} (steal {max(s.steal_pct for s in summaries):.2f}% at most)"
     )
-    if not len(summary.lengths_us):
+    if rate <= 0 or not met:
         return {f"{prefix}_rate_per_s": Parameter(0.0, where)}
     shape = f"{where}; the gaps' quantiles (calibration.hiccups)"
-    lengths = {f"{prefix}_{key}_us": value for key, value in summary.quantiles().items()}
-    lengths[f"{prefix}_max_us"] = float(summary.lengths_us.max())
+    each = [s.quantiles() for s in met]
+    lengths = {
+        f"{prefix}_{key}_us": float(np.median([q[key] for q in each])) for key in HICCUP_QUANTILES
+    }
+    lengths[f"{prefix}_max_us"] = float(np.median([s.lengths_us.max() for s in met]))
     return {
-        f"{prefix}_rate_per_s": Parameter(summary.rate_per_s, where),
+        f"{prefix}_rate_per_s": Parameter(rate, where),
         **{name: Parameter(value, shape) for name, value in lengths.items()},
     }
 

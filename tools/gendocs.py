@@ -590,6 +590,12 @@ RELAY_COLD_MATRIX = "calibration/validation/load_matrix_relay_cold_1127.json"
 RELAY_CORPUS_DAY = "2026-11-28 19:42, sockperf alone, measured after the model"
 RELAY_BEFORE_MATRIX = "calibration/validation/load_matrix_relay_1128_before.json"
 RELAY_MATRIX = "calibration/validation/load_matrix_relay_1128.json"
+# ... and with the hiccup law the median of the passes' probes (one probe had met an episode of
+# its own), on it, on the hiccup corpus and on the two testbed corpora of 2026-11-28.
+HICCUP_MEDIAN_RELAY_MATRIX = "calibration/validation/load_matrix_hiccup_median_1128.json"
+HICCUP_MEDIAN_MATRIX = "calibration/validation/load_matrix_hiccup_median_1127.json"
+HICCUP_MEDIAN_NO_STALLS_MATRIX = "calibration/validation/load_matrix_hiccup_median_1244.json"
+HICCUP_MEDIAN_NEIGHBOUR_MATRIX = "calibration/validation/load_matrix_hiccup_median_0137.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -869,6 +875,12 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         NO_STALLS_CORPUS_DAY,
     ),
     (
+        HICCUP_MEDIAN_NO_STALLS_MATRIX,
+        "the model of 2026-11-28 22:30 on it: plus the hiccups the median of the passes' probes "
+        "(the relay's cold start does not apply: no relay)",
+        NO_STALLS_CORPUS_DAY,
+    ),
+    (
         SOCKET_HALT_NEIGHBOUR_MATRIX,
         "the same model on the corpus of 01:37 (a socket's wake-up 19 us, 24 before)",
         NEIGHBOUR_CORPUS_DAY,
@@ -876,6 +888,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
     (
         LONG_PREDICTIONS_NEIGHBOUR_MATRIX,
         "plus each point predicted from 10 simulated seconds, not 2",
+        NEIGHBOUR_CORPUS_DAY,
+    ),
+    (
+        HICCUP_MEDIAN_NEIGHBOUR_MATRIX,
+        "the model of 2026-11-28 22:30 on it: plus the hiccups the median of the passes' probes",
         NEIGHBOUR_CORPUS_DAY,
     ),
     (
@@ -900,6 +917,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         HICCUPS_CORPUS_DAY,
     ),
     (
+        HICCUP_MEDIAN_MATRIX,
+        "plus the hiccups the median of the passes' probes",
+        HICCUPS_CORPUS_DAY,
+    ),
+    (
         RELAY_BEFORE_MATRIX,
         "the model of 2026-11-28 17:00 (commit b47c9dd) on sockperf measured after the relay's "
         "cold start was built",
@@ -908,6 +930,12 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
     (
         RELAY_MATRIX,
         "plus the relay's cold start",
+        RELAY_CORPUS_DAY,
+    ),
+    (
+        HICCUP_MEDIAN_RELAY_MATRIX,
+        "plus the hiccups the median of the passes' probes, not every probe's gaps pooled (one "
+        "probe met 4 ms gaps 20% of its time, the runs of its pass did not)",
         RELAY_CORPUS_DAY,
     ),
     (
@@ -1133,9 +1161,10 @@ def load_run_agreement() -> str:
 
     rows = []
     for path, corpus in (
-        (LONG_PREDICTIONS_MATRIX, NO_STALLS_CORPUS_DAY),
-        (LONG_PREDICTIONS_NEIGHBOUR_MATRIX, NEIGHBOUR_CORPUS_DAY),
-        (RELAY_COLD_MATRIX, HICCUPS_CORPUS_DAY),
+        (HICCUP_MEDIAN_NO_STALLS_MATRIX, NO_STALLS_CORPUS_DAY),
+        (HICCUP_MEDIAN_NEIGHBOUR_MATRIX, NEIGHBOUR_CORPUS_DAY),
+        (HICCUP_MEDIAN_MATRIX, HICCUPS_CORPUS_DAY),
+        (HICCUP_MEDIAN_RELAY_MATRIX, RELAY_CORPUS_DAY),
     ):
         for s in _load(path)["systems"]:
             runs = s["run_agreement"]

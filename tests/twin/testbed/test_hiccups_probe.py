@@ -91,6 +91,42 @@ def test_the_hiccups_are_the_long_gaps_pooled(tmp_path: Path) -> None:
     assert "a.json, b.json" in rate.source and "steal 1.00%" in rate.source
 
 
+def test_the_law_is_the_median_probes_so_one_probes_episode_does_not_set_it(
+    tmp_path: Path,
+) -> None:
+    """Each probe is the host at one moment (one before each pass): the law's rate, quantiles
+    and longest are the median over the files of each file's own, its vCPUs pooled, so a probe
+    that met an episode (an eighth of its time in 4 ms gaps) moves none of them, where pooling
+    every gap would have made 4 ms the hiccups' p75."""
+    rng = np.random.default_rng(7)
+
+    def calm(n: int) -> list[float]:
+        return [float(g) for g in HICCUP_MIN_US + 20.0 * rng.exponential(1.0, n)]
+
+    quiet = _probe(tmp_path / "a.json", [(5.0, calm(100)), (5.0, calm(120))])
+    episode = _probe(tmp_path / "b.json", [(5.0, calm(100) + [4000.0] * 300), (5.0, calm(100))])
+    busier = _probe(tmp_path / "c.json", [(5.0, calm(150)), (5.0, calm(150))])
+    files = [quiet, episode, busier]
+    params = hiccup_parameters(files)
+    each = [summarize([f]) for f in files]
+    assert params["local_vcpu_hiccup_rate_per_s"].value == pytest.approx(
+        np.median([s.rate_per_s for s in each])
+    )
+    assert params["local_vcpu_hiccup_rate_per_s"].value == pytest.approx(30.0)  # the busier's
+    for key in HICCUP_QUANTILES:
+        assert params[f"local_vcpu_hiccup_{key}_us"].value == pytest.approx(
+            np.median([s.quantiles()[key] for s in each])
+        )
+    assert params["local_vcpu_hiccup_p75_us"].value < 150.0
+    assert np.percentile(summarize(files).lengths_us, 75) == 4000.0  # every gap pooled
+    assert params["local_vcpu_hiccup_max_us"].value == pytest.approx(
+        np.median([s.lengths_us.max() for s in each])
+    )
+    source = params["local_vcpu_hiccup_rate_per_s"].source
+    assert "median over the 3 probes" in source
+    assert f"{100 * each[1].share:.2f}%" in source  # the episode's share, named
+
+
 def test_the_models_hiccups_keep_the_probes_quantiles_share_and_longest(tmp_path: Path) -> None:
     """The table the model draws from has the gaps' quantiles and longest, and takes about the
     share of the time they took (the steps between the quantiles log-uniform)."""
