@@ -91,6 +91,26 @@ def summarize(paths: Sequence[Path]) -> HiccupSummary:
     return HiccupSummary(seconds, np.concatenate(lengths), steal / seconds)
 
 
+@dataclass(frozen=True)
+class ProbeReport:
+    """One hiccup probe file as a reader of a matrix sees it: its name, how its vCPUs spun
+    (``mode``: ``together`` or ``alone``), its hiccups a second of a vCPU and the share of the
+    time they took (percent)."""
+
+    file: str
+    mode: str
+    rate_per_s: float
+    share_pct: float
+
+
+def probe_reports(paths: Sequence[Path], mode: str) -> list[ProbeReport]:
+    """Each probe file of one ``mode`` on its own (:func:`summarize`), in the given order."""
+    return [
+        ProbeReport(Path(path).name, mode, (s := summarize([path])).rate_per_s, 100.0 * s.share)
+        for path in paths
+    ]
+
+
 def _law_parameters(paths: Sequence[Path], prefix: str, probe: str) -> dict[str, Parameter]:
     """``{prefix}_rate_per_s``, the quantiles ``{prefix}_p25_us`` .. and ``{prefix}_max_us`` of
     the probe files (``probe`` says which: how the vCPUs spun), each the **median over the

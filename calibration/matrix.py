@@ -44,7 +44,7 @@ import json
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -58,7 +58,7 @@ from calibration.halt import (
     polling_parameters,
     socket_wake_parameter,
 )
-from calibration.hiccups import hiccup_parameters
+from calibration.hiccups import HICCUP_MIN_US, hiccup_parameters, probe_reports
 from calibration.measurement import Measurement
 from calibration.readers import read
 from calibration.relay import relay_work
@@ -278,6 +278,25 @@ def _probe_names(root: Path) -> dict[str, Any]:
     return names if isinstance(names, dict) else {}
 
 
+def _hiccup_files(names: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The manifest's hiccup probe entries: every vCPU spinning (``hiccups``) and each alone
+    (``hiccups_alone``), each a list of file names where the lab ran the probe."""
+    return names.get("hiccups"), names.get("hiccups_alone")
+
+
+def hiccup_probes(root: str | Path) -> list[dict[str, Any]]:
+    """Each hiccup probe beside a corpus on its own (:func:`calibration.hiccups.probe_reports`:
+    its rate and share of the time), every vCPU spinning first, then each alone; the model's
+    law is the median probe's of each mode, so a probe far from the others met an episode the
+    law leaves out. [] for a corpus without the probe."""
+    root = Path(root)
+    reports = []
+    for mode, files in zip(("together", "alone"), _hiccup_files(_probe_names(root)), strict=True):
+        if isinstance(files, list):
+            reports += probe_reports([root / name for name in files], mode)
+    return [asdict(r) for r in reports]
+
+
 def host_parameters(root: str | Path) -> dict[str, Parameter]:
     """What the wake-up probes beside a corpus measured of its host: the scheduling cold start
     ``local_wake_cold_us`` (manifest key ``wakeprobe``), the median one-way latency after
@@ -292,7 +311,7 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
     with each vCPU alone: :func:`calibration.hiccups.hiccup_parameters`; none without)."""
     root = Path(root)
     names = _probe_names(root)
-    hiccup_names, alone_names = names.get("hiccups"), names.get("hiccups_alone")
+    hiccup_names, alone_names = _hiccup_files(names)
     hiccups = (
         hiccup_parameters(
             [root / name for name in hiccup_names],
@@ -1052,8 +1071,8 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def accuracy_matrix(
     root: str | Path, progress: Callable[[str], None] | None = None, seed: int = 1
 ) -> dict[str, Any]:
-    """The whole matrix: ``{"systems": [...], "summary": {...}}`` (``seed``: see
-    :func:`system_matrix`)."""
+    """The whole matrix: ``{"systems": [...], "summary": {...}, "hiccup_probes": [...]}``
+    (``seed``: see :func:`system_matrix`; the probes: :func:`hiccup_probes`)."""
     root = Path(root)
     corpus = load_corpus(root)
     host_parameters(root)  # a bad wake-up probe is one line before any fit
@@ -1066,7 +1085,7 @@ def accuracy_matrix(
             raise type(exc)(f"{root / MANIFEST}: {system.name}: {exc}") from None
         if progress is not None:
             progress(system.name)
-    return {"systems": systems, "summary": summary(systems)}
+    return {"systems": systems, "summary": summary(systems), "hiccup_probes": hiccup_probes(root)}
 
 
 # The summary's figures whose spread over seeds a matrix reports.
@@ -1166,6 +1185,22 @@ def format_matrix(matrix: Mapping[str, Any]) -> str:
                 if sm.get("remeasured_runs")
                 else ""
             )
+        )
+    probes = matrix.get("hiccup_probes")
+    if probes:
+        modes = {
+            mode: ", ".join(
+                f"{p['rate_per_s']:.0f}/s {p['share_pct']:.2f}%"
+                for p in probes
+                if p["mode"] == mode
+            )
+            for mode in ("together", "alone")
+        }
+        lines.append(
+            f"the hiccup probes (a vCPU's gaps of {HICCUP_MIN_US:g} us or more a second, their "
+            f"share of the time; one probe before each pass), every vCPU spinning: "
+            f"{modes['together'] or '-'}; each alone: {modes['alone'] or '-'}; the model takes the "
+            f"median probe's"
         )
     if sm.get("cpu_points"):
         lines.append(

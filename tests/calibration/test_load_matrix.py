@@ -380,6 +380,47 @@ def test_a_sockets_wake_up_is_what_the_halt_probe_says_a_halt_costs(tmp_path) ->
     assert sockperf.value("local_socket_wake_us") == 0 and "local_socket_wake_us" in known
 
 
+def _with_hiccup_probes(corpus: Path, manifest: dict) -> None:
+    """Three probes with every vCPU spinning, the second in an episode (4 ms gaps, a fifth of
+    its time), and one with each vCPU alone."""
+    gaps = {"hiccups_0.json": [60.0] * 20, "hiccups_1.json": [4000.0] * 500}
+    gaps |= {"hiccups_2.json": [60.0] * 30, "hiccups_alone_0.json": [70.0] * 10}
+    for name, lengths in gaps.items():
+        probe = {
+            "tool": "twin testbed hiccups",
+            "cpus": [{"cpu": 0, "spun_s": 10.0, "gaps_us": lengths}],
+        }
+        (corpus / name).write_text(json.dumps(probe))
+    manifest["hiccups"] = ["hiccups_0.json", "hiccups_1.json", "hiccups_2.json"]
+    manifest["hiccups_alone"] = ["hiccups_alone_0.json"]
+
+
+def test_the_matrix_names_each_hiccup_probe_beside_the_median_law_it_took(tmp_path) -> None:
+    """The matrix reports each probe on its own (its rate and share of the time, in the
+    manifest's order, every vCPU spinning first), so the probe that met an episode shows beside
+    the law, which is the median probe's: 2 a second of 60 us, not the episode's 4 ms."""
+    from calibration import matrix
+
+    corpus = _broken_corpus(tmp_path, _with_hiccup_probes)
+    probes = matrix.hiccup_probes(corpus)
+    assert [(p["file"], p["mode"]) for p in probes] == [
+        ("hiccups_0.json", "together"),
+        ("hiccups_1.json", "together"),
+        ("hiccups_2.json", "together"),
+        ("hiccups_alone_0.json", "alone"),
+    ]
+    assert [p["rate_per_s"] for p in probes] == pytest.approx([2.0, 50.0, 3.0, 1.0])
+    assert probes[1]["share_pct"] == pytest.approx(20.0)
+    host = matrix.host_parameters(corpus)
+    assert host["local_vcpu_hiccup_rate_per_s"].value == pytest.approx(3.0)
+    assert host["local_vcpu_hiccup_p99_us"].value == pytest.approx(60.0)
+    text = matrix.format_matrix(
+        {"systems": [], "summary": matrix.summary([]), "hiccup_probes": probes}
+    )
+    assert "every vCPU spinning: 2/s 0.01%, 50/s 20.00%, 3/s 0.02%; each alone: 1/s" in text
+    assert matrix.hiccup_probes(CORPUS) == []
+
+
 def test_a_corpus_probes_are_calibrated_on_never_predicted(tmp_path) -> None:
     """A system's burst probe is part of what it is calibrated on: a latency-only probe
     (sockperf) adds its runs as targets with its overrides, a testbed probe feeds the measured
