@@ -596,6 +596,11 @@ HICCUP_MEDIAN_RELAY_MATRIX = "calibration/validation/load_matrix_hiccup_median_1
 HICCUP_MEDIAN_MATRIX = "calibration/validation/load_matrix_hiccup_median_1127.json"
 HICCUP_MEDIAN_NO_STALLS_MATRIX = "calibration/validation/load_matrix_hiccup_median_1244.json"
 HICCUP_MEDIAN_NEIGHBOUR_MATRIX = "calibration/validation/load_matrix_hiccup_median_0137.json"
+# calibration/data/load_2026-11-28_night: sockperf alone, measured after the median law was built;
+# the model before it (commit 26a2df7, every probe's gaps pooled) and with it.
+NIGHT_CORPUS_DAY = "2026-11-28 22:21, sockperf alone, measured after the median hiccup law"
+NIGHT_BEFORE_MATRIX = "calibration/validation/load_matrix_night_1128_before.json"
+NIGHT_MATRIX = "calibration/validation/load_matrix_night_1128.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -939,6 +944,17 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         RELAY_CORPUS_DAY,
     ),
     (
+        NIGHT_BEFORE_MATRIX,
+        "the model of commit 26a2df7 (every hiccup probe's gaps pooled) on sockperf measured after "
+        "the median law was built",
+        NIGHT_CORPUS_DAY,
+    ),
+    (
+        NIGHT_MATRIX,
+        "plus the hiccups the median of the passes' probes",
+        NIGHT_CORPUS_DAY,
+    ),
+    (
         SOCKPERF_QUIET_MATRIX,
         "the model before that step on sockperf measured without the millisecond placement sampler",
         SOCKPERF_QUIET_CORPUS_DAY,
@@ -1107,6 +1123,7 @@ RELAY_CORPORA = (  # (corpus folder, when it was measured): the corpora with rel
     ("calibration/data/load_2026-11-27_hiccups", HICCUPS_CORPUS_DAY),
     ("calibration/data/load_2026-11-27_sockperf", SOCKPERF_QUIET_CORPUS_DAY),
     ("calibration/data/load_2026-11-28_relay", RELAY_CORPUS_DAY),
+    ("calibration/data/load_2026-11-28_night", NIGHT_CORPUS_DAY),
 )
 
 
@@ -1165,6 +1182,7 @@ def load_run_agreement() -> str:
         (HICCUP_MEDIAN_NEIGHBOUR_MATRIX, NEIGHBOUR_CORPUS_DAY),
         (HICCUP_MEDIAN_MATRIX, HICCUPS_CORPUS_DAY),
         (HICCUP_MEDIAN_RELAY_MATRIX, RELAY_CORPUS_DAY),
+        (NIGHT_MATRIX, NIGHT_CORPUS_DAY),
     ):
         for s in _load(path)["systems"]:
             runs = s["run_agreement"]
