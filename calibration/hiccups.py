@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,14 @@ from twin.percentiles import HICCUP_QUANTILES
 from twin.profile import Parameter
 
 HICCUP_MIN_US = 50.0
+
+
+class Mode(StrEnum):
+    """Which vCPUs a probe spun at once (its file's ``mode``): all of them, or each in turn while
+    the others idle."""
+
+    TOGETHER = "together"
+    ALONE = "alone"
 
 
 @dataclass(frozen=True)
@@ -94,16 +103,16 @@ def summarize(paths: Sequence[Path]) -> HiccupSummary:
 @dataclass(frozen=True)
 class ProbeReport:
     """One hiccup probe file as a reader of a matrix sees it: its name, how its vCPUs spun
-    (``mode``: ``together`` or ``alone``), its hiccups a second of a vCPU and the share of the
-    time they took (percent)."""
+    (:class:`Mode`), its hiccups a second of a vCPU and the share of the time they took
+    (percent)."""
 
     file: str
-    mode: str
+    mode: Mode
     rate_per_s: float
     share_pct: float
 
 
-def probe_reports(paths: Sequence[Path], mode: str) -> list[ProbeReport]:
+def probe_reports(paths: Sequence[Path], mode: Mode) -> list[ProbeReport]:
     """Each probe file of one ``mode`` on its own (:func:`summarize`), in the given order."""
     return [
         ProbeReport(Path(path).name, mode, (s := summarize([path])).rate_per_s, 100.0 * s.share)

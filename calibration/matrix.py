@@ -58,7 +58,7 @@ from calibration.halt import (
     polling_parameters,
     socket_wake_parameter,
 )
-from calibration.hiccups import HICCUP_MIN_US, hiccup_parameters, probe_reports
+from calibration.hiccups import HICCUP_MIN_US, Mode, hiccup_parameters, probe_reports
 from calibration.measurement import Measurement
 from calibration.readers import read
 from calibration.relay import relay_work
@@ -291,7 +291,9 @@ def hiccup_probes(root: str | Path) -> list[dict[str, Any]]:
     law leaves out. [] for a corpus without the probe."""
     root = Path(root)
     reports = []
-    for mode, files in zip(("together", "alone"), _hiccup_files(_probe_names(root)), strict=True):
+    for mode, files in zip(
+        (Mode.TOGETHER, Mode.ALONE), _hiccup_files(_probe_names(root)), strict=True
+    ):
         if isinstance(files, list):
             reports += probe_reports([root / name for name in files], mode)
     return [asdict(r) for r in reports]
@@ -1194,13 +1196,13 @@ def format_matrix(matrix: Mapping[str, Any]) -> str:
                 for p in probes
                 if p["mode"] == mode
             )
-            for mode in ("together", "alone")
+            for mode in Mode
         }
         lines.append(
             f"the hiccup probes (a vCPU's gaps of {HICCUP_MIN_US:g} us or more a second, their "
             f"share of the time; one probe before each pass), every vCPU spinning: "
-            f"{modes['together'] or '-'}; each alone: {modes['alone'] or '-'}; the model takes the "
-            f"median probe's"
+            f"{modes[Mode.TOGETHER] or '-'}; each alone: {modes[Mode.ALONE] or '-'}; the model "
+            f"takes the median probe's"
         )
     if sm.get("cpu_points"):
         lines.append(

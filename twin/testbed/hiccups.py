@@ -31,10 +31,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from calibration.hiccups import Mode
 from twin.atomic import write_json
 from twin.errors import ConfigError, SimulationError
 
@@ -82,13 +82,6 @@ def spin(cpu: int, seconds: float, threshold_ns: int) -> dict[str, Any]:
         "steal_pct": 100.0 * steal_s / spun_s if spun_s > 0 else 0.0,
         "gaps_us": [round(g / 1e3, 3) for g in gaps],
     }
-
-
-class Mode(StrEnum):
-    """Which vCPUs spin at once: all of them, or each in turn while the others idle."""
-
-    TOGETHER = "together"
-    ALONE = "alone"
 
 
 def _spin_all(cpus: list[int], seconds: float, threshold_ns: int) -> list[dict[str, Any]]:
