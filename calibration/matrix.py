@@ -9,8 +9,9 @@ scenario fields that reproduce them, run folders). For each system :func:`system
    from the corpus's wake-up probe) and fits the other free groups of
    :data:`LOCAL_TARGETS` (the shipped ``local`` profile is the starting point;
    :data:`CALIBRATION_STARTS` quasi-random starts) to the whole distribution of every run of the
-   calibration point and of its burst probe when the probe states only latency (p10..p99.9, each
-   run a set of targets: :func:`calibration.targets.measurement_targets`), and nothing else;
+   calibration point (p10..p99.9, each run a set of targets:
+   :func:`calibration.targets.measurement_targets`) and to the body of its burst probe's when
+   the probe states only latency (p10..p90: :data:`PROBE_BODY_MAX_PCT`), and nothing else;
 2. predicts every point (the calibration point too, as a check of the fit) with the fitted
    profile and the point's overrides, on the default engine;
 3. compares p50, p90, p99 (median over the point's runs) and throughput (the runs' median
@@ -92,6 +93,10 @@ GOAL_LOAD_SHARE = 0.8
 # distribution targets' at a weight of 1, twin.percentiles.DISTRIBUTION_WEIGHTS).
 KIND_STATISTIC = "p50"
 KIND_TOLERANCE = 0.05
+# The burst probe's statistics the fit weighs: its body, where a burst's later messages wait for
+# the ones ahead of them (the marginal work it is there to pin). Its tail is the host's rare
+# events met by a whole burst at once; the tail's parameters are the calibration point's alone.
+PROBE_BODY_MAX_PCT = 90.0
 KEPT_UP_SHARE = 0.95
 GOAL_P50_PCT = 15.0
 GOAL_P99_PCT = 25.0
@@ -731,7 +736,8 @@ def calibration_targets(
     system: CorpusSystem, manifest: Path, measured: frozenset[str] = frozenset()
 ) -> TargetSet:
     """The local free groups (less the ``measured`` parameters) with the calibration point's
-    runs as distribution targets, and the burst probe's runs when they state only latency."""
+    runs as distribution targets, and the burst probe's runs when they state only latency (their
+    body: percentiles up to :data:`PROBE_BODY_MAX_PCT`)."""
     base = load_targets(LOCAL_TARGETS)
     free = tuple(
         replace(g, params=tuple(p for p in g.params if p not in measured))
@@ -755,6 +761,10 @@ def calibration_targets(
                 "duration_s": duration_s,
             }
             run_targets = measurement_targets(manifest, f"{system.name} {point.id}", entry)
+            if point is system.probe:
+                run_targets = [
+                    t for t in run_targets if ALL_PERCENTILES[t.statistic] <= PROBE_BODY_MAX_PCT
+                ]
             targets.extend(run_targets)
             targets.extend(_kind_targets(run_targets[0], run_id, run))
     return base.with_targets(tuple(targets))

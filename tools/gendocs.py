@@ -582,9 +582,10 @@ LONG_PREDICTIONS_MATRIX = "calibration/validation/load_matrix_long_predictions.j
 LONG_PREDICTIONS_NEIGHBOUR_MATRIX = "calibration/validation/load_matrix_long_predictions_0137.json"
 SOCKET_HALT_1126_MATRIX = "calibration/validation/load_matrix_socket_halt_1126.json"
 LONG_PREDICTIONS_1126_MATRIX = "calibration/validation/load_matrix_long_predictions_1126.json"
-# ... and with the relay's cold start (its work by how long it slept), on the hiccup corpus (the
-# latest there) and the canonical one (LOAD_MATRIX).
+# ... and with the relay's cold start (its work by how long it slept), on the hiccup corpus and
+# the canonical one (its latest is LOAD_MATRIX).
 RELAY_COLD_MATRIX = "calibration/validation/load_matrix_relay_cold_1127.json"
+RELAY_COLD_1126_MATRIX = "calibration/validation/load_matrix_relay_cold_1126.json"
 # calibration/data/load_2026-11-28_relay: sockperf alone, measured after the relay's cold start was
 # built (its writes classed by the read's sleep too); the model before it and with it.
 RELAY_CORPUS_DAY = "2026-11-28 19:42, sockperf alone, measured after the model"
@@ -601,6 +602,11 @@ HICCUP_MEDIAN_NEIGHBOUR_MATRIX = "calibration/validation/load_matrix_hiccup_medi
 NIGHT_CORPUS_DAY = "2026-11-28 22:21, sockperf alone, measured after the median hiccup law"
 NIGHT_BEFORE_MATRIX = "calibration/validation/load_matrix_night_1128_before.json"
 NIGHT_MATRIX = "calibration/validation/load_matrix_night_1128.json"
+# ... and with the burst probe's body only as a calibration target (its tail left to the
+# calibration point), on the three corpora with sockperf and the hiccup probe.
+PROBE_BODY_MATRIX = "calibration/validation/load_matrix_probe_body_1127.json"
+PROBE_BODY_RELAY_MATRIX = "calibration/validation/load_matrix_probe_body_1128.json"
+PROBE_BODY_NIGHT_MATRIX = "calibration/validation/load_matrix_probe_body_night.json"
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -783,9 +789,15 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        RELAY_COLD_1126_MATRIX,
         "plus the relay's cold start: its work a pass by how long it slept, the law its reads "
         "measured at the calibration point",
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        "plus sockperf's burst probe fitted on its body only (p10 to p90), its tail left to the "
+        "calibration point",
         CORPUS_DAY,
     ),
     (
@@ -927,6 +939,12 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         HICCUPS_CORPUS_DAY,
     ),
     (
+        PROBE_BODY_MATRIX,
+        "plus sockperf's burst probe fitted on its body only (p10 to p90), its tail left to the "
+        "calibration point",
+        HICCUPS_CORPUS_DAY,
+    ),
+    (
         RELAY_BEFORE_MATRIX,
         "the model of 2026-11-28 17:00 (commit b47c9dd) on sockperf measured after the relay's "
         "cold start was built",
@@ -944,6 +962,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         RELAY_CORPUS_DAY,
     ),
     (
+        PROBE_BODY_RELAY_MATRIX,
+        "plus sockperf's burst probe fitted on its body only",
+        RELAY_CORPUS_DAY,
+    ),
+    (
         NIGHT_BEFORE_MATRIX,
         "the model of commit 26a2df7 (every hiccup probe's gaps pooled) on sockperf measured after "
         "the median law was built",
@@ -952,6 +975,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
     (
         NIGHT_MATRIX,
         "plus the hiccups the median of the passes' probes",
+        NIGHT_CORPUS_DAY,
+    ),
+    (
+        PROBE_BODY_NIGHT_MATRIX,
+        "plus sockperf's burst probe fitted on its body only",
         NIGHT_CORPUS_DAY,
     ),
     (
@@ -1180,9 +1208,9 @@ def load_run_agreement() -> str:
     for path, corpus in (
         (HICCUP_MEDIAN_NO_STALLS_MATRIX, NO_STALLS_CORPUS_DAY),
         (HICCUP_MEDIAN_NEIGHBOUR_MATRIX, NEIGHBOUR_CORPUS_DAY),
-        (HICCUP_MEDIAN_MATRIX, HICCUPS_CORPUS_DAY),
-        (HICCUP_MEDIAN_RELAY_MATRIX, RELAY_CORPUS_DAY),
-        (NIGHT_MATRIX, NIGHT_CORPUS_DAY),
+        (PROBE_BODY_MATRIX, HICCUPS_CORPUS_DAY),
+        (PROBE_BODY_RELAY_MATRIX, RELAY_CORPUS_DAY),
+        (PROBE_BODY_NIGHT_MATRIX, NIGHT_CORPUS_DAY),
     ):
         for s in _load(path)["systems"]:
             runs = s["run_agreement"]

@@ -423,10 +423,11 @@ def test_the_matrix_names_each_hiccup_probe_beside_the_median_law_it_took(tmp_pa
 
 def test_a_corpus_probes_are_calibrated_on_never_predicted(tmp_path) -> None:
     """A system's burst probe is part of what it is calibrated on: a latency-only probe
-    (sockperf) adds its runs as targets with its overrides, a testbed probe feeds the measured
-    work; the wake-up probe beside the corpus gives the host's cold start (after 1 ms less
-    after the shortest gap) and a socket wake-up's spread (its p99 over p50 after 1 ms: a
-    lognormal's sigma), which a testbed run's own timer lateness replaces."""
+    (sockperf) adds its runs' body (p10 to p90: its tail is left to the calibration point's
+    own) as targets with its overrides, a testbed probe feeds the measured work; the wake-up
+    probe beside the corpus gives the host's cold start (after 1 ms less after the shortest
+    gap) and a socket wake-up's spread (its p99 over p50 after 1 ms: a lognormal's sigma),
+    which a testbed run's own timer lateness replaces."""
     from calibration import matrix
     from twin.profile import load_profile, resolve_profile_path
 
@@ -446,6 +447,11 @@ def test_a_corpus_probes_are_calibrated_on_never_predicted(tmp_path) -> None:
     targets = matrix.calibration_targets(sockperf, corpus / matrix.MANIFEST, known).targets
     ids = {t.id.split(":")[1] for t in targets}
     assert ids == {"under-load-r1000", "burst-probe"}
+    by_point = {
+        point: {t.statistic for t in targets if t.id.split(":")[1] == point} for point in ids
+    }
+    assert by_point["burst-probe"] == {"p10", "p25", "p50", "p75", "p90"}
+    assert {"p99", "p99_9"} <= by_point["under-load-r1000"]
     testbed = systems["testbed-loopback"]
     testbed_prior, known = matrix.measured_prior(testbed, shipped, host)
     assert "send lag" in testbed_prior["local_wake_sigma"].source
