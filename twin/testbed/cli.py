@@ -1,4 +1,5 @@
-"""``twin testbed serve | load | campaign | predict | relay | wakeprobe | lab``: the testbed."""
+"""``twin testbed serve | load | campaign | predict | relay | wakeprobe | hiccups | syscalls |
+lab``: the testbed."""
 
 from __future__ import annotations
 
@@ -29,6 +30,10 @@ WAKE_SAMPLES = 300
 # ``DEFAULT_THRESHOLD_US``, likewise).
 HICCUP_SECONDS = 20.0
 HICCUP_THRESHOLD_US = 10.0
+# The system-call probe's rounds per batch size and message size
+# (``twin.testbed.syscalls.DEFAULT_SAMPLES`` and ``DEFAULT_PAYLOAD``, likewise).
+SYSCALL_SAMPLES = 2000
+SYSCALL_PAYLOAD = 14
 # The lab's re-measures of a run stolen from (twin.testbed.lab.LabPlan.steal_retries).
 STEAL_RETRIES = 2
 # The cluster lab's burst probe: writes a second as at the lowest rate, sent 16 at a time.
@@ -317,6 +322,25 @@ def cmd_wakeprobe(args: argparse.Namespace) -> int:
             + "  ".join(f"{k} {v:7.1f}" for k, v in p.items())
             + f"  cpu {result['cpu_median_us'][gap]:6.1f}"
         )
+    return 0
+
+
+def cmd_syscalls(args: argparse.Namespace) -> int:
+    from twin.testbed.syscalls import write_syscalls
+
+    out = Path(args.out)
+    result = write_syscalls(out, samples=args.samples, payload=args.payload)
+    for name, t in result["transports"].items():
+        reads = "  ".join(f"{k}: {us:.2f}" for k, us in t["recv_us"].items())
+        print(
+            f"{name}: send {t['send_us']:.2f} us a message, poll {t['poll_us']:.2f} us, "
+            f"recv by messages waiting {reads} us"
+        )
+    print(
+        f"a TCP server's calls for one message paid per read: {result['per_read_share']:.2f} "
+        f"(the clock's own {result['clock_us']:.2f} us taken off each part)"
+    )
+    print(f"wrote {out}")
     return 0
 
 
@@ -719,6 +743,24 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "default: all at once",
     )
     p.set_defaults(run=cmd_hiccups)
+
+    p = tsub.add_parser(
+        "syscalls",
+        help="what a server's socket calls cost here: send a message, poll, recv by messages "
+        "waiting (TCP and UDP loopback)",
+    )
+    p.add_argument("--out", required=True, metavar="FILE", help="the result (JSON)")
+    p.add_argument(
+        "--samples",
+        type=positive_int,
+        default=SYSCALL_SAMPLES,
+        metavar="N",
+        help="rounds per number of messages waiting",
+    )
+    p.add_argument(
+        "--payload", type=positive_int, default=SYSCALL_PAYLOAD, metavar="BYTES", help="a message"
+    )
+    p.set_defaults(run=cmd_syscalls)
 
     p = tsub.add_parser(
         "lab",
