@@ -419,25 +419,38 @@ def test_stolen_runs_are_measured_again_after_the_passs_other_points(
 
 @pytest.mark.exclusive  # a live lab: its gateway and client
 def test_a_lab_stopped_by_sigterm_stops_its_gateway(tmp_path: Path) -> None:
-    """SIGTERM unwinds the lab as Ctrl-C does: its gateway child is stopped, not orphaned."""
-    lab = subprocess.Popen(
-        [sys.executable, "-m", "twin", "testbed", "lab", "--quick", "--testbed-only"]
-        + ["--out", str(tmp_path / "load")],
-        stderr=subprocess.DEVNULL,
-    )
-    children = Path(f"/proc/{lab.pid}/task/{lab.pid}/children")
-    gateway = None
-    deadline = time.monotonic() + 120
-    while gateway is None and time.monotonic() < deadline and lab.poll() is None:
-        for pid in children.read_text().split():
-            try:  # a probe's short-lived child may be gone already
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"serve" in cmdline:
-                gateway = int(pid)
-        time.sleep(0.05)
-    assert gateway is not None, "the lab started no gateway"
-    lab.send_signal(signal.SIGTERM)
-    assert lab.wait(timeout=60) == 143
-    assert not Path(f"/proc/{gateway}").exists()
+    """SIGTERM unwinds the lab as Ctrl-C does: its gateway child is stopped, not orphaned. The
+    lab's output is kept for the failure's message, and a lab left running is killed, so that a
+    failure here is this test's alone."""
+    log = tmp_path / "lab.log"
+    with log.open("wb") as out:
+        lab = subprocess.Popen(
+            [sys.executable, "-m", "twin", "testbed", "lab", "--quick", "--testbed-only"]
+            + ["--out", str(tmp_path / "load")],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        children = Path(f"/proc/{lab.pid}/task/{lab.pid}/children")
+        gateway = None
+        deadline = time.monotonic() + 120
+        while gateway is None and time.monotonic() < deadline and lab.poll() is None:
+            for pid in children.read_text().split():
+                try:  # a probe's short-lived child may be gone already
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if b"serve" in cmdline:
+                    gateway = int(pid)
+            time.sleep(0.05)
+        assert gateway is not None, (
+            f"the lab started no gateway (exit status {lab.poll()}); its output ends: "
+            f"{log.read_text(errors='replace')[-2000:]}"
+        )
+        lab.send_signal(signal.SIGTERM)
+        assert lab.wait(timeout=60) == 143
+        assert not Path(f"/proc/{gateway}").exists()
+    finally:
+        if lab.poll() is None:
+            lab.kill()
+            lab.wait()
