@@ -64,6 +64,7 @@ from calibration.measurement import Measurement
 from calibration.readers import read
 from calibration.relay import relay_work
 from calibration.repeatability import RunAgreement, pooled, run_agreement
+from calibration.syscalls import per_read_share, send_cost
 from calibration.targets import Target, TargetSet, load_targets, measurement_targets
 from calibration.testbed.fit import (
     KVM_DEFAULT_POLLING,
@@ -488,7 +489,12 @@ def _own_calls(s_c: float, n_c: float, s_p: float, n_p: float) -> float:
     return max(0.0, (s_p * n_c - s_c * n_p) / (n_c - n_p))
 
 
-def native_work(system: CorpusSystem, sender: Sender) -> dict[str, Parameter]:
+def native_work(
+    system: CorpusSystem,
+    sender: Sender,
+    transport: Transport = Transport.UDP,
+    read_share: Parameter | None = None,
+) -> dict[str, Parameter]:
     """A native tool's threads' warm work a message and a wake-up's CPU (``{name}_marginal_us``,
     ``{name}_wake_cpu_us``, :data:`NATIVE_THREADS`: its server's, and its client's receiver
     where the runs state it) from what its calibration point and its burst probe measured
@@ -496,28 +502,50 @@ def native_work(system: CorpusSystem, sender: Sender) -> dict[str, Parameter]:
     (:func:`_own_calls`), and the rest of the calibration point's CPU over its wake-ups
     (:func:`calibration.testbed.fit.wake_cpu_left`, ``sender`` the client's: a spinning one
     leaves the receiver one event a message). Empty for a system without both (the testbed's
-    runs state their work otherwise; older runs do not state it)."""
+    runs state their work otherwise; older runs do not state it).
+
+    Over TCP (``transport``) the server's reads coalesce: a read takes every request waiting
+    on the connection, so the share ``read_share`` of its own calls (the read's poll and recv:
+    :func:`calibration.syscalls.per_read_share`) is paid once per read, with the wake-up's CPU,
+    and only the rest a message. Where the client's sender spins and both threads' own calls
+    are known, its send (``local_sender_send_us``) costs what the server's reply does: the
+    server's own calls less a read's, the receiver's (on loopback the send runs the
+    receiver's protocol work in the sender's call)."""
     point = system.point(system.calibrated_on)
     probe = system.probe
     out: dict[str, Parameter] = {}
     if probe is None:
         return out
     rate = float(point.overrides["workload.rate_msgs_per_s"])
+    own_calls: dict[str, float] = {}
     for thread in NATIVE_THREADS:
         costs = _two_points(point, probe, thread)
         if costs is None:
             continue
         (s_c, n_c), (s_p, n_p) = costs
-        own = _own_calls(s_c, n_c, s_p, n_p)
-        wake_cpu_us, rho = wake_cpu_left(s_c, own, events_per_msg(thread.name, sender), rate)
+        own = own_calls[thread.name] = _own_calls(s_c, n_c, s_p, n_p)
         src = (
             f"measurement: {system.name}'s {thread.label} CPU a message, {s_p:.1f} us at its "
             f"burst probe ({n_p:.2f} sleeps a message) and {s_c:.1f} us at {point.id} "
             f"({n_c:.2f}; medians over the runs, {SOCKPERF_HOST})"
         )
-        out[f"{thread.name}_marginal_us"] = Parameter(own, f"{src}: a message's own calls")
+        marginal_src = f"{src}: a message's own calls"
+        if transport == Transport.TCP and read_share is not None and thread is NATIVE_THREADS[0]:
+            own *= 1.0 - read_share.value
+            marginal_src += (
+                f", less the share a read pays ({read_share.value:.2f}: {read_share.source})"
+            )
+        wake_cpu_us, rho = wake_cpu_left(s_c, own, events_per_msg(thread.name, sender), rate)
+        out[f"{thread.name}_marginal_us"] = Parameter(own, marginal_src)
         out[f"{thread.name}_wake_cpu_us"] = Parameter(
             wake_cpu_us, f"{src}: the rest, over {1 - rho:.3f} wake-ups"
+        )
+    server, receiver = (own_calls.get(thread.name) for thread in NATIVE_THREADS)
+    if sender == Sender.SPINNING and server is not None and receiver is not None:
+        out["local_sender_send_us"] = Parameter(
+            max(0.0, server - receiver),
+            f"measurement: {system.name}'s server's own calls a message ({server:.1f} us) less "
+            f"its receiver's ({receiver:.1f} us), the reply's send (native_work)",
         )
     return out
 
@@ -714,11 +742,15 @@ def measured_prior(
             known.update(cold.parameters(name))
             known[f"{name}_linger_us"] = Parameter(0.0, NATIVE_LINGER_SOURCE)
             derived[f"{name}_wake_cpu_us"] = replace(prior[f"{name}_wake_us"], fitted=False)
-    sender = _scenario(system, point, 1).hosts["client"].sender
-    measured = native_work(system, sender)  # none for a testbed system
+    scenario = _scenario(system, point, 1)
+    sender = scenario.hosts["client"].sender
+    # none for a testbed system
+    measured = native_work(system, sender, scenario.connectivity.transport, per_read_share())
     known.update(measured)
     for name in measured:
         derived.pop(name, None)
+    if sender == Sender.SPINNING and "local_sender_send_us" not in measured:
+        known["local_sender_send_us"] = send_cost(scenario.connectivity.transport)
     if sender == Sender.SPINNING:
         known["local_socket_wake_us"] = Parameter(0.0, SPINNER_SOCKET_WAKE_SOURCE)
     params = {**prior.params, **known, **derived}

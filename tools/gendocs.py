@@ -607,6 +607,18 @@ NIGHT_MATRIX = "calibration/validation/load_matrix_night_1128.json"
 PROBE_BODY_MATRIX = "calibration/validation/load_matrix_probe_body_1127.json"
 PROBE_BODY_RELAY_MATRIX = "calibration/validation/load_matrix_probe_body_1128.json"
 PROBE_BODY_NIGHT_MATRIX = "calibration/validation/load_matrix_probe_body_night.json"
+PROBE_BODY_1126_MATRIX = "calibration/validation/load_matrix_probe_body_1126.json"
+# ... and with a spinning sender's send as work on its thread and a native TCP server's reads
+# coalescing (the share of its own calls twin testbed syscalls says a read pays), on the same
+# corpora (the canonical one's latest is LOAD_MATRIX).
+SEND_READS_MATRIX = "calibration/validation/load_matrix_send_reads_1127.json"
+SEND_READS_RELAY_MATRIX = "calibration/validation/load_matrix_send_reads_1128.json"
+SEND_READS_NIGHT_MATRIX = "calibration/validation/load_matrix_send_reads_night.json"
+SEND_READS_MODEL = (
+    "plus a spinning sender's send as work on its thread (sockperf's server's own calls less its "
+    "receiver's), and a native TCP server's reads coalescing: the share of its own calls a read "
+    "pays (twin testbed syscalls) paid once a read"
+)
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -795,9 +807,14 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        PROBE_BODY_1126_MATRIX,
         "plus sockperf's burst probe fitted on its body only (p10 to p90), its tail left to the "
         "calibration point",
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        SEND_READS_MODEL,
         CORPUS_DAY,
     ),
     (
@@ -945,6 +962,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         HICCUPS_CORPUS_DAY,
     ),
     (
+        SEND_READS_MATRIX,
+        SEND_READS_MODEL,
+        HICCUPS_CORPUS_DAY,
+    ),
+    (
         RELAY_BEFORE_MATRIX,
         "the model of 2026-11-28 17:00 (commit b47c9dd) on sockperf measured after the relay's "
         "cold start was built",
@@ -967,6 +989,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         RELAY_CORPUS_DAY,
     ),
     (
+        SEND_READS_RELAY_MATRIX,
+        SEND_READS_MODEL,
+        RELAY_CORPUS_DAY,
+    ),
+    (
         NIGHT_BEFORE_MATRIX,
         "the model of commit 26a2df7 (every hiccup probe's gaps pooled) on sockperf measured after "
         "the median law was built",
@@ -980,6 +1007,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
     (
         PROBE_BODY_NIGHT_MATRIX,
         "plus sockperf's burst probe fitted on its body only",
+        NIGHT_CORPUS_DAY,
+    ),
+    (
+        SEND_READS_NIGHT_MATRIX,
+        SEND_READS_MODEL,
         NIGHT_CORPUS_DAY,
     ),
     (
@@ -1208,9 +1240,9 @@ def load_run_agreement() -> str:
     for path, corpus in (
         (HICCUP_MEDIAN_NO_STALLS_MATRIX, NO_STALLS_CORPUS_DAY),
         (HICCUP_MEDIAN_NEIGHBOUR_MATRIX, NEIGHBOUR_CORPUS_DAY),
-        (PROBE_BODY_MATRIX, HICCUPS_CORPUS_DAY),
-        (PROBE_BODY_RELAY_MATRIX, RELAY_CORPUS_DAY),
-        (PROBE_BODY_NIGHT_MATRIX, NIGHT_CORPUS_DAY),
+        (SEND_READS_MATRIX, HICCUPS_CORPUS_DAY),
+        (SEND_READS_RELAY_MATRIX, RELAY_CORPUS_DAY),
+        (SEND_READS_NIGHT_MATRIX, NIGHT_CORPUS_DAY),
     ):
         for s in _load(path)["systems"]:
             runs = s["run_agreement"]

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from calibration.hiccups import HICCUP_MIN_US
+from calibration.syscalls import send_cost
 from calibration.testbed.summary import LoadSummary, median_summary, read_summary, run_dirs
 from twin.components.loopback import (
     EVENTS_PER_MSG,
@@ -47,6 +48,7 @@ from twin.components.loopback import (
     process_utilization,
 )
 from twin.errors import MeasurementError
+from twin.kinds import Transport
 from twin.percentiles import HICCUP_QUANTILES
 from twin.profile import Parameter, Profile
 from twin.results import RunResult, rate_at_full_load
@@ -437,6 +439,9 @@ def fitted_profile(
             **KVM_DEFAULT_POLLING,
             **NO_HICCUPS,
             **NO_SOCKET_WAKE,
+            # A campaign's client writes from its event loop; were its sender to spin, its send
+            # is the probe's (TCP, as the testbed's).
+            "local_sender_send_us": send_cost(Transport.TCP),
             **measured,
             **params,
         }

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from calibration.matrix import STOLEN_RUN_PCT, host_steal, load_corpus
+from calibration.syscalls import per_read_share, send_cost
 from calibration.targets import load_targets
 from twin.cli import main
 from twin.errors import ProfileError
-from twin.kinds import Sender
+from twin.kinds import Sender, Transport
 from twin.percentiles import DISTRIBUTION_WEIGHTS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -300,7 +301,7 @@ def test_a_native_tool_takes_the_hosts_probes_and_no_interpreter_overheads() -> 
         f"{name}_{part}"
         for name in ("local_client_work", "local_gateway_work")
         for part in ("marginal_us", "wake_cpu_us")
-    }
+    } | {"local_sender_send_us"}
     assert set(measured) <= known
     for name, param in measured.items():
         assert prior.value(name) == param.value
@@ -327,6 +328,46 @@ def test_a_native_tool_takes_the_hosts_probes_and_no_interpreter_overheads() -> 
         "local_client_work_wake_us"
     )
     assert "local_client_work_wake_cpu_us" not in known
+    # Without the receiver's own calls its sender's send is the syscall probe's, over UDP.
+    assert prior.value("local_sender_send_us") == send_cost(Transport.UDP).value
+    assert "local_sender_send_us" in known
+
+
+def test_a_native_tcp_servers_reads_coalesce_and_its_sender_pays_the_reply() -> None:
+    """Over TCP a native server pays the syscall probe's share of its own calls once per read,
+    with its wake-up's CPU, and the rest a message; its demand at the calibration point is what
+    was measured all the same. A spinning sender's send is the server's own calls (the whole)
+    less its receiver's. The matrix splits by the calibration point's transport."""
+    from calibration import matrix
+    from twin.components.loopback import utilization
+    from twin.profile import load_profile, resolve_profile_path
+
+    shipped = load_profile(resolve_profile_path("local"))
+    corpus = matrix.load_corpus(REPO / "calibration" / "data" / THREADS_CORPUS)
+    tcp = next(s for s in corpus if s.name == "sockperf-tcp-loopback")
+    share = per_read_share()
+    assert 0.3 < share.value < 0.8  # a poll and a recv against a send (the committed probe)
+    whole = matrix.native_work(tcp, Sender.SPINNING)
+    split = matrix.native_work(tcp, Sender.SPINNING, Transport.TCP, share)
+    gateway, client = "local_gateway_work_marginal_us", "local_client_work_marginal_us"
+    assert split[gateway].value == pytest.approx((1 - share.value) * whole[gateway].value)
+    assert split[client].value == whole[client].value  # its receiver's reads are not split
+    wake = "local_gateway_work_wake_cpu_us"
+    assert split[wake].value > whole[wake].value
+    send = whole[gateway].value - whole[client].value
+    assert send > 0
+    for work in (whole, split):
+        assert work["local_sender_send_us"].value == pytest.approx(send)
+    prior, known = matrix.measured_prior(tcp, shipped)
+    assert prior.value(gateway) == split[gateway].value and gateway in known
+    point = tcp.point(tcp.calibrated_on)
+    rate = float(point.overrides["workload.rate_msgs_per_s"])
+    s_c, _ = _server(point)
+    rho = utilization(prior, "local_gateway_work", rate)
+    assert rho / (rate * 1e-6) == pytest.approx(s_c, rel=1e-3)
+    udp = next(s for s in corpus if s.name == "sockperf-udp-loopback")
+    prior, _ = matrix.measured_prior(udp, shipped)
+    assert prior.value(gateway) == matrix.native_work(udp, Sender.SPINNING)[gateway].value
 
 
 def _with_probes(corpus: Path, manifest: dict) -> None:

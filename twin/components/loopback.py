@@ -433,16 +433,26 @@ def client_send_hops(
 ) -> list[Hop]:
     """The client's write of one message: on its event loop's thread (woken by the timer for an
     order), or on a sender thread of its own that spins until the send is due, so it never
-    wakes, and holds a core (its one write at the marginal cost, at full speed)."""
+    wakes, and holds a core. A spinning sender's send (``local_sender_send_us``: the write's
+    system call with the receiving side's protocol work that loopback runs in it, measured in
+    the server's reply, :func:`calibration.matrix.native_work`) keeps it busy at the shared
+    cores' speed relative to the calibration rate, the server's, spread as the client's work,
+    and is left on its thread (:attr:`twin.path.Hop.linger`), yielding to the next message
+    (:attr:`twin.path.Hop.linger_yields`): the time from the send to the peer's wake-up is the
+    kernel path's and the wake-up's, which the wake-up probes measure from before the send, and
+    sockperf times each message from its own send, so a send bounds the sender's rate (its
+    utilization, which saturates the host) and adds no latency of its own."""
     name = "local_client_work"
     if sender == Sender.SPINNING:
+        speed = _speed_ratio(profile, "local_gateway_work", rate_msgs_per_s, sender, cycles)
         return [
             Hop(
                 "client sender (write)",
                 "host",
-                service=_work(profile, name, 1.0, 1.0),
+                linger=_spread_work(profile, name, speed * profile.value("local_sender_send_us")),
+                linger_yields=True,
                 station=Station(SENDER, 1),
-                source=sources(profile, f"{name}_marginal_us"),
+                source=sources(profile, "local_sender_send_us"),
             )
         ]
     return [

@@ -74,6 +74,42 @@ def test_a_spinning_sender_never_wakes_and_its_receiver_sleeps():
     assert loopback.CLIENT in names and loopback.SENDER not in names
 
 
+def test_a_spinning_senders_send_is_its_measured_cost_at_the_cores_speed():
+    """The sender's write costs ``local_sender_send_us`` at the server's slowdown relative to
+    the calibration rate, whatever the client's own work, left on its thread after the message:
+    once the sends fill its core the host is saturated, at ``1 / (send x slowdown)``, however
+    cheap the server's messages."""
+    from twin.results import offered_utilization
+    from twin.simulation import prepare
+
+    scenario = load_scenario(ROOT / "scenarios" / "local_sockperf.toml")
+    p = _profile(local_sender_send_us=20.0, local_client_work_marginal_us=0.5)
+    gateway = "local_gateway_work"
+    for rate in (1000.0, 30000.0):
+        [hop] = loopback.client_send_hops(p, rate, Sender.SPINNING)
+        slowdown = loopback._speed_ratio(p, gateway, rate, Sender.SPINNING)
+        assert hop.station is not None and hop.station.name == loopback.SENDER
+        assert hop.linger.mean == pytest.approx(20.0 * slowdown, rel=1e-9)
+        # Left on it every message, and no message waits for it: sockperf times from the send.
+        assert hop.service.is_zero and not hop.linger_per_batch and hop.linger_yields
+    # The slowdown grows with the load: the sends cost more at 30k msg/s than at 1k.
+    assert loopback._speed_ratio(p, gateway, 30000.0, Sender.SPINNING) > 1.0
+    assert p.value("local_gateway_work_marginal_us") < 20.0
+    sat = predict_saturation_of(scenario, p)
+    slowdown = loopback._speed_ratio(p, gateway, sat, Sender.SPINNING)
+    assert sat == pytest.approx(1e6 / (20.0 * slowdown), rel=0.01)
+    # ... and it is the sender that fills.
+    prepared = prepare(scenario.with_fields({"workload.rate_msgs_per_s": 1.02 * sat}), p)
+    rho = offered_utilization(prepared.path, prepared.load)
+    assert prepared.path.station_names[int(np.argmax(rho))] == loopback.SENDER
+
+
+def predict_saturation_of(scenario, profile: Profile) -> float:
+    from calibration.matrix import predicted_saturation
+
+    return predicted_saturation(scenario, profile)
+
+
 def test_only_the_client_has_a_sender(tmp_path):
     from twin.errors import ScenarioError
 
