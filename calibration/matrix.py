@@ -64,7 +64,7 @@ from calibration.measurement import Measurement
 from calibration.readers import read
 from calibration.relay import relay_work
 from calibration.repeatability import RunAgreement, pooled, run_agreement
-from calibration.syscalls import per_read_share, send_cost
+from calibration.syscalls import SYSCALL_PROBE, per_read_share, send_cost
 from calibration.targets import Target, TargetSet, load_targets, measurement_targets
 from calibration.testbed.fit import (
     KVM_DEFAULT_POLLING,
@@ -282,6 +282,14 @@ def _probe_names(root: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return names if isinstance(names, dict) else {}
+
+
+def syscall_probe(root: str | Path) -> Path:
+    """The system-call probe beside a corpus (manifest key ``syscalls``: ``twin testbed
+    syscalls``, run by the lab from 2026-11-29 on), else the committed one
+    (:data:`calibration.syscalls.SYSCALL_PROBE`, measured on the lab's host type)."""
+    name = _probe_names(Path(root)).get("syscalls")
+    return Path(root) / name if isinstance(name, str) else SYSCALL_PROBE
 
 
 def _hiccup_files(names: Mapping[str, Any]) -> tuple[Any, Any]:
@@ -685,6 +693,7 @@ def measured_prior(
     veth: Parameter | None = None,
     read: Parameter | None = None,
     cold: ColdStart | None = None,
+    syscalls: Path = SYSCALL_PROBE,
 ) -> tuple[Profile, frozenset[str]]:
     """The prior with what the calibration point's runs measured directly, and those names.
 
@@ -710,7 +719,9 @@ def measured_prior(
     socket's), and a route
     through the relay its work and cold start at the calibration point
     (:func:`calibration.relay.relay_work`), and a
-    veth route its time over loopback (``veth``: :func:`veth_extra`).
+    veth route its time over loopback (``veth``: :func:`veth_extra`), and a native tool's
+    TCP server's reads and spinning sender's send the system-call probe's where its runs do not
+    state them (``syscalls``: :func:`syscall_probe`, :func:`native_work`).
     """
     point = system.point(system.calibrated_on)
     known: dict[str, Parameter] = dict(
@@ -745,12 +756,13 @@ def measured_prior(
     scenario = _scenario(system, point, 1)
     sender = scenario.hosts["client"].sender
     # none for a testbed system
-    measured = native_work(system, sender, scenario.connectivity.transport, per_read_share())
+    transport = scenario.connectivity.transport
+    measured = native_work(system, sender, transport, per_read_share(syscalls))
     known.update(measured)
     for name in measured:
         derived.pop(name, None)
     if sender == Sender.SPINNING and "local_sender_send_us" not in measured:
-        known["local_sender_send_us"] = send_cost(scenario.connectivity.transport)
+        known["local_sender_send_us"] = send_cost(transport, syscalls)
     if sender == Sender.SPINNING:
         known["local_socket_wake_us"] = Parameter(0.0, SPINNER_SOCKET_WAKE_SOURCE)
     params = {**prior.params, **known, **derived}
@@ -929,6 +941,7 @@ def system_matrix(
         veth_extra(system, corpus),
         read_calls(system, corpus),
         native_cold_start(manifest.parent),
+        syscall_probe(manifest.parent),
     )
     calibrator = TwinCalibrator(
         prior=prior,

@@ -20,6 +20,8 @@ hits every point alike):
 * once, before the first pass, the **wake-up probes** (:mod:`twin.testbed.wakeprobe`: idle host
   ``DIR/wakeprobe.json``, other cores spinning ``DIR/wakeprobe_busy.json``, a spinning sender
   ``DIR/wakeprobe_halt.json`` and its steady gaps ``DIR/wakeprobe_steady.json``);
+* once, before the first pass, the **system-call probe** (:mod:`twin.testbed.syscalls`:
+  ``DIR/syscalls.json``, what a socket's calls cost the host that day);
 * before each pass, the **hiccup probes** (:mod:`twin.testbed.hiccups`: every vCPU spinning into
   ``DIR/hiccups_<i>.json``, each alone into ``DIR/hiccups_alone_<i>.json``).
 
@@ -64,6 +66,8 @@ from twin.testbed.sockperf import (
     ensure_sockperf,
     measure_sockperf,
 )
+from twin.testbed.syscalls import DEFAULT_SAMPLES as SYSCALL_SAMPLES
+from twin.testbed.syscalls import write_syscalls
 from twin.testbed.wakeprobe import (
     DEFAULT_GAPS_US,
     HALT_GAPS_US,
@@ -77,6 +81,7 @@ WAKE_PROBE = "wakeprobe.json"
 WAKE_PROBE_BUSY = "wakeprobe_busy.json"  # the same with every other core kept awake
 WAKE_PROBE_HALT = "wakeprobe_halt.json"  # a spinning sender, short gaps: when a vCPU halts
 WAKE_PROBE_STEADY = "wakeprobe_steady.json"  # ... steady gaps: how long the host polls it
+SYSCALLS = "syscalls.json"  # the system-call probe: a socket's calls by messages waiting
 HICCUPS = "hiccups_{repeat}.json"  # the hiccup probe before each pass, every vCPU spinning
 HICCUPS_ALONE = "hiccups_alone_{repeat}.json"  # ... then each vCPU alone, the others idle
 PROBE_ID = "burst-probe"
@@ -122,6 +127,7 @@ class LabPlan:
     probe_bursts: tuple[int, ...] = DEFAULT_PROBE_BURSTS
     sockperf_probe_burst: int = 16
     wake_probe_samples: int = 300  # per gap; 0: no wake-up probe
+    syscall_samples: int = SYSCALL_SAMPLES  # rounds per batch size; 0: no system-call probe
     hiccup_seconds: float = 10.0  # the hiccup probe's spin before each pass; 0: none
     # Re-measures of a run that lost more than STOLEN_RUN_PCT of its time to steal; 0: none.
     steal_retries: int = 2
@@ -145,6 +151,8 @@ class LabPlan:
             )
         if self.wake_probe_samples < 0:
             raise ConfigError(f"lab plan: wake-probe samples {self.wake_probe_samples}: >= 0")
+        if self.syscall_samples < 0:
+            raise ConfigError(f"lab plan: system-call probe samples {self.syscall_samples}: >= 0")
         if not self.hiccup_seconds >= 0:
             raise ConfigError(f"lab plan: hiccup probe {self.hiccup_seconds} s: >= 0")
         if self.steal_retries < 0:
@@ -167,6 +175,7 @@ QUICK = LabPlan(
     probe_bursts=(1, 4),
     sockperf_probe_burst=4,
     wake_probe_samples=20,
+    syscall_samples=100,
     hiccup_seconds=1.0,
 )
 
@@ -427,6 +436,7 @@ def manifest(root: Path, plan: LabPlan, points: list[Point], command: str) -> di
                 ("wakeprobe_busy", WAKE_PROBE_BUSY),
                 ("wakeprobe_halt", WAKE_PROBE_HALT),
                 ("wakeprobe_steady", WAKE_PROBE_STEADY),
+                ("syscalls", SYSCALLS),
             )
             if (root / name).is_file()
         },
@@ -487,6 +497,12 @@ def run_lab(
                     f"wake-up probe ({spinners} busy, sender {waiter}, {order} gaps): "
                     f"{time.monotonic() - started:.1f} s"
                 )
+
+    if plan.syscall_samples and not (root / SYSCALLS).is_file():
+        started = time.monotonic()
+        write_syscalls(root / SYSCALLS, samples=plan.syscall_samples)
+        if progress is not None:
+            progress(f"system-call probe: {time.monotonic() - started:.1f} s")
 
     def save_manifest() -> None:
         write_json(root / MANIFEST, manifest(root, plan, points, command))

@@ -18,11 +18,15 @@ from pathlib import Path
 import pytest
 
 from calibration import read
-from calibration.matrix import host_parameters
+from calibration.matrix import host_parameters, syscall_probe
+from calibration.syscalls import read_probe
 from twin.cli import main
 from twin.errors import ConfigError
 from twin.testbed.lab import LabPlan, Point, plan_points
 from twin.testbed.processes import stop
+
+# A plan's host probes off: the tests that fake the points measure none of them.
+NO_PROBES = {"wake_probe_samples": 0, "syscall_samples": 0, "hiccup_seconds": 0.0}
 
 
 def _udp_echo() -> tuple[socket.socket, int]:
@@ -101,6 +105,10 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
     assert manifest["wakeprobe_busy"] == "wakeprobe_busy.json"
     assert manifest["wakeprobe_halt"] == "wakeprobe_halt.json"
     assert manifest["wakeprobe_steady"] == "wakeprobe_steady.json"
+    # The system-call probe of the day, which the matrix takes over the committed one.
+    assert manifest["syscalls"] == "syscalls.json"
+    assert syscall_probe(out) == out / "syscalls.json"
+    assert 0 < read_probe(out / "syscalls.json").read_share < 1
     assert manifest["hiccups"] == ["hiccups_0.json"]  # one hiccup probe a pass
     assert manifest["hiccups_alone"] == ["hiccups_alone_0.json"]  # and one with a vCPU alone
     for name, mode in (("hiccups_0.json", "together"), ("hiccups_alone_0.json", "alone")):
@@ -350,7 +358,7 @@ def test_a_run_stolen_from_is_measured_again_and_its_attempts_kept(
 
     point, measured = _stolen_point(steals)
     monkeypatch.setattr(lab, "plan_points", lambda plan: [point])
-    plan = LabPlan(repeats=1, wake_probe_samples=0, hiccup_seconds=0, steal_retries=retries)
+    plan = LabPlan(repeats=1, **NO_PROBES, steal_retries=retries)
     lines: list[str] = []
     result = lab.run_lab(tmp_path, plan, "test", lines.append)
     attempts = min(len(steals), retries + 1)
@@ -378,7 +386,7 @@ def test_a_resumed_lab_measures_a_stolen_run_again_within_its_retries(
 
     point, measured = _stolen_point([5.0, 0.3])
     monkeypatch.setattr(lab, "plan_points", lambda plan: [point])
-    plan = LabPlan(repeats=1, wake_probe_samples=0, hiccup_seconds=0, steal_retries=0)
+    plan = LabPlan(repeats=1, **NO_PROBES, steal_retries=0)
     lab.run_lab(tmp_path, plan, "test")
     result = lab.run_lab(tmp_path, replace(plan, steal_retries=2), "test")
     assert measured == [5.0, 0.3]
@@ -389,6 +397,8 @@ def test_a_resumed_lab_measures_a_stolen_run_again_within_its_retries(
 def test_a_lab_plan_refuses_negative_steal_retries() -> None:
     with pytest.raises(ConfigError, match="steal retries"):
         LabPlan(steal_retries=-1)
+    with pytest.raises(ConfigError, match="system-call probe samples -1"):
+        LabPlan(syscall_samples=-1)
 
 
 def test_stolen_runs_are_measured_again_after_the_passs_other_points(
@@ -412,7 +422,7 @@ def test_stolen_runs_are_measured_again_after_the_passs_other_points(
     other = replace(stolen, id="open-c1-r4000", measure=measure_other)
     first = replace(stolen, measure=measure_stolen)
     monkeypatch.setattr(lab, "plan_points", lambda plan: [first, other])
-    plan = LabPlan(repeats=1, wake_probe_samples=0, hiccup_seconds=0)
+    plan = LabPlan(repeats=1, **NO_PROBES)
     lab.run_lab(tmp_path, plan, "test")
     assert order == ["stolen", "other", "stolen"]
 
