@@ -517,7 +517,7 @@ def native_work(
     :func:`calibration.syscalls.per_read_share`) is paid once per read, with the wake-up's CPU,
     and only the rest a message. Where the client's sender spins and both threads' own calls
     are known, its send (``local_sender_send_us``) costs what the server's reply does: the
-    server's own calls less a read's, the receiver's (on loopback the send runs the
+    server's whole own calls less the receiver's, a read (on loopback the send runs the
     receiver's protocol work in the sender's call)."""
     point = system.point(system.calibrated_on)
     probe = system.probe
@@ -755,8 +755,8 @@ def measured_prior(
             derived[f"{name}_wake_cpu_us"] = replace(prior[f"{name}_wake_us"], fitted=False)
     scenario = _scenario(system, point, 1)
     sender = scenario.hosts["client"].sender
-    # none for a testbed system
     transport = scenario.connectivity.transport
+    # none for a testbed system
     measured = native_work(system, sender, transport, per_read_share(syscalls))
     known.update(measured)
     for name in measured:
