@@ -43,9 +43,10 @@ def installed(tmp_path_factory) -> tuple[Path, dict[str, str], Path]:
          "-q", "-w", root / "dist", cwd=root)  # fmt: skip
     (wheel,) = (root / "dist").glob("exchange_latency_twin-*.whl")
     _run(sys.executable, "-m", "venv", root / "venv", cwd=root)
+    # No byte-compiling of every installed module: the imports compile what they use.
     pip = [root / "venv" / "bin" / "python", "-m", "pip", "--disable-pip-version-check", "-q"]
-    _run(*pip, "install", "-r", REPO / "requirements" / "core.lock", cwd=root)
-    _run(*pip, "install", "--no-deps", "--no-index", wheel, cwd=root)
+    _run(*pip, "install", "--no-compile", "-r", REPO / "requirements" / "core.lock", cwd=root)
+    _run(*pip, "install", "--no-compile", "--no-deps", "--no-index", wheel, cwd=root)
     _run(*pip, "check", cwd=root)  # the wheel's own dependencies: all in the core lock
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "NUMBA_CACHE_DIR")}
     env["XDG_CACHE_HOME"] = str(root / "cache")

@@ -7,32 +7,64 @@ The public API: load a scenario, run it on an engine, read the result.
 >>> result.rtt_us["p99"]  # doctest: +SKIP
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from engine_ext.jit_cache import configure as _configure_jit_cache
 
 _configure_jit_cache()
 
-from twin.compare import compare  # noqa: E402
-from twin.errors import (  # noqa: E402
-    MeasurementError,
-    ProfileError,
-    ScenarioError,
-    SimulationError,
-    TwinError,
-)
-from twin.profile import Profile, load_profile  # noqa: E402
-from twin.results import RunResult  # noqa: E402
-from twin.scenario import Scenario, load_scenario, parse  # noqa: E402
-from twin.simulation import (  # noqa: E402
-    DEFAULT_ENGINE,
-    ENGINES,
-    EngineName,
-    Prepared,
-    apply_overrides,
-    prepare,
-    run,
-    run_prepared,
-    scenario_profile,
-)
+# Where each public name lives. They load when first used (PEP 562), so a process that imports
+# one module of the twin (the testbed's gateway and client, a sweep's workers) starts without
+# the engines and the model: half a second of every start-up.
+_HOMES = {
+    "compare": "twin.compare",
+    "MeasurementError": "twin.errors",
+    "ProfileError": "twin.errors",
+    "ScenarioError": "twin.errors",
+    "SimulationError": "twin.errors",
+    "TwinError": "twin.errors",
+    "Profile": "twin.profile",
+    "load_profile": "twin.profile",
+    "RunResult": "twin.results",
+    "Scenario": "twin.scenario",
+    "load_scenario": "twin.scenario",
+    "parse": "twin.scenario",
+    "DEFAULT_ENGINE": "twin.simulation",
+    "ENGINES": "twin.simulation",
+    "EngineName": "twin.simulation",
+    "Prepared": "twin.simulation",
+    "apply_overrides": "twin.simulation",
+    "prepare": "twin.simulation",
+    "run": "twin.simulation",
+    "run_prepared": "twin.simulation",
+    "scenario_profile": "twin.simulation",
+}
+
+if TYPE_CHECKING:
+    from twin.compare import compare
+    from twin.errors import (
+        MeasurementError,
+        ProfileError,
+        ScenarioError,
+        SimulationError,
+        TwinError,
+    )
+    from twin.profile import Profile, load_profile
+    from twin.results import RunResult
+    from twin.scenario import Scenario, load_scenario, parse
+    from twin.simulation import (
+        DEFAULT_ENGINE,
+        ENGINES,
+        EngineName,
+        Prepared,
+        apply_overrides,
+        prepare,
+        run,
+        run_prepared,
+        scenario_profile,
+    )
+
 
 __all__ = [
     "DEFAULT_ENGINE",
@@ -57,3 +89,16 @@ __all__ = [
     "run_prepared",
     "scenario_profile",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'twin' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

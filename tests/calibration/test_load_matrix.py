@@ -3,6 +3,9 @@ end-to-end path a user takes (calibrate on one measured run, predict another loa
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import io
 import json
 import math
 import shutil
@@ -12,7 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from calibration.matrix import STOLEN_RUN_PCT, host_steal, load_corpus
+from calibration.matrix import (
+    SPREAD_KEYS,
+    STOLEN_RUN_PCT,
+    format_matrix,
+    host_steal,
+    load_corpus,
+    seed_matrices,
+)
 from calibration.syscalls import per_read_share, send_cost
 from calibration.targets import load_targets
 from twin.cli import main
@@ -121,11 +131,27 @@ def test_runs_that_lost_their_time_to_steal_are_counted(tmp_path) -> None:
     assert host_steal(systems["sockperf-udp-loopback"].points) is None  # no summaries
 
 
-def test_matrix_json_contract(tmp_path, capsys) -> None:
-    out = tmp_path / "matrix.json"
-    assert main(["validate", "--matrix", str(CORPUS), "--json", "--json-out", str(out)]) == 0
-    matrix = json.loads(capsys.readouterr().out)
-    assert json.loads(out.read_text()) == matrix
+@pytest.fixture(scope="session")
+def seeded_matrix(tmp_path_factory) -> dict:
+    """The fixture corpus's matrix from ``twin validate --matrix CORPUS --seeds 2 --workers 2
+    --json --json-out F``: what it printed, and what it wrote. Run once for the whole session,
+    the test processes sharing it through a file under a lock (a run is half a minute)."""
+    shared = tmp_path_factory.getbasetemp().parent  # the same folder for every xdist worker
+    printed, written = shared / "matrix_printed.json", shared / "matrix_written.json"
+    with open(shared / "matrix.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not printed.exists():
+            out = io.StringIO()
+            args = ["validate", "--matrix", str(CORPUS), "--seeds", "2", "--workers", "2"]
+            with contextlib.redirect_stdout(out):
+                assert main([*args, "--json", "--json-out", str(written)]) == 0
+            printed.write_text(out.getvalue())
+    assert json.loads(printed.read_text()) == json.loads(written.read_text())
+    return json.loads(written.read_text())
+
+
+def test_matrix_json_contract(seeded_matrix) -> None:
+    matrix = seeded_matrix
     assert {s["system"] for s in matrix["systems"]} == {
         "testbed-loopback",
         "sockperf-udp-loopback",
@@ -207,9 +233,8 @@ def test_matrix_json_contract(tmp_path, capsys) -> None:
     assert summary["runs_share_within_goal"] == (within / runs if runs else None)
 
 
-def test_matrix_text_has_a_line_per_point(capsys) -> None:
-    assert main(["validate", "--matrix", str(CORPUS)]) == 0
-    text = capsys.readouterr().out
+def test_matrix_text_has_a_line_per_point(seeded_matrix) -> None:
+    text = format_matrix(seeded_matrix)
     for point in ("open-c1-r1000", "open-c1-r4000", "closed-c1", "ping-pong", "under-load-r4000"):
         assert point in text
     assert "summary: 4 predicted points" in text
@@ -513,15 +538,12 @@ def test_a_bad_wake_probe_is_one_line(tmp_path, capsys) -> None:
     assert "wakeprobe.json: not a wake-up probe" in err and err.count("\n") == 1
 
 
-def test_the_matrix_reports_its_spread_over_seeds(capsys, tmp_path) -> None:
+def test_the_matrix_reports_its_spread_over_seeds(seeded_matrix) -> None:
     """--seeds K reports the whole matrix's summary with seeds 1..K, run on a pool of processes:
-    one value per seed, seed 1's the matrix's own, the range printed, and the same numbers as
-    a run in one process."""
-    out = tmp_path / "matrix.json"
-    args = ["validate", "--matrix", str(CORPUS), "--seeds", "2", "--workers", "2"]
-    assert main([*args, "--json-out", str(out)]) == 0
-    assert "over seeds 1, 2: within goal" in capsys.readouterr().out
-    matrix = json.loads(out.read_text())
+    one value per seed, seed 1's the matrix's own, the range in its text, and the same numbers
+    as a run in one process."""
+    matrix = seeded_matrix
+    assert "over seeds 1, 2: within goal" in format_matrix(matrix)
     spread = matrix["seed_spread"]
     assert spread["seeds"] == [1, 2]
     for key in ("p50_median_abs_err_pct", "p99_median_abs_err_pct", "share_within_goal"):
@@ -531,12 +553,8 @@ def test_the_matrix_reports_its_spread_over_seeds(capsys, tmp_path) -> None:
         matrix["summary"]["p50_median_abs_err_pct"]
     )
     assert spread["p50_median_abs_err_pct"][1] != spread["p50_median_abs_err_pct"][0]
-    from calibration import matrix as module
-
-    (alone,) = module.seed_matrices(CORPUS, [2], workers=1)
-    assert {k: spread[k][1] for k in module.SPREAD_KEYS} == {
-        k: alone["summary"][k] for k in module.SPREAD_KEYS
-    }
+    (alone,) = seed_matrices(CORPUS, [2], workers=1)
+    assert {k: spread[k][1] for k in SPREAD_KEYS} == {k: alone["summary"][k] for k in SPREAD_KEYS}
 
 
 def test_seeds_without_a_matrix_is_refused(capsys) -> None:
@@ -617,7 +635,6 @@ def test_the_relays_cold_start_is_its_reads_law_scaled_to_a_pass(tmp_path) -> No
     # With no room for a hiccup's class in the law, the fit would take its reads in.
     whole = relay_work(runs, "p", 1e5)
     assert whole is not None and whole.idle_us > 1.5 * measured.idle_us
-
 
 
 def test_an_order_loops_orders_and_cancels_are_compared_apart() -> None:

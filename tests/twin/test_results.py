@@ -7,11 +7,21 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from hdrh.histogram import HdrHistogram
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from twin.histogram import HIGHEST_NS, empty_counts, new_hdr, record_ns, record_us, to_hdr
+from twin.histogram import (
+    HIGHEST_NS,
+    LOWEST_NS,
+    SIGNIFICANT_FIGURES,
+    empty_counts,
+    new_hdr,
+    record_ns,
+    record_us,
+    to_hdr,
+)
 from twin.replicate import confidence_intervals
 from twin.results import PERCENTILES, percentiles_us
 from twin.sweep.summary import SUMMARY_STATS, format_summary, summarise_rows
@@ -40,6 +50,22 @@ def test_nanoseconds_are_counted_as_hdrhistogram_counts_them():
     by_us = empty_counts()
     record_us(by_us, values / 1e3)
     assert np.array_equal(counts, by_us)
+
+
+def test_the_mean_and_deviation_are_the_hdrhistogram_packages_to_the_last_bit():
+    # The twin's Histogram reads its non-empty buckets at once; the package walks each bucket.
+    rng = np.random.default_rng(11)
+    values = rng.lognormal(np.log(40e3), 1.5, 5_000).astype(np.int64)
+    values[:3] = [1, 7, 2_000_000_000]  # unit buckets, and a bucket 2**20 ns wide
+    counts = empty_counts()
+    record_ns(counts, values)
+    ours = to_hdr(counts)
+    package = HdrHistogram(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_FIGURES)
+    for v in values:
+        package.record_value(int(v))
+    assert ours.get_mean_value() == package.get_mean_value()
+    assert ours.get_stddev() == package.get_stddev()
+    assert new_hdr().get_mean_value() == new_hdr().get_stddev() == 0.0
 
 
 @settings(max_examples=50, deadline=None)

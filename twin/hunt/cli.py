@@ -13,7 +13,6 @@ from twin.atomic import write_json
 from twin.hunt.classes import class_table
 from twin.hunt.plan import Rule, load_hunt
 from twin.hunt.report import HUNT_FILE
-from twin.hunt.simulate import run_hunt
 from twin.jsontext import dumps
 from twin.scenario import load_scenario
 
@@ -32,6 +31,8 @@ _COMPARED = (
 
 def hunt(path: str, trials: int | None = None, seed_: int | None = None) -> dict[str, Any]:
     """The hunt file's plan played from its seed, with every rule compared on the same plan."""
+    from twin.hunt.simulate import run_hunt  # scipy.stats: a second of every twin's start-up
+
     plan = load_hunt(path)
     plan = dataclasses.replace(
         plan,

@@ -781,7 +781,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         type=non_negative_int,
         metavar="N",
         help="measure a run again, up to N times, while its host lost more of its time to "
-        f"steal than the matrix counts as stolen (default {STEAL_RETRIES})",
+        f"steal than the matrix counts as stolen (default {STEAL_RETRIES}; --quick: 0)",
     )
     only = p.add_mutually_exclusive_group()
     only.add_argument(

@@ -85,8 +85,12 @@ def spin(cpu: int, seconds: float, threshold_ns: int) -> dict[str, Any]:
 
 
 def _spin_all(cpus: list[int], seconds: float, threshold_ns: int) -> list[dict[str, Any]]:
-    """:func:`spin` on each of ``cpus`` at once, one process each."""
-    context = multiprocessing.get_context("fork")
+    """:func:`spin` on each of ``cpus`` at once, one process each.
+
+    The spinners come from a fork server, not a fork of this process: a fork copies whatever
+    locks this process's other threads held at that instant, and a lab run inside a larger
+    program (a test session) once left a spinner waiting on one for good."""
+    context = multiprocessing.get_context("forkserver")
     with context.Pool(len(cpus)) as pool:
         pending = [pool.apply_async(spin, (cpu, seconds, threshold_ns)) for cpu in cpus]
         try:

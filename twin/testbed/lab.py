@@ -177,6 +177,7 @@ QUICK = LabPlan(
     wake_probe_samples=20,
     syscall_samples=100,
     hiccup_seconds=1.0,
+    steal_retries=0,  # a first look keeps what it measured, stolen from or not
 )
 
 

@@ -101,6 +101,9 @@ def test_quick_lab_writes_a_readable_corpus_and_resumes(tmp_path: Path, capsys) 
     assert "2 systems, 6 points" in capsys.readouterr().out
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["plan"]["repeats"] == 1 and manifest["host"]["cpus"] == os.cpu_count()
+    # A first look keeps each run it measured: none is measured again for the host's steal.
+    assert manifest["plan"]["steal_retries"] == 0
+    assert not any("stolen" in p for s in manifest["systems"] for p in s["points"])
     assert manifest["wakeprobe"] == "wakeprobe.json"
     assert manifest["wakeprobe_busy"] == "wakeprobe_busy.json"
     assert manifest["wakeprobe_halt"] == "wakeprobe_halt.json"
