@@ -248,17 +248,20 @@ class EtcdCluster(Namespaces):
         raise TopologyError("no leader found in the member list")
 
     def teardown(self) -> None:
+        """Stop the relays, then the members one at a time, then remove the namespaces.
+
+        One at a time: etcd's graceful stop has a leader hand its leadership to a member it
+        still reaches first, which takes a tenth of a second while the others run, and waits
+        out its request timeout when they stopped with it (7 s measured, etcd 3.4.23)."""
         for p in self.relays:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
+        for p in self.relays:
+            _stop_waiting(p)
         for p in self.processes:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
-        for p in self.processes + self.relays:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
+            _stop_waiting(p)
         for ns in [*self.member_ns, self.client_ns, self.switch_ns]:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
 
@@ -292,6 +295,14 @@ class EtcdCluster(Namespaces):
                 pids.append(self.relays[victim].pid)
             cmd += ["--kill-at", str(at_s), "--kill-pids", ",".join(map(str, pids))]
         return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _stop_waiting(proc: subprocess.Popen[bytes], timeout_s: float = 5.0) -> None:
+    """Wait for a process asked to stop; kill it if it is still there after ``timeout_s``."""
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def _finish(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
