@@ -1469,6 +1469,21 @@ def explorer() -> str:
     return _table(("session", "page loaded s", "sidebar s", "first headline s"), "lrrr", rows)
 
 
+def startup() -> str:
+    data = _load("benchmarks/results/startup.json")
+    rows = [(f"`{name}`", f"{seconds:.2f} s") for name, seconds in data["start_s"].items()]
+    files = data["result_files"]
+    ours_ms, package_ms = files["twin_histogram_s"] * 1e3, files["hdrhistogram_package_s"] * 1e3
+    rows.append(
+        (
+            f"a run's summary and `.hgrm` ({files['round_trips']:,} round trips, largest "
+            f"{files['largest_us'] / 1e3:.0f} ms): the twin's histogram / the package's",
+            f"{ours_ms:.1f} ms / {package_ms:.0f} ms ({files['ratio']:.0f}x)",
+        )
+    )
+    return _table(("measured", "wall time"), "lr", rows)
+
+
 def api() -> str:
     """The API reference, from the public names' docstrings (``tools/apiref.py``)."""
     sys.path.insert(0, str(ROOT))
@@ -1480,6 +1495,7 @@ def api() -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "api": api,
     "explorer": explorer,
+    "startup": startup,
     "feed": feed,
     "feed-findings": feed_findings,
     "load-summary": load_summary,
