@@ -35,11 +35,10 @@ lab-tools:
 demo: setup
 	$(VENV)/bin/twin demo
 
-# One worker more than the cores (pytest-xdist; an idle worker takes tests queued for another):
-# many tests wait on subprocesses, servers and installs, and a third worker fills those waits on
-# a 2-core machine. Then alone the tests marked `exclusive`, which time real servers on this
-# host; both parts always run.
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+# Two at a time (pytest-xdist, one worker per core of a 2-core CI machine; an idle worker takes
+# tests queued for the other), then alone the tests marked `exclusive`, which time real servers
+# on this host; both parts always run.
+TEST_WORKERS ?= 2
 test: setup browser lab-tools
 	@status=0; \
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not exclusive" || status=$$?; \
