@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from hdrh.histogram import HdrHistogram
 
 from twin.atomic import atomic_write, write_json, write_text
 from twin.histogram import to_hdr
@@ -29,13 +30,19 @@ def histogram_table(counts: np.ndarray) -> pa.Table:
 
 
 def hgrm_text(counts: np.ndarray) -> str:
-    """HdrHistogram's percentile distribution (``.hgrm``) with values in microseconds.
+    """HdrHistogram's percentile distribution (``.hgrm``) of a counts array (ns), values in
+    microseconds: :func:`hgrm_of`."""
+    return hgrm_of(to_hdr(counts))
+
+
+def hgrm_of(hist: HdrHistogram) -> str:
+    """HdrHistogram's percentile distribution (``.hgrm``) of a nanosecond histogram, with values
+    in microseconds.
 
     The ``hdrhistogram`` package prints the standard deviation footer unscaled (in ns while
     every other value is in us); it is rewritten here so the file is self-consistent.
     """
     buffer = io.BytesIO()
-    hist = to_hdr(counts)
     hist.output_percentile_distribution(buffer, 1000.0)
     stddev_us = hist.get_stddev() / 1000.0
     return re.sub(

@@ -146,8 +146,9 @@ def seeded_matrix(tmp_path_factory) -> dict:
             with contextlib.redirect_stdout(out):
                 assert main([*args, "--json", "--json-out", str(written)]) == 0
             printed.write_text(out.getvalue())
-    assert json.loads(printed.read_text()) == json.loads(written.read_text())
-    return json.loads(written.read_text())
+    matrix = json.loads(written.read_text())
+    assert json.loads(printed.read_text()) == matrix
+    return matrix
 
 
 def test_matrix_json_contract(seeded_matrix) -> None:

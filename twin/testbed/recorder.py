@@ -27,7 +27,7 @@ from hdrh.log import HistogramLogWriter
 from calibration.testbed.summary import LoadSummary
 from twin.atomic import write_json, write_text
 from twin.histogram import empty_counts, record_ns, to_hdr
-from twin.output import hgrm_text
+from twin.output import hgrm_of
 from twin.results import percentiles_us
 
 KINDS = ("order", "cancel")
@@ -245,6 +245,5 @@ def write_results(out_dir: Path, totals: dict[str, HdrHistogram], summary: LoadS
     names = {"all": "rtt.hgrm", "order": "order.hgrm", "cancel": "cancel.hgrm"}
     for name, hist in totals.items():
         if hist.get_total_count() > 0:
-            counts = np.ctypeslib.as_array(hist.counts).astype(np.int64)
-            write_text(out_dir / names[name], hgrm_text(counts))
+            write_text(out_dir / names[name], hgrm_of(hist))
     write_json(out_dir / "summary.json", summary.to_dict())
