@@ -1,5 +1,5 @@
 """``twin testbed serve | load | campaign | predict | relay | wakeprobe | hiccups | syscalls |
-lab``: the testbed."""
+slices | lab``: the testbed."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ HICCUP_THRESHOLD_US = 10.0
 # (``twin.testbed.syscalls.DEFAULT_SAMPLES`` and ``DEFAULT_PAYLOAD``, likewise).
 SYSCALL_SAMPLES = 2000
 SYSCALL_PAYLOAD = 14
+# The time-slice probe's messages per share (``twin.testbed.slices.DEFAULT_SAMPLES``, likewise).
+SLICE_SAMPLES = 3000
 # The lab's re-measures of a run stolen from (twin.testbed.lab.LabPlan.steal_retries).
 STEAL_RETRIES = 2
 # The cluster lab's burst probe: writes a second as at the lowest rate, sent 16 at a time.
@@ -322,6 +324,21 @@ def cmd_wakeprobe(args: argparse.Namespace) -> int:
             + "  ".join(f"{k} {v:7.1f}" for k, v in p.items())
             + f"  cpu {result['cpu_median_us'][gap]:6.1f}"
         )
+    return 0
+
+
+def cmd_slices(args: argparse.Namespace) -> int:
+    from twin.testbed.slices import write_slices
+
+    result = write_slices(Path(args.out), samples=args.samples)
+    for share in result["shares"]:
+        spin, alone = result["spinner"][str(share)], result["alone"][str(share)]
+        print(
+            f"share {share:.2f}: waited for a slice {spin['waited']:.1%} beside the spinner "
+            f"(mean {spin.get('wait_mean_us', 0.0):,.0f} us), {alone['waited']:.1%} alone; "
+            f"p50 {spin['p50_us']:.1f} us, p99 {spin['p99_us']:,.1f} us"
+        )
+    print(f"wrote {args.out}")
     return 0
 
 
@@ -761,6 +778,17 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--payload", type=positive_int, default=SYSCALL_PAYLOAD, metavar="BYTES", help="a message"
     )
     p.set_defaults(run=cmd_syscalls)
+
+    p = tsub.add_parser(
+        "slices",
+        help="how often a thread sharing its vCPU with a spinning one waits for a time slice, "
+        "by its own use of that vCPU",
+    )
+    p.add_argument("--out", required=True, metavar="FILE", help="the result (JSON)")
+    p.add_argument(
+        "--samples", type=positive_int, default=SLICE_SAMPLES, metavar="N", help="per share"
+    )
+    p.set_defaults(run=cmd_slices)
 
     p = tsub.add_parser(
         "lab",
