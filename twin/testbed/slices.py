@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 import random
 import socket
 import struct
@@ -94,7 +95,10 @@ def _latencies(
     for p in procs:
         p.start()
     try:
-        address = ("127.0.0.1", port.get(timeout=30))
+        try:
+            address = ("127.0.0.1", port.get(timeout=30))
+        except queue.Empty:
+            raise SimulationError("the slice probe's receiver did not start") from None
         _pin(SENDER_CPU)
         out: dict[float, list[float]] = {s: [] for s in shares}
         sizes = [len(b) for b in np.array_split(np.arange(samples), BLOCKS) if len(b)]
