@@ -44,7 +44,8 @@ DEFAULT_PERIOD_US = 200.0  # between two messages
 DEFAULT_SAMPLES = 3000  # messages per share and condition
 DEFAULT_THRESHOLD_US = 300.0  # a wait longer than this is a slice (a wake-up takes tens of us)
 BLOCKS = 5  # each share's messages in this many shuffled blocks: a drift hits every share alike
-STAMP = struct.Struct("q")
+REQUEST = struct.Struct("qd")  # sent at (CLOCK_MONOTONIC, ns), the share to burn after it
+STAMP = struct.Struct("q")  # the one-way latency (ns) echoed back
 RECEIVER_CPU, SENDER_CPU = 1, 0
 
 
@@ -72,7 +73,7 @@ def _receive(cpu: int, port: Any, period_us: float, stop: Any) -> None:
             except TimeoutError:
                 continue
             arrived = time.monotonic_ns()
-            sent, share = struct.unpack("qd", data)
+            sent, share = REQUEST.unpack(data)
             sock.sendto(STAMP.pack(arrived - sent), peer)
             until = time.thread_time_ns() + int(share * period_us * 1e3)
             while time.thread_time_ns() < until:
@@ -114,7 +115,7 @@ def _latencies(
                     due += step
                     while time.perf_counter_ns() < due:
                         pass
-                    sock.sendto(struct.pack("qd", time.monotonic_ns(), share), address)
+                    sock.sendto(REQUEST.pack(time.monotonic_ns(), share), address)
                     try:
                         data, _ = sock.recvfrom(64)
                     except TimeoutError:
