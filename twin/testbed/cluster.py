@@ -43,6 +43,7 @@ import numpy as np
 from twin.atomic import write_json
 from twin.errors import ConfigError, TopologyError
 from twin.testbed.netns import Namespaces, _ip, netns_available
+from twin.testbed.processes import stop
 from twin.testbed.relay import RelayDelay
 
 MEMBERS = 3
@@ -52,6 +53,9 @@ PEER_PORT_BEHIND_RELAY = 2381
 # Raft's timers as etcd ships them (etcd documentation, "Tuning"): what the outage follows.
 HEARTBEAT_MS = 100
 ELECTION_TIMEOUT_MS = 1000
+# A member or relay asked to stop is killed after this long (a leader stopped alone exits in
+# 0.1-0.6 s: EtcdCluster.teardown).
+STOP_TIMEOUT_S = 5.0
 # One way between AZs (pub_cross_az_ping_avg: 0.8-1.1 ms round trips).
 CROSS_AZ = RelayDelay(floor_us=400.0, mean_us=100.0, spin_us=300.0)
 LAYOUTS = ("cpg", "3az")
@@ -253,15 +257,8 @@ class EtcdCluster(Namespaces):
         One at a time: etcd's graceful stop has a leader hand its leadership to a member it
         still reaches first, which takes a tenth of a second while the others run, and waits
         out its request timeout when they stopped with it (7 s measured, etcd 3.4.23)."""
-        for p in self.relays:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in self.relays:
-            _stop_waiting(p)
-        for p in self.processes:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-            _stop_waiting(p)
+        for p in [*self.relays, *self.processes]:
+            stop(p, STOP_TIMEOUT_S)
         for ns in [*self.member_ns, self.client_ns, self.switch_ns]:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
 
@@ -295,14 +292,6 @@ class EtcdCluster(Namespaces):
                 pids.append(self.relays[victim].pid)
             cmd += ["--kill-at", str(at_s), "--kill-pids", ",".join(map(str, pids))]
         return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-def _stop_waiting(proc: subprocess.Popen[bytes], timeout_s: float = 5.0) -> None:
-    """Wait for a process asked to stop; kill it if it is still there after ``timeout_s``."""
-    try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
 
 
 def _finish(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
