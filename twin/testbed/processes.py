@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any, NoReturn
@@ -21,6 +23,19 @@ def stop(proc: subprocess.Popen[Any], timeout_s: float = 15.0) -> None:
             proc.wait()
     if proc.stdout is not None:
         proc.stdout.close()
+
+
+def start_spinner(cpu: int | None = None) -> subprocess.Popen[Any]:
+    """A process that spins until stopped (:func:`stop`), always runnable, on vCPU ``cpu`` when
+    given (else wherever the scheduler puts it): a core kept busy for a probe."""
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    if cpu is not None:
+        try:
+            os.sched_setaffinity(proc.pid, {cpu})
+        except OSError:
+            stop(proc)
+            raise
+    return proc
 
 
 @contextlib.contextmanager

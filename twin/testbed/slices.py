@@ -38,6 +38,7 @@ import numpy as np
 
 from twin.atomic import write_json
 from twin.errors import ConfigError, SimulationError
+from twin.testbed.processes import start_spinner, stop
 
 DEFAULT_SHARES = (0.05, 0.15, 0.3, 0.45, 0.6, 0.8)  # the receiver's own use of its vCPU
 DEFAULT_PERIOD_US = 200.0  # between two messages
@@ -53,21 +54,14 @@ def _pin(cpu: int) -> None:
     os.sched_setaffinity(0, {cpu})
 
 
-def _spin(cpu: int, stop: Any) -> None:
-    _pin(cpu)
-    while not stop.is_set():
-        for _ in range(10000):
-            pass
-
-
-def _receive(cpu: int, port: Any, period_us: float, stop: Any) -> None:
+def _receive(cpu: int, port: Any, period_us: float, done: Any) -> None:
     """Echo each datagram's one-way latency, then burn the share of ``period_us`` it names."""
     _pin(cpu)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.bind(("127.0.0.1", 0))
         sock.settimeout(0.2)
         port.put(sock.getsockname()[1])
-        while not stop.is_set():
+        while not done.is_set():
             try:
                 data, peer = sock.recvfrom(64)
             except TimeoutError:
@@ -89,13 +83,13 @@ def _latencies(
     if not {RECEIVER_CPU, SENDER_CPU} <= mask:
         raise SimulationError("the slice probe needs vCPUs 0 and 1 (a sender's and a shared one)")
     ctx = multiprocessing.get_context("forkserver")
-    stop, port = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_receive, args=(RECEIVER_CPU, port, period_us, stop))]
-    if spinner:
-        procs.append(ctx.Process(target=_spin, args=(RECEIVER_CPU, stop)))
-    for p in procs:
-        p.start()
+    done, port = ctx.Event(), ctx.Queue()
+    receiver = ctx.Process(target=_receive, args=(RECEIVER_CPU, port, period_us, done))
+    receiver.start()
+    spin = None
     try:
+        if spinner:
+            spin = start_spinner(RECEIVER_CPU)
         try:
             address = ("127.0.0.1", port.get(timeout=30))
         except queue.Empty:
@@ -127,11 +121,12 @@ def _latencies(
         return {s: np.asarray(v) for s, v in out.items()}
     finally:
         os.sched_setaffinity(0, mask)
-        stop.set()
-        for p in procs:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
+        if spin is not None:
+            stop(spin)
+        done.set()
+        receiver.join(timeout=5)
+        if receiver.is_alive():
+            receiver.kill()
 
 
 def _summary(latency_us: np.ndarray, threshold_us: float) -> dict[str, float]:

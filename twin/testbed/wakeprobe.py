@@ -45,7 +45,7 @@ import numpy as np
 from calibration.halt import GapOrder, gap_sequence
 from twin.atomic import write_json
 from twin.errors import SimulationError
-from twin.testbed.processes import stop
+from twin.testbed.processes import start_spinner, stop
 
 # Idle gaps (us): from a thread that barely sleeps to one that sleeps longer than the lowest
 # rate of the lab leaves it (1000 msg/s: about 1 ms between messages per process).
@@ -94,9 +94,6 @@ def _spin_until(deadline_ns: int) -> None:
         pass
 
 
-SPIN = "while True: pass"
-
-
 def _reply(sock: socket.socket, waiter: Waiter) -> bytes:
     if waiter == Waiter.BLOCKS:
         return sock.recv(64)
@@ -129,8 +126,7 @@ def measure_wakeups(
 
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as spinners:
         for _ in range(busy):
-            spinner = subprocess.Popen([sys.executable, "-c", SPIN])
-            spinners.callback(stop, spinner)
+            spinners.callback(stop, start_spinner())
         port_file = Path(tmp) / "port"
         proc = subprocess.Popen(
             [sys.executable, "-c", f"from twin.testbed.wakeprobe import serve; "
