@@ -21,6 +21,7 @@ time): ``twin.fast`` runs the same arrays compiled.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +55,44 @@ class _Reader:
     free: float = 0.0
 
 
+class _Servers:
+    """A station's ``capacity`` servers, granted first come, first served: ``simpy.Resource``
+    without its generality. Each grant and each release is one event scheduled exactly where
+    SimPy's ``Resource`` schedules its ``Request`` and ``Release`` (a request is granted at once
+    if the longest-waiting one may take a free server; a freed server goes to the
+    longest-waiting request when the release is processed), so a run orders its events and
+    draws its numbers as with ``simpy.Resource``, at a fraction of its bookkeeping.
+    ``count``: servers in use; ``queue``: requests waiting for one."""
+
+    __slots__ = ("env", "capacity", "count", "queue")
+
+    def __init__(self, env: simpy.Environment, capacity: int):
+        self.env = env
+        self.capacity = capacity
+        self.count = 0
+        self.queue: deque[simpy.Event] = deque()
+
+    def request(self) -> simpy.Event:
+        """An event that fires when the request holds a server."""
+        event = simpy.Event(self.env)
+        self.queue.append(event)
+        self._grant()
+        return event
+
+    def release(self, _request: simpy.Event) -> None:
+        """Free the server ``_request`` held; the longest-waiting request takes it when this
+        release is processed."""
+        self.count -= 1
+        freed = simpy.Event(self.env)
+        freed.callbacks.append(self._grant)
+        freed.succeed()
+
+    def _grant(self, _freed: simpy.Event | None = None) -> None:
+        if self.queue and self.count < self.capacity:
+            self.count += 1
+            self.queue.popleft().succeed()
+
+
 @dataclass(frozen=True)
 class _Kept:
     """The server a message keeps into its next hop (twin.path.Hop.continues): its request, and
@@ -83,7 +122,7 @@ class _Model:
         self.span_first = [int(x) for x in path.span_hops[:, 0]]
         self.span_last = [int(x) for x in path.span_hops[:, 1]]
         self.span_values: list[list[float]] = [[] for _ in path.span_names]
-        self.resources = [simpy.Resource(self.env, capacity=int(c)) for c in path.station_servers]
+        self.resources = [_Servers(self.env, int(c)) for c in path.station_servers]
         wake = path.station_wake
         self.wake = [self._sampler(w, "wake", path) for w in wake]
         self.cold_us = [float(x) for x in wake["cold_us"]]
