@@ -60,3 +60,16 @@ def assignment(text: str) -> tuple[str, object]:
     except tomllib.TOMLDecodeError:
         value = raw.strip()
     return field, value
+
+
+def add_set_argument(parser: argparse.ArgumentParser, example: str, note: str = "") -> None:
+    """Give ``parser`` the repeatable ``--set FIELD=VALUE`` (:func:`assignment`), its help
+    showing ``example`` and ending with ``note``."""
+    parser.add_argument(
+        "--set",
+        type=assignment,
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help=f"change a dotted scenario field, e.g. {example} (repeatable{note})",
+    )

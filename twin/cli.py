@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine_ext.errors import EngineError
-from twin.argtypes import assignment, positive_float, positive_int, seed
+from twin.argtypes import add_set_argument, positive_float, positive_int, seed
 from twin.console import format_bands, format_failover, format_intervals, format_result
 from twin.errors import ConfigError, TwinError, one_line
 from twin.jsontext import dumps
@@ -197,14 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PROFILE",
         help="calibration profile: a shipped name (default, local) or a .toml file",
     )
-    p.add_argument(
-        "--set",
-        type=assignment,
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="change a dotted scenario field, e.g. workload.loop=closed (repeatable)",
-    )
+    add_set_argument(p, "workload.loop=closed")
     p.add_argument(
         "--engine",
         default=DEFAULT_ENGINE,

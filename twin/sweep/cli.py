@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from twin.argtypes import positive_float, positive_int
+from twin.argtypes import add_set_argument, positive_float, positive_int
 from twin.errors import ScenarioError
 from twin.extras import Extra, require
 from twin.jsontext import dumps
@@ -115,13 +115,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_capacity(args: argparse.Namespace) -> int:
     from twin.scenario import load_scenario
-    from twin.simulation import DEFAULT_ENGINE
+    from twin.simulation import DEFAULT_ENGINE, what_if
     from twin.sweep.capacity import format_capacity
     from twin.sweep.executors import check_executor
 
     executor = _executor(args)
     check_executor(executor, args.workers, args.scheduler)
-    scenario = load_scenario(args.scenario)
+    scenario = what_if(load_scenario(args.scenario), changes=args.set)
     if args.duration is not None:
         scenario = scenario.with_fields({"workload.duration_s": args.duration})
     engine = args.engine or DEFAULT_ENGINE
@@ -206,6 +206,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--duration", type=positive_float, metavar="S", help="override workload.duration_s"
     )
+    add_set_argument(p, "workload.warmup_s=0.01", "; the rate is the search's")
     p.add_argument(
         "--rates",
         type=_rates,

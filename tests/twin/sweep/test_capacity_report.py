@@ -18,6 +18,10 @@ from twin.sweep.capacity import (
 
 from .conftest import SCENARIOS
 
+# The reference engine's runs warm up 2 ms (hundreds of messages at these rates, tens of round
+# trips) rather than the scenario's 0.1 s, which would be most of what they simulate.
+WARMUP_S = 0.002
+
 
 def test_crossing_interpolates_and_brackets_unstable_points():
     rates = [1.0, 2.0, 3.0, 4.0]
@@ -41,6 +45,8 @@ def capacity_json(tmp_path_factory):
         "des",
         "--duration",
         "0.003",
+        "--set",
+        f"workload.warmup_s={WARMUP_S}",
         "--replications",
         "2",
         "--rates",
@@ -62,6 +68,7 @@ def test_capacity_json_contract(capacity_json, capsys):
     assert main(args) == 0
     payload = json.loads(capsys.readouterr().out)
     assert {"max_rate_msgs_per_s", "ci95", "curve"} <= set(payload)
+    assert payload["warmup_s"] == WARMUP_S  # --set reached the runs
     assert [c["rate_msgs_per_s"] for c in payload["curve"]] == [50000.0, 100000.0]
     assert all(c["p99_us"] < 1000 for c in payload["curve"])
     # Never over the ceiling: at least the highest rate tried, below saturation.
@@ -86,6 +93,8 @@ def test_capacity_below_every_rate(capsys):
         "des",
         "--duration",
         "0.1",
+        "--set",
+        f"workload.warmup_s={WARMUP_S}",
         "--replications",
         "2",
         "--rates",
@@ -101,6 +110,20 @@ def test_capacity_below_every_rate(capsys):
     assert payload["ci95"][0] == 0.0 and payload["ci95"][1] == min(
         c["rate_msgs_per_s"] for c in payload["curve"]
     )
+
+
+@pytest.mark.parametrize(
+    ("changed", "message"),
+    [
+        ("workload.warmup_s=-1", "workload.warmup_s"),
+        ("workload.loop=sideways", "workload.loop = 'sideways': allowed: open, closed"),
+    ],
+)
+def test_a_bad_set_is_one_line_and_exit_2(capsys, changed, message):
+    args = ["capacity", str(SCENARIOS / "tier1_peering_cpg.toml"), "--p99-ceiling-us", "100"]
+    assert main([*args, "--set", changed, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
 
 
 def test_report_is_self_contained(tmp_path, small_sweep):

@@ -13,15 +13,25 @@ from twin.testbed.slices import DEFAULT_SAMPLES, DEFAULT_THRESHOLD_US, measure_s
 
 pytestmark = pytest.mark.exclusive  # pins two vCPUs and spins one of them
 
+# How much more often (a share of its messages) the busy thread beside the spinner waits than
+# alone, or than a light thread beside it.
+WAIT_MARGIN = 0.02
+
 
 def test_a_busy_thread_beside_a_spinner_waits_for_its_slices_and_alone_it_does_not() -> None:
     """A thread that uses 80% of a vCPU it shares with a spinning one has spent what the fair
     scheduler owed it, so some of its messages wait for the spinner's slice (milliseconds); with
-    the spinner gone, its vCPU is its own and they seldom do."""
-    result = measure_slices(shares=(0.05, 0.8), samples=500)
+    the spinner gone, its vCPU is its own and they seldom do; nor does a thread beside the
+    spinner that uses 5%. The host's own pauses (its hiccups, a neighbour's steal) make any
+    message wait alike whoever shares the vCPU, so the margins are differences: on a calm host
+    the 80% thread waited in 8% of its messages beside the spinner and 0.1-0.4% otherwise
+    (calibration/data/slices), on a busy one 7.4% beside it and 3.8% alone."""
+    result = measure_slices(shares=(0.05, 0.8), samples=1500)
     busy, alone = result["spinner"]["0.8"], result["alone"]["0.8"]
+    light = result["spinner"]["0.05"]
     assert busy["waited"] >= 0.01
-    assert busy["waited"] > 2 * alone["waited"]
+    assert busy["waited"] - alone["waited"] >= WAIT_MARGIN
+    assert busy["waited"] - light["waited"] >= WAIT_MARGIN
     assert busy["wait_mean_us"] > DEFAULT_THRESHOLD_US
     for condition in ("spinner", "alone"):
         for summary in result[condition].values():
