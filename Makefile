@@ -4,6 +4,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# Python's own default: keep the bytecode of what it imports (and pytest its rewritten test
+# modules), which an environment that sets PYTHONDONTWRITEBYTECODE turns off. Without it every
+# test process and every `twin` the tests start compiles the sources again: collecting the
+# tests alone took 15 s instead of 5.5.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup browser lab-tools demo test bench lint docs app clean
 
