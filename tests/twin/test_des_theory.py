@@ -19,7 +19,7 @@ from twin.scenario import load_scenario
 from twin.simulation import apply_overrides, prepare
 
 ARRIVAL_PER_US = 0.5  # utilization 0.5 with 1 us mean service
-# Warm-up of the high-rate run: 4,000 messages in 10 ms, over a hundred of its round trips, where
+# Warm-up of the high-rate run: 4,000 messages in 10 ms, about a hundred of its round trips, where
 # the scenario's own 0.1 s would be 40,000, five times the measured window.
 WARMUP_AT_HIGH_RATE_S = 0.01
 

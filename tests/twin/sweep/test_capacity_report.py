@@ -18,8 +18,8 @@ from twin.sweep.capacity import (
 
 from .conftest import SCENARIOS
 
-# The reference engine's runs warm up 2 ms (hundreds of messages at these rates, tens of round
-# trips) rather than the scenario's 0.1 s, which would be most of what they simulate.
+# The reference engine's runs warm up 2 ms (40 to 200 messages at these rates, about thirty
+# round trips) rather than the scenario's 0.1 s, which would be most of what they simulate.
 WARMUP_S = 0.002
 
 
