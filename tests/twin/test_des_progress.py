@@ -13,10 +13,13 @@ from twin.path import compile_path
 from twin.results import EngineOutput
 
 
-def _assert_same(plain: EngineOutput, other: EngineOutput) -> None:
+def assert_same_output(plain: EngineOutput, other: EngineOutput) -> None:
+    """Two runs' outputs equal to the last bit."""
+    np.testing.assert_array_equal(plain.counts, other.counts)
     np.testing.assert_array_equal(plain.counts_by_kind, other.counts_by_kind)
     assert plain.messages == other.messages > 0
-    assert plain.rtt_sum_us == other.rtt_sum_us
+    assert (plain.rtt_sum_us, plain.rtt_max_us) == (other.rtt_sum_us, other.rtt_max_us)
+    assert plain.duration_us == other.duration_us
     np.testing.assert_array_equal(plain.hop_time_sum_us, other.hop_time_sum_us)
     np.testing.assert_array_equal(plain.station_busy_us, other.station_busy_us)
 
@@ -27,7 +30,7 @@ def test_progress_on_a_random_path_changes_nothing(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(des, "MESSAGES_PER_CHUNK", 37)
     reported: list[float] = []
     chunked = des.simulate(prep.path, prep.load, progress=reported.append)
-    _assert_same(plain, chunked)
+    assert_same_output(plain, chunked)
     assert len(reported) > 10 and reported[-1] == 1.0
     assert reported == sorted(reported)
 
@@ -49,5 +52,5 @@ def test_progress_keeps_the_order_of_exact_ties(monkeypatch: pytest.MonkeyPatch)
     plain = des.simulate(path, load)
     reported: list[float] = []
     chunked = des.simulate(path, load, progress=reported.append)
-    _assert_same(plain, chunked)
+    assert_same_output(plain, chunked)
     assert reported[-1] == 1.0

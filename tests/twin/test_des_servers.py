@@ -12,30 +12,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
 import pytest
 import simpy
 
 from tests.twin.conftest import SCENARIOS
 from tests.twin.fast.test_fast_theory import poisson_load
+from tests.twin.test_des_progress import assert_same_output
 from twin import des, dtypes
 from twin.dists import Const, Exponential
 from twin.load import Load
 from twin.path import CompiledPath, Hop, Station, compile_path
-from twin.results import EngineOutput
 from twin.scenario import load_scenario
 from twin.simulation import apply_overrides, prepare
-
-
-def _same(a: EngineOutput, b: EngineOutput) -> None:
-    assert (a.messages, a.rtt_sum_us, a.rtt_max_us, a.duration_us) == (
-        b.messages,
-        b.rtt_sum_us,
-        b.rtt_max_us,
-        b.duration_us,
-    )
-    for field in ("counts", "hop_time_sum_us", "station_busy_us"):
-        np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
 
 
 def _both(path: CompiledPath, load: Load, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,7 +32,7 @@ def _both(path: CompiledPath, load: Load, monkeypatch: pytest.MonkeyPatch) -> No
         m.setattr(des, "_Servers", simpy.Resource)
         theirs = des.simulate(path, load)
     assert ours.messages > 100
-    _same(ours, theirs)
+    assert_same_output(ours, theirs)
 
 
 def _tied_path(servers: int) -> CompiledPath:
