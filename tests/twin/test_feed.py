@@ -150,7 +150,7 @@ def test_geometric_groups_match_the_batch_arrival_queue(engine: str) -> None:
     )
     path = compile_path([Hop("work", "test", service=Const(service), station=Station("t", 1))])
     load = replace(
-        poisson_load(rho / service, 200_000 if engine == "fast" else 40_000, seed=13),
+        poisson_load(rho / service, 200_000 if engine == "fast" else 20_000, seed=13),
         burst=burst,
         burst_sizes=dtypes.BURST_GEOMETRIC,
     )

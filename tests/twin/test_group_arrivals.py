@@ -68,7 +68,7 @@ def test_poisson_groups_match_the_batch_arrival_queue(engine: str) -> None:
         groups_per_us * group_service_sq / (2 * (1 - rho)) + (burst - 1) / 2 * service + service
     )
     path = compile_path([Hop("work", "test", service=Const(service), station=Station("t", 1))])
-    load = replace(poisson_load(per_us, 200_000 if engine == "fast" else 40_000, seed=11),
+    load = replace(poisson_load(per_us, 200_000 if engine == "fast" else 20_000, seed=11),
                    burst=burst)  # fmt: skip
     result = run_replications(path, load, 10, engine=engine)
     got = result.estimates["mean"]

@@ -627,7 +627,7 @@ def test_work_left_behind_queues_later_messages_as_mg1() -> None:
         "work", "test", service=Exponential(SERVICE_US), station=station, linger=Const(linger)
     )
     path = compile_path([hop])
-    for engine, messages in (("fast", 400_000), ("des", 40_000)):
+    for engine, messages in (("fast", 400_000), ("des", 20_000)):
         result = run_replications(path, poisson_load(lam, messages, seed=17), 8, engine=engine)
         got = result.estimates["mean"]
         low, high = covering_interval(got, result.ci95["mean"])
@@ -686,7 +686,7 @@ def test_work_that_yields_keeps_the_queue_of_its_messages_mg1() -> None:
     hop = Hop("work", "test", service=Exponential(SERVICE_US), station=Station("core", 1),
               linger=Const(0.5), linger_yields=True)  # fmt: skip
     path = compile_path([hop])
-    for engine, messages in (("fast", 400_000), ("des", 40_000)):
+    for engine, messages in (("fast", 400_000), ("des", 20_000)):
         result = run_replications(path, poisson_load(lam, messages, seed=17), 8, engine=engine)
         low, high = covering_interval(result.estimates["mean"], result.ci95["mean"])
         assert low <= expected <= high, (engine, low, expected, high)

@@ -75,6 +75,18 @@ def _reply(out, k, conn, frame, msg_type, code):
 
 
 @njit(cache=True)
+def _process(st, kind, side, otype, stp, sym, account, oid, price, qty, ev):
+    """One order through the engine; return the number of events written to ``ev``.
+
+    ``process_one`` is inlined here, once, and both kernels call this function (design notes,
+    "The gateway kernel's compile time"). Callers must pass the same types (int64 kind; uint8
+    side, order type and self-trade mode; int32 symbol and account; int64 id, price and
+    quantity), never literals, or it compiles once per signature.
+    """
+    return process_one(st, kind, side, otype, stp, sym, account, oid, price, qty, 0, ev, 0)
+
+
+@njit(cache=True)
 def handle_frames(st, frames, slot, account, conn, out, ev):
     """Answer ``frames`` of the connection in ``slot`` trading as engine ``account``; return
     ``(status, replies written)``.
@@ -108,20 +120,18 @@ def handle_frames(st, frames, slot, account, conn, out, ev):
             continue
         oid = slot * ORDER_IDS_PER_CONNECTION + f.order_id
         kind = ENGINE_NEW if f.msg_type == MSG_NEW else ENGINE_CANCEL
-        n = process_one(
+        n = _process(
             st,
             kind,
             f.side,
             f.order_type,
             f.stp,
             f.symbol,
-            account,
-            oid,
+            np.int32(account),
+            np.int64(oid),
             f.price_ticks,
             f.qty_lots,
-            0,
             ev,
-            0,
         )
         last = ev[n - 1]
         if last.kind == EV_ACK:
@@ -137,6 +147,7 @@ def handle_frames(st, frames, slot, account, conn, out, ev):
 @njit(cache=True)
 def cancel_connection(st, slot, ev):
     """Cancel every live order of the connection in ``slot`` (when it goes away)."""
+    cancel, no_flag, zero = np.int64(ENGINE_CANCEL), np.uint8(0), np.int64(0)
     cancelled = 0
     base = slot * ORDER_IDS_PER_CONNECTION
     for oid in range(base, base + ORDER_IDS_PER_CONNECTION):
@@ -146,7 +157,7 @@ def cancel_connection(st, slot, ev):
         if row < 0:
             continue
         o = st.orders[row]
-        process_one(st, ENGINE_CANCEL, 0, 0, 0, o.symbol, o.account, oid, 0, 0, 0, ev, 0)
+        _process(st, cancel, no_flag, no_flag, no_flag, o.symbol, o.account, oid, zero, zero, ev)
         cancelled += 1
     return cancelled
 
