@@ -62,9 +62,11 @@ def _dask_cluster(logs: Path, protocol: str, tls: list[str], security: object = 
                 time.sleep(0.5)
         yield address
     finally:
+        # The workers first, each gone before the scheduler is stopped. Stopped all at once, a
+        # process now and then outlived the 20 s wait (a teardown of 20.5 s in the suite), most
+        # likely a worker trying to reach its closing scheduler before it exits.
         for proc in reversed(procs):
             proc.terminate()
-        for proc in procs:
             try:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
