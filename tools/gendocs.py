@@ -619,6 +619,16 @@ SEND_READS_MODEL = (
     "receiver's), and a native TCP server's reads coalescing: the share of its own calls a read "
     "pays (twin testbed syscalls) paid once a read"
 )
+# ... and with the relay's thread one more thread on the shared cores, on the same corpora (the
+# canonical one's latest is LOAD_MATRIX; SEND_READS_1126_MATRIX before it).
+SEND_READS_1126_MATRIX = "calibration/validation/load_matrix_send_reads_1126.json"
+RELAY_SHARE_MATRIX = "calibration/validation/load_matrix_relay_share_1127.json"
+RELAY_SHARE_RELAY_MATRIX = "calibration/validation/load_matrix_relay_share_1128.json"
+RELAY_SHARE_NIGHT_MATRIX = "calibration/validation/load_matrix_relay_share_night.json"
+RELAY_SHARE_MODEL = (
+    "plus the relay's thread one more thread on the shared cores: its work slowed by its fair "
+    "share beside both processes and the spinner, and each process counting it"
+)
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -813,8 +823,13 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        SEND_READS_1126_MATRIX,
         SEND_READS_MODEL,
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        RELAY_SHARE_MODEL,
         CORPUS_DAY,
     ),
     (
@@ -967,6 +982,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         HICCUPS_CORPUS_DAY,
     ),
     (
+        RELAY_SHARE_MATRIX,
+        RELAY_SHARE_MODEL,
+        HICCUPS_CORPUS_DAY,
+    ),
+    (
         RELAY_BEFORE_MATRIX,
         "the model of 2026-11-28 17:00 (commit b47c9dd) on sockperf measured after the relay's "
         "cold start was built",
@@ -994,6 +1014,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         RELAY_CORPUS_DAY,
     ),
     (
+        RELAY_SHARE_RELAY_MATRIX,
+        RELAY_SHARE_MODEL,
+        RELAY_CORPUS_DAY,
+    ),
+    (
         NIGHT_BEFORE_MATRIX,
         "the model of commit 26a2df7 (every hiccup probe's gaps pooled) on sockperf measured after "
         "the median law was built",
@@ -1012,6 +1037,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
     (
         SEND_READS_NIGHT_MATRIX,
         SEND_READS_MODEL,
+        NIGHT_CORPUS_DAY,
+    ),
+    (
+        RELAY_SHARE_NIGHT_MATRIX,
+        RELAY_SHARE_MODEL,
         NIGHT_CORPUS_DAY,
     ),
     (
@@ -1240,9 +1270,9 @@ def load_run_agreement() -> str:
     for path, corpus in (
         (HICCUP_MEDIAN_NO_STALLS_MATRIX, NO_STALLS_CORPUS_DAY),
         (HICCUP_MEDIAN_NEIGHBOUR_MATRIX, NEIGHBOUR_CORPUS_DAY),
-        (SEND_READS_MATRIX, HICCUPS_CORPUS_DAY),
-        (SEND_READS_RELAY_MATRIX, RELAY_CORPUS_DAY),
-        (SEND_READS_NIGHT_MATRIX, NIGHT_CORPUS_DAY),
+        (RELAY_SHARE_MATRIX, HICCUPS_CORPUS_DAY),
+        (RELAY_SHARE_RELAY_MATRIX, RELAY_CORPUS_DAY),
+        (RELAY_SHARE_NIGHT_MATRIX, NIGHT_CORPUS_DAY),
     ):
         for s in _load(path)["systems"]:
             runs = s["run_agreement"]

@@ -397,11 +397,12 @@ class _PathBuilder:
         transport = self.s.connectivity.transport
         workload = self.s.workload
         cycles = local_cycles(self.s)
+        relay = loopback.relay_speed_ratio(self.profile, rate, sender, cycles)
         hops = (
             loopback.client_send_hops(self.profile, rate, sender, cycles)
-            + loopback.path_hops("client→gateway", tier, self.profile, transport, sender)
+            + loopback.path_hops("client→gateway", tier, self.profile, transport, sender, relay)
             + loopback.gateway_hops(self.profile, rate, sender, cycles)
-            + loopback.path_hops("gateway→client", tier, self.profile, transport, sender)
+            + loopback.path_hops("gateway→client", tier, self.profile, transport, sender, relay)
             + loopback.client_receive_hops(self.profile, rate, sender, cycles)
         )
         alternating = workload.loop == Loop.CLOSED and workload.accounts == 1
@@ -538,6 +539,7 @@ def local_cycles(scenario: Scenario) -> loopback.Cycles:
         per_cycle=workload.messages_per_cycle,
         group=float(workload.burst) if is_open else 1.0,
         uniform=is_open and workload.arrivals == Arrivals.UNIFORM,
+        relayed=scenario.connectivity.tier == Tier.RELAY,
     )
 
 

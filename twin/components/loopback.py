@@ -32,9 +32,11 @@ keeps the thread busy after the message left, so utilization is the measured CPU
 CPU sheds its cold start as the load shortens the host's idle gaps (:func:`wake_cpu_us`).
 
 **Shared cores.** Each process's work is slowed under fair sharing to ``min(1, n / (1 + k))``
-of a core, ``k`` the background, the other process's utilization and a spinning sender
-(:func:`core_speed`). **One vCPU or two.** While the two processes' utilization leaves a vCPU
-spare capacity (:func:`colocated`) both threads and the kernel path between them share one
+of a core, ``k`` the background, the other process's utilization, a spinning sender and the
+relay's thread on a route through it (:func:`core_speed`); the relay's work likewise, beside
+both processes (:func:`relay_speed_ratio`). **One vCPU or two.** While the two processes'
+utilization leaves a vCPU spare capacity (:func:`colocated`) both threads and the kernel path
+between them share one
 sleeping station, woken once a cycle (a spinning sender holds a vCPU of its own: then the server,
 the receiver and the way back); beyond, each is a station of its own (:func:`shared_vcpu_hops`).
 **Hiccups** take a thread's vCPU now and then, the more the busier the other (:func:`vcpu_hiccups`).
@@ -83,12 +85,14 @@ class Cycles:
     """How a workload's messages reach the host, which sets the host's idle gaps between them:
     ``per_cycle`` messages a cycle (the testbed's order and cancel: 2; an echo: 1), cycles in
     groups of ``group`` on average (an open loop's ``workload.burst``), the gaps between groups
-    exponential (Poisson arrivals) or, where ``uniform``, even. The default is the testbed's
-    calibration point's."""
+    exponential (Poisson arrivals) or, where ``uniform``, even; ``relayed``: through the
+    delaying relay (the relay tier), whose thread is one more on the host's cores
+    (:func:`core_speed`, :func:`colocated`). The default is the testbed's calibration point's."""
 
     per_cycle: int = 2
     group: float = 1.0
     uniform: bool = False
+    relayed: bool = False
 
     def __post_init__(self) -> None:
         if self.per_cycle < 1:
@@ -162,14 +166,24 @@ def core_speed(
     """Share of a core a process's thread gets under fair sharing: ``min(1, n / (1 + k))``.
 
     ``other_work`` names the *other* process's per-message work stage: its CPU utilization at
-    this rate (:func:`utilization`, capped at 1) plus the background threads make ``k``, and a
-    spinning sender one more thread that is always runnable.
+    this rate (:func:`utilization`, capped at 1) plus the background threads make ``k``, a
+    spinning sender one more thread that is always runnable, and a route through the relay
+    (``cycles.relayed``) its thread's utilization (:func:`relay_utilization`).
     """
-    cores = profile.value("local_host_cores")
     busy = utilization(profile, other_work, rate_msgs_per_s, sender=sender, cycles=cycles)
+    relay = relay_utilization(profile, rate_msgs_per_s, cycles) if cycles.relayed else 0.0
+    return _fair_share(profile, min(1.0, busy) + relay, sender)
+
+
+def _fair_share(profile: Profile, others_busy: float, sender: Sender) -> float:
+    """``min(1, n / (1 + k))``: the share of one of the host's ``n`` cores
+    (``local_host_cores``) a thread that is always runnable gets beside ``k`` others, the
+    background threads (``local_background_threads``), ``others_busy`` (the other threads'
+    utilization, in cores) and a spinning sender, always runnable."""
+    cores = profile.value("local_host_cores")
     other = (
         profile.value("local_background_threads")
-        + min(1.0, busy)
+        + others_busy
         + (1.0 if sender == Sender.SPINNING else 0.0)
     )
     return max(MIN_SPEED, min(1.0, cores / (1.0 + other)))
@@ -576,9 +590,11 @@ def path_hops(
     profile: Profile,
     transport: Transport = Transport.TCP,
     sender: Sender = Sender.EVENT_LOOP,
+    relay_speed: float = 1.0,
 ) -> list[Hop]:
     """The kernel path between the two processes, one direction (through the relay: twice;
-    ``sender`` is the client's, whose spinning may stall the relay's wake-ups)."""
+    ``sender`` is the client's, whose spinning may stall the relay's wake-ups; the relay's work
+    ``relay_speed`` times slower than at the calibration point, :func:`relay_speed_ratio`)."""
     fixed = profile.value("local_veth_us") if tier == Tier.VETH else 0.0
     names = ["local_path_median_us"]
     names += ["local_veth_us"] if tier == Tier.VETH else []
@@ -591,19 +607,41 @@ def path_hops(
     )
     if tier != Tier.RELAY:
         return [kernel]
-    relay = relay_hops(label, profile, transport, sender)
+    relay = relay_hops(label, profile, transport, sender, relay_speed)
     return [kernel, *relay, _renamed(kernel, f"{label} relay→peer")]
 
 
-def relay_pass_work(profile: Profile) -> Dist:
+def relay_pass_work(profile: Profile, speed: float = 1.0) -> Dist:
     """The relay's work for one message or chunk in one direction: a read and a write
     (``2 x local_relay_work_us``, exponential: its measured work per event is skewed, p90 about
-    three times p50)."""
-    work = 2.0 * profile.value("local_relay_work_us")
+    three times p50), ``speed`` times slower than at the calibration point
+    (:func:`relay_speed_ratio`)."""
+    work = 2.0 * profile.value("local_relay_work_us") * speed
     return Exponential(work) if work > 0 else ZERO
 
 
-def relay_thread(profile: Profile, transport: Transport) -> Station:
+def relay_speed_ratio(
+    profile: Profile,
+    rate_msgs_per_s: float,
+    sender: Sender = Sender.EVENT_LOOP,
+    cycles: Cycles = CALIBRATION_CYCLES,
+) -> float:
+    """How much slower the cores let the relay's thread run at this rate than at the calibration
+    point, where its work was measured. It is one more thread on the host's cores: under fair
+    sharing it gets ``min(1, n / (1 + k))`` of one (:func:`_fair_share`), ``k`` both processes'
+    utilization (:func:`process_utilization`), the background threads and a spinning sender,
+    so once the processes' threads and the spinner are busy it has less than a core of its own.
+    """
+    calibrated = profile.value("local_calibration_rate_msgs_per_s")
+
+    def share(rate: float, at: Cycles) -> float:
+        busy = sum(min(1.0, u) for u in process_utilization(profile, rate, sender, at).values())
+        return _fair_share(profile, busy, sender)
+
+    return share(calibrated, cycles.at_calibration()) / share(rate_msgs_per_s, cycles)
+
+
+def relay_thread(profile: Profile, transport: Transport, speed: float = 1.0) -> Station:
     """The relay's one thread (``twin testbed relay``), one station for both directions.
 
     It sleeps in its poll while it holds no message, and polls while it holds one until the
@@ -619,9 +657,11 @@ def relay_thread(profile: Profile, transport: Transport) -> Station:
     waiting on a connection's side (:attr:`twin.path.Station.batch_per_connection`), so the
     cost per message falls as the load rises; over UDP every datagram is a read and a write of
     its own. Its vCPU's hiccups are a busy host's (:func:`vcpu_hiccups`; the relayed systems
-    measured all have a spinning sender, which keeps the other vCPU busy).
+    measured all have a spinning sender, which keeps the other vCPU busy). Its work and cold
+    start run ``speed`` times slower than at the calibration point, where they were measured
+    (the cores it shares with the processes' threads: :func:`relay_speed_ratio`).
     """
-    cost = relay_pass_work(profile)
+    cost = relay_pass_work(profile, speed)
     tcp = transport == Transport.TCP and not cost.is_zero
     thread = Station(
         RELAY_THREAD,
@@ -629,7 +669,7 @@ def relay_thread(profile: Profile, transport: Transport) -> Station:
         wake=stage(profile, "local_wake"),
         batch=cost if tcp else ZERO,
         batch_per_connection=tcp,
-        cold_us=profile.value("local_relay_cold_us"),
+        cold_us=profile.value("local_relay_cold_us") * speed,
         cold_tau_us=profile.value("local_relay_idle_us"),
     )
     return _thread_on_vcpu(thread, profile)
@@ -640,18 +680,19 @@ def relay_hops(
     profile: Profile,
     transport: Transport = Transport.TCP,
     sender: Sender = Sender.EVENT_LOOP,
+    speed: float = 1.0,
 ) -> list[Hop]:
     """The delaying relay (``twin testbed relay``): its thread (:func:`relay_thread`), then its
     drawn delay, the relay's configured law ``local_relay_floor_us + Exp(local_relay_mean_us)``:
     a pure delay, many messages may be held at once (over TCP a chunk's messages share their
     read's delay; here each message draws its own)."""
-    thread = relay_thread(profile, transport)
+    thread = relay_thread(profile, transport, speed)
     mean = profile.value("local_relay_mean_us")
     return [
         Hop(
             f"{label} relay thread",
             "relay",
-            service=ZERO if thread.batch_per_connection else relay_pass_work(profile),
+            service=ZERO if thread.batch_per_connection else relay_pass_work(profile, speed),
             station=thread,
             source=sources(profile, "local_relay_work_us", "local_wake_median_us"),
             may_stall=waits_for_spinner(sender),
@@ -726,7 +767,6 @@ def colocated(
     profile: Profile,
     rate_msgs_per_s: float,
     sender: Sender,
-    relayed: bool = False,
     alternating: bool = False,
     cycles: Cycles = CALIBRATION_CYCLES,
 ) -> bool:
@@ -738,7 +778,7 @@ def colocated(
     shares a vCPU while their combined utilization (:func:`process_utilization`) stays under
     ``100 / local_balance_imbalance_pct``. A spinning sender holds a vCPU of its own, so the
     threads that share one are the others, the server and the client's receiver, by the same
-    rule; a route through the relay (``relayed``) adds its thread's share
+    rule; a route through the relay (``cycles.relayed``) adds its thread's share
     (:func:`relay_utilization`).
     Never with ``local_balance_imbalance_pct`` 0 (a profile fitted without this mechanism), nor
     for threads that strictly alternate (``alternating``: a closed loop of one connection): Linux
@@ -750,7 +790,7 @@ def colocated(
     if pct <= 0 or alternating:
         return False
     busy = sum(process_utilization(profile, rate_msgs_per_s, sender, cycles).values())
-    if relayed:
+    if cycles.relayed:
         busy += relay_utilization(profile, rate_msgs_per_s, cycles)
     return busy * pct < 100.0
 
@@ -811,8 +851,7 @@ def shared_vcpu_hops(
     the vCPU has spare capacity its reads take one message each), and hold the vCPU awake
     through their delay.
     """
-    relayed = any(hop.component == "relay" for hop in hops)
-    if not colocated(profile, rate_msgs_per_s, sender, relayed, alternating, cycles):
+    if not colocated(profile, rate_msgs_per_s, sender, alternating, cycles):
         return hops
     client = "local_client_work"
     latency = stage(profile, "local_wake")
@@ -843,9 +882,9 @@ def shared_vcpu_hops(
             out.append(hop if spinner else _on_vcpu(hop, vcpu))
             continue
         if hop.station is not None and hop.station.name == RELAY_THREAD:
-            work = hop.service
-            if work.is_zero and not hop.station.batch.is_zero:  # a TCP read of one message
-                work = hop.station.batch
+            # A read and a write a message, over TCP too, at the calibration point's speed: on
+            # the one vCPU the threads' sharing is the station's own queue.
+            work = relay_pass_work(profile)
             if relay_cold > 0 and not work.is_zero:  # the request's pass, its mean cold start
                 work, relay_cold = Exponential(work.mean + relay_cold), 0.0
             out.append(replace(hop, station=vcpu, service=work))

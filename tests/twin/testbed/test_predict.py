@@ -473,6 +473,47 @@ def test_the_relay_sleeps_unless_it_holds_a_message_and_reads_tcp_by_chunk():
         assert list(path.station_visits()[relay]) == [0, 1]
 
 
+def test_the_relays_thread_shares_the_cores_with_the_processes_and_the_spinner():
+    """Apart, every thread on the host's cores gets its fair share ``n / (1 + k)`` of one:
+    the relay's work (measured at the calibration point) runs slower by its share at the rate
+    against at the calibration point, ``k`` both processes' utilization, the background threads
+    and the spinning sender; and each process counts the relay's utilization among its ``k``."""
+    from twin.kinds import Sender
+    from twin.topology import local_cycles
+
+    p = _profile(local_balance_imbalance_pct=0.0)
+    calibrated = p.value("local_calibration_rate_msgs_per_s")
+    work = 2 * p.value("local_relay_work_us")
+    scenario = load_scenario(ROOT / "twin" / "scenarios" / "local_sockperf_relay.toml")
+    cycles = local_cycles(scenario.with_fields({"connectivity.transport": "udp"}))
+    assert cycles.relayed
+    cores, background = p.value("local_host_cores"), p.value("local_background_threads")
+
+    def share(others_busy: float) -> float:
+        return min(1.0, cores / (1.0 + background + others_busy + 1.0))  # + the spinner
+
+    def relay_share(rate: float, at: loopback.Cycles) -> float:
+        used = loopback.process_utilization(p, rate, Sender.SPINNING, at).values()
+        return share(sum(min(1.0, u) for u in used))
+
+    at_calibration = relay_share(calibrated, cycles.at_calibration())
+    for rate in (calibrated, 40_000.0):
+        path = _relay_path("udp", 0.0, rate)
+        relay = [i for i, n in enumerate(path.hop_names) if n.endswith("relay thread")]
+        service = path.distribution(path.hops[relay[0]], "service").mean
+        expected = work * at_calibration / relay_share(rate, cycles)
+        assert service == pytest.approx(expected, rel=1e-9), rate
+    assert relay_share(40_000.0, cycles) < at_calibration  # busier processes leave it less
+    # The server's share beside the receiver, the spinner and the relay's thread.
+    other = "local_client_work"
+    busy = loopback.utilization(p, other, 40_000.0, sender=Sender.SPINNING, cycles=cycles)
+    relay = loopback.relay_utilization(p, 40_000.0, cycles)
+    assert relay > 0
+    assert loopback.core_speed(p, 40_000.0, other, Sender.SPINNING, cycles) == pytest.approx(
+        share(min(1.0, busy) + relay)
+    )
+
+
 def test_through_the_relay_its_thread_shares_the_vcpu_and_holds_it_awake():
     """Co-located, the relay's thread joins the server and receiver on the one sleeping vCPU
     (its work there read by read, over TCP too) and holds it awake through its delay; every
@@ -494,17 +535,17 @@ def test_through_the_relay_its_thread_shares_the_vcpu_and_holds_it_awake():
         delays = [i for i, n in enumerate(names) if n.endswith("relay delay")]
         assert means[delays] == pytest.approx(apart.hop_moments_us()[0][delays])
     # The relay's work counts toward the vCPU's share: with it, the pair leaves sooner.
-    p = _profile(local_balance_imbalance_pct=117.0)
+    p, relayed = _profile(local_balance_imbalance_pct=117.0), loopback.Cycles(relayed=True)
     threshold = 100 / 117
     rate = next(
         r
         for r in np.arange(1000.0, 4e5, 500.0)
-        if sum(loopback.process_utilization(p, r, Sender.SPINNING).values())
-        + loopback.relay_utilization(p, r)
+        if sum(loopback.process_utilization(p, r, Sender.SPINNING, relayed).values())
+        + loopback.relay_utilization(p, r, relayed)
         >= threshold
     )
-    assert loopback.colocated(p, rate - 500, Sender.SPINNING, relayed=True)
-    assert not loopback.colocated(p, rate, Sender.SPINNING, relayed=True)
+    assert loopback.colocated(p, rate - 500, Sender.SPINNING, cycles=relayed)
+    assert not loopback.colocated(p, rate, Sender.SPINNING, cycles=relayed)
     assert loopback.colocated(p, rate, Sender.SPINNING)
 
 
