@@ -36,9 +36,9 @@ of a core, ``k`` the background, the other process's utilization, a spinning sen
 relay's thread on a route through it (:func:`core_speed`); the relay's work likewise, beside
 both processes (:func:`relay_speed_ratio`). **One vCPU or two.** While the two processes'
 utilization leaves a vCPU spare capacity (:func:`colocated`) both threads and the kernel path
-between them share one
-sleeping station, woken once a cycle (a spinning sender holds a vCPU of its own: then the server,
-the receiver and the way back); beyond, each is a station of its own (:func:`shared_vcpu_hops`).
+between them share one sleeping station, woken once a cycle (a spinning sender holds a vCPU of
+its own: then the server, the receiver and the way back); beyond, each is a station of its own
+(:func:`shared_vcpu_hops`).
 **Hiccups** take a thread's vCPU now and then, the more the busier the other (:func:`vcpu_hiccups`).
 """
 
