@@ -397,7 +397,11 @@ class _PathBuilder:
         transport = self.s.connectivity.transport
         workload = self.s.workload
         cycles = local_cycles(self.s)
-        relay = loopback.relay_speed_ratio(self.profile, rate, sender, cycles)
+        relay = (
+            loopback.relay_speed_ratio(self.profile, rate, sender, cycles)
+            if cycles.relayed
+            else 1.0
+        )
         hops = (
             loopback.client_send_hops(self.profile, rate, sender, cycles)
             + loopback.path_hops("client→gateway", tier, self.profile, transport, sender, relay)

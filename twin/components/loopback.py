@@ -31,15 +31,13 @@ is the marginal work per event (``b``); a wake-up's CPU off the path (``{name}_l
 keeps the thread busy after the message left, so utilization is the measured CPU's; a wake-up's
 CPU sheds its cold start as the load shortens the host's idle gaps (:func:`wake_cpu_us`).
 
-**Shared cores.** Each process's work is slowed under fair sharing to ``min(1, n / (1 + k))``
-of a core, ``k`` the background, the other process's utilization, a spinning sender and the
-relay's thread on a route through it (:func:`core_speed`); the relay's work likewise, beside
-both processes (:func:`relay_speed_ratio`). **One vCPU or two.** While the two processes'
-utilization leaves a vCPU spare capacity (:func:`colocated`) both threads and the kernel path
-between them share one sleeping station, woken once a cycle (a spinning sender holds a vCPU of
-its own: then the server, the receiver and the way back); beyond, each is a station of its own
-(:func:`shared_vcpu_hops`).
-**Hiccups** take a thread's vCPU now and then, the more the busier the other (:func:`vcpu_hiccups`).
+**Shared cores.** Each thread's work is slowed under fair sharing to ``min(1, n / (1 + k))`` of
+a core, ``k`` the other threads (the processes', the relay's, a spinning sender, the background):
+:func:`core_speed`, :func:`relay_speed_ratio`. **One vCPU or two.** While the threads' use leaves
+a vCPU spare capacity (:func:`colocated`) they and the kernel path between them share one
+sleeping station (a spinning sender holds a vCPU of its own); beyond, each is a station of its
+own (:func:`shared_vcpu_hops`). **Hiccups** take a thread's vCPU now and then, the more the
+busier the other (:func:`vcpu_hiccups`).
 """
 
 from __future__ import annotations
