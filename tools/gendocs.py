@@ -629,6 +629,17 @@ RELAY_SHARE_MODEL = (
     "plus the relay's thread one more thread on the shared cores: its work slowed by its fair "
     "share beside both processes and the spinner, and each process counting it"
 )
+# ... and with two stalls next to a spinning sender: the one at every wake-up and the one after a
+# sleep past the host's polling window, on the same corpora (the canonical one's latest is
+# LOAD_MATRIX; RELAY_SHARE_1126_MATRIX before it).
+RELAY_SHARE_1126_MATRIX = "calibration/validation/load_matrix_relay_share_1126.json"
+TWO_STALLS_MATRIX = "calibration/validation/load_matrix_two_stalls_1127.json"
+TWO_STALLS_RELAY_MATRIX = "calibration/validation/load_matrix_two_stalls_1128.json"
+TWO_STALLS_NIGHT_MATRIX = "calibration/validation/load_matrix_two_stalls_night.json"
+TWO_STALLS_MODEL = (
+    "plus, next to a spinning sender, the stall after a sleep past the host's polling window "
+    "(a halted vCPU's, as the timer's) on top of the one at every wake-up"
+)
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
         "calibration/validation/load_matrix_baseline.json",
@@ -828,8 +839,13 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        RELAY_SHARE_1126_MATRIX,
         RELAY_SHARE_MODEL,
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        TWO_STALLS_MODEL,
         CORPUS_DAY,
     ),
     (
@@ -987,6 +1003,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         HICCUPS_CORPUS_DAY,
     ),
     (
+        TWO_STALLS_MATRIX,
+        TWO_STALLS_MODEL,
+        HICCUPS_CORPUS_DAY,
+    ),
+    (
         RELAY_BEFORE_MATRIX,
         "the model of 2026-11-28 17:00 (commit b47c9dd) on sockperf measured after the relay's "
         "cold start was built",
@@ -1019,6 +1040,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         RELAY_CORPUS_DAY,
     ),
     (
+        TWO_STALLS_RELAY_MATRIX,
+        TWO_STALLS_MODEL,
+        RELAY_CORPUS_DAY,
+    ),
+    (
         NIGHT_BEFORE_MATRIX,
         "the model of commit 26a2df7 (every hiccup probe's gaps pooled) on sockperf measured after "
         "the median law was built",
@@ -1042,6 +1068,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
     (
         RELAY_SHARE_NIGHT_MATRIX,
         RELAY_SHARE_MODEL,
+        NIGHT_CORPUS_DAY,
+    ),
+    (
+        TWO_STALLS_NIGHT_MATRIX,
+        TWO_STALLS_MODEL,
         NIGHT_CORPUS_DAY,
     ),
     (
@@ -1270,9 +1301,9 @@ def load_run_agreement() -> str:
     for path, corpus in (
         (HICCUP_MEDIAN_NO_STALLS_MATRIX, NO_STALLS_CORPUS_DAY),
         (HICCUP_MEDIAN_NEIGHBOUR_MATRIX, NEIGHBOUR_CORPUS_DAY),
-        (RELAY_SHARE_MATRIX, HICCUPS_CORPUS_DAY),
-        (RELAY_SHARE_RELAY_MATRIX, RELAY_CORPUS_DAY),
-        (RELAY_SHARE_NIGHT_MATRIX, NIGHT_CORPUS_DAY),
+        (TWO_STALLS_MATRIX, HICCUPS_CORPUS_DAY),
+        (TWO_STALLS_RELAY_MATRIX, RELAY_CORPUS_DAY),
+        (TWO_STALLS_NIGHT_MATRIX, NIGHT_CORPUS_DAY),
     ):
         for s in _load(path)["systems"]:
             runs = s["run_agreement"]

@@ -317,18 +317,21 @@ class _Model:
         stall = self.stall[st]
         if stall is not None and self.may_stall[i] and resource.count == 0 and not resource.queue:
             # Waking the sleeping station, it may stall (the likelier the longer it slept; never
-            # within the host's polling window; or alike at every wake-up): the message arrives
-            # that much later, the servers free for others meanwhile.
+            # within the host's polling window), and where its stall comes alike at every
+            # wake-up, draw that one too: the message arrives that much later, the servers free
+            # for others meanwhile.
             idle_us = env.now - self.idle_since(st)
-            if self.stall_every_wake[st]:
-                polled, odds = False, 1.0
-            else:
+            late = 0.0
+            if idle_us > 0:
+                tau = self.cold_tau_us[st]
                 polled = idle_us <= self.poll_window_us[st]  # the vCPU never left its core
-                odds = -np.expm1(-idle_us / self.cold_tau_us[st])
-            if idle_us > 0 and not polled and self.rng.random() < odds:
-                late = stall()
-                if late > 0:
-                    yield env.timeout(late)
+                odds = -np.expm1(-idle_us / tau) if tau > 0 else 0.0
+                if self.rng.random() < odds and not polled:
+                    late += stall()
+                if self.stall_every_wake[st]:
+                    late += stall()
+            if late > 0:
+                yield env.timeout(late)
         if self.allowance[i] >= 0:
             wait = self.take_allowance(self.allowance[i], self.allowance_us[i])
             if wait > 0:

@@ -155,10 +155,12 @@ class Station:
     time), the servers free for other messages meanwhile (the vCPU is not held). So stalls come
     after long sleeps: at a low rate, not at a busy thread, and a thread woken moments after it
     went to sleep almost never meets one. Only wake-ups at hops that allow it
-    (:attr:`Hop.may_stall`) stall; a reader takes none. ``stall_every_wake``: the odds are the
-    same at every wake-up, however short the sleep, and within the host's polling window too (a
-    thread woken next to a spinning one: the scheduler may put it on the spinner's vCPU, where
-    it waits for the spinner's slice, whatever it slept; the draw of ``stall`` holds the odds).
+    (:attr:`Hop.may_stall`) stall; a reader takes none. ``stall_every_wake``: a second chance
+    of a stall, the same at every wake-up, however short the sleep, and within the host's
+    polling window too (a thread woken next to a spinning one: the scheduler may put it on the
+    spinner's vCPU, where it waits for the spinner's slice, whatever it slept; the draw of
+    ``stall`` holds the odds), on top of the after-sleep one where ``cold_tau_us > 0`` (a long
+    sleep halts the vCPU next to a spinner too): the two draws add.
 
     ``halt_share``, ``halt_tau_us``: an idle vCPU halts after about ``halt_tau_us``, and the
     wake-up (the draw of ``wake``) is mostly the halted vCPU's: woken after ``gap`` it is scaled

@@ -607,6 +607,30 @@ def test_a_stall_alike_at_every_wake_up_ignores_the_sleep_and_the_polling_window
         assert out.rtt_sum_us / out.messages == pytest.approx(1.0, abs=0.01), simulate
 
 
+@pytest.mark.parametrize(("spacing_us", "chances"), [(300.0, 2), (100.0, 1)])
+def test_a_stall_alike_at_every_wake_up_adds_to_the_one_after_a_long_sleep(
+    spacing_us: float, chances: int
+) -> None:
+    """``stall_every_wake`` with a time scale: evenly spaced arrivals, service 1 us, a stall of
+    20 us in a quarter of the draws, a host that polls the halted vCPU for up to 200 us and a
+    time scale of 0.001 us (a sleep beyond the window always meets the after-sleep chance).
+    Every message finds the thread asleep: 259 to 299 us apart, past the window, it draws twice
+    (mean 1 + 2 x 5 us); 59 to 99 us apart, within the window once grown, only the every-wake
+    draw (1 + 5 us, the window's first few wake-ups aside)."""
+    station = Station(
+        "thread", 1, stall=Empirical((0.0, 0.0, 0.0, 20.0)), cold_tau_us=1e-3,
+        halt_share=0.5, halt_tau_us=0.01, halt_poll=HaltPolling(max_us=200.0),
+        stall_every_wake=True,
+    )  # fmt: skip
+    path = compile_path([Hop("work", "test", service=Const(1.0), station=station)])
+    sd = 20.0 * math.sqrt(0.25 * 0.75) * math.sqrt(chances)
+    for simulate, n in ((fast.simulate, 200_000), (des.simulate, 40_000)):
+        load = replace(poisson_load(1.0 / spacing_us, n, seed=7), arrivals=dtypes.ARRIVALS_UNIFORM)
+        out = simulate(path, load)
+        expected = 1.0 + 5.0 * chances
+        assert out.rtt_sum_us / out.messages == pytest.approx(expected, abs=4 * sd / math.sqrt(n))
+
+
 def test_a_stall_alike_at_every_wake_up_needs_no_time_scale() -> None:
     Station("thread", 1, stall=Const(20.0), stall_every_wake=True)
     with pytest.raises(ModelError, match="cold_tau_us"):

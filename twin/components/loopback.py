@@ -524,7 +524,9 @@ def waits_for_spinner(sender: Sender) -> bool:
     ``1 + log2(cpus)``), the uniform stall's bounded wait. That can happen at any wake-up, however
     short the sleep and within the host's polling window too (the scheduler's trace of sockperf's
     server: design notes, "What sockperf's milliseconds are, traced"), so such a station's stall
-    has the same odds at every wake-up (:attr:`twin.path.Station.stall_every_wake`). Where every
+    has the same odds at every wake-up (:attr:`twin.path.Station.stall_every_wake`), and a second
+    chance after a sleep long enough for its vCPU to have halted and left the host's polling
+    window, as a timer's wake-up has (the after-sleep rule, ``{name}_idle_us``). Where every
     thread sleeps in its wait, a socket's data wakes a thread that runs at once, and only the
     client's timer comes late, the likelier the longer it slept. How often and how long is the
     calibration's (``local_wake_stall_prob``, ``local_wake_stall_mean_us``,
@@ -544,8 +546,9 @@ STALL_SHAPES = ("exponential", "uniform")
 
 def wake_stall(profile: Profile) -> Dist:
     """What a process's thread may meet when it wakes after sleeping (:class:`twin.path.Station`
-    ``stall``, paid with probability ``1 - exp(-idle / {name}_idle_us)``, or at every wake-up
-    next to a spinning sender: :func:`waits_for_spinner`): with probability
+    ``stall``, paid with probability ``1 - exp(-idle / {name}_idle_us)`` beyond the host's
+    polling window, and next to a spinning sender at every wake-up too: :func:`waits_for_spinner`):
+    with probability
     ``local_wake_stall_prob`` a stall of mean ``local_wake_stall_mean_us``, else nothing.
 
     A stall is the client's timer reaching its sleeping thread late (the order's send lag,
@@ -554,7 +557,7 @@ def wake_stall(profile: Profile) -> Dist:
     and holding no CPU (the message arrives late, the vCPU free meanwhile), which is what a
     lognormal wake-up alone cannot give (a tight body and a tail tens of times the median); the
     timer's likelier the longer it slept, so that its tail shrinks as the load keeps the thread
-    awake, the spinner's alike at every wake-up.
+    awake, the spinner's alike at every wake-up, the two adding next to a spinner.
     Two shapes, the calibration keeping the one that fits its run (``local_wake_stall_shape``):
     exponential, a rare long preemption (a descheduled vCPU: a quiet host's tail), or uniform
     on ``[0, 2 x mean]``, the rest of another thread's time slice (a host whose cores are

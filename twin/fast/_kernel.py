@@ -282,17 +282,17 @@ def _stall(  # noqa: PLR0913
 ):  # noqa: ANN001, ANN202  # fmt: skip
     """The stall a station waking after ``idle`` us may meet: with probability
     ``1 - exp(-idle / cold_tau)`` a draw of its stall distribution, else nothing (nothing
-    either within the host's polling window: its vCPU never left its core); a draw at every
-    wake-up where the station's stall comes alike at every one (``WC_STALL_EVERY``)."""
+    either within the host's polling window: its vCPU never left its core); plus a draw at
+    every wake-up where the station's stall comes alike at every one (``WC_STALL_EVERY``)."""
+    q, row = station_wake_i[st, WI_STALL_Q], station_wake_i[st, WI_STALL_ROW]
     u, s0, s1, s2, s3 = _uniform(s0, s1, s2, s3)
-    if station_cold[st, WC_STALL_EVERY] == 0.0 and (
-        idle <= station_poll_us[st] or u >= -np.expm1(-idle * station_cold[st, WC_INV_TAU])
-    ):
-        return 0.0, s0, s1, s2, s3
-    return _draw(
-        station_wake_i[st, WI_STALL_Q], station_wake_i[st, WI_STALL_ROW], quantiles, tables,
-        table_lengths, s0, s1, s2, s3,
-    )  # fmt: skip
+    late = 0.0
+    if idle > station_poll_us[st] and u < -np.expm1(-idle * station_cold[st, WC_INV_TAU]):
+        late, s0, s1, s2, s3 = _draw(q, row, quantiles, tables, table_lengths, s0, s1, s2, s3)
+    if station_cold[st, WC_STALL_EVERY] != 0.0:
+        x, s0, s1, s2, s3 = _draw(q, row, quantiles, tables, table_lengths, s0, s1, s2, s3)
+        late += x
+    return late, s0, s1, s2, s3
 
 
 @njit(cache=True)
