@@ -548,8 +548,8 @@ def wake_stall(profile: Profile) -> Dist:
     """What a process's thread may meet when it wakes after sleeping (:class:`twin.path.Station`
     ``stall``, paid with probability ``1 - exp(-idle / {name}_idle_us)`` beyond the host's
     polling window, and next to a spinning sender at every wake-up too: :func:`waits_for_spinner`):
-    with probability
-    ``local_wake_stall_prob`` a stall of mean ``local_wake_stall_mean_us``, else nothing.
+    with probability ``local_wake_stall_prob`` a stall of mean ``local_wake_stall_mean_us``, else
+    nothing.
 
     A stall is the client's timer reaching its sleeping thread late (the order's send lag,
     measured in every testbed run), or a thread woken next to a spinning one waiting for the
