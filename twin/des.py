@@ -326,7 +326,7 @@ class _Model:
                 tau = self.cold_tau_us[st]
                 polled = idle_us <= self.poll_window_us[st]  # the vCPU never left its core
                 odds = -np.expm1(-idle_us / tau) if tau > 0 else 0.0
-                if self.rng.random() < odds and not polled:
+                if not polled and self.rng.random() < odds:
                     late += stall()
                 if self.stall_every_wake[st]:
                     late += stall()
