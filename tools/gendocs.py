@@ -1331,6 +1331,47 @@ def load_run_agreement() -> str:
     return _table(header, "llrrrrr", rows)
 
 
+# One sockperf point measured many times (``twin testbed repeat``), 2026-12-07.
+REPEAT_RESULTS = (
+    "calibration/data/repeat_2026-12-07/repeat_udp-loopback.json",
+    "calibration/data/repeat_2026-12-07/repeat_tcp-loopback.json",
+)
+
+
+def load_repeat() -> str:
+    """Per system, rate and run length of ``twin testbed repeat``'s results: the runs' ranges, and
+    how often one run, and the median of the lab's number of runs, is within the goal of the
+    median of the other runs (p50, p99, both)."""
+    from twin.testbed.repeat import shares
+
+    rows = []
+    for path in REPEAT_RESULTS:
+        result = _load(path)
+        plan = result["plan"]
+        for case in result["cases"]:
+            p50s = [r["p50_us"] for r in case["runs"]]
+            p99s = [r["p99_us"] for r in case["runs"]]
+            rows.append(
+                (
+                    f"sockperf-{plan['protocol']}-{plan['route']}",
+                    f"{case['rate_msgs_per_s']:,.0f}",
+                    f"{case['duration_s']:g} s",
+                    str(len(case["runs"])),
+                    f"{min(p50s):.0f}-{max(p50s):.0f}",
+                    f"{min(p99s):,.0f}-{max(p99s):,.0f}",
+                    *(
+                        " / ".join(f"{100 * x:.0f}%" for x in shares(case[key]))
+                        for key in ("one_run", "median_of_subset")
+                    ),
+                )
+            )
+    subset = _load(REPEAT_RESULTS[0])["plan"]["subset"]
+    header = ("system", "msg/s", "a run", "runs", "p50 (us)", "p99 (us)",
+              "one run within (p50 / p99 / both)",
+              f"the median of {subset} within (p50 / p99 / both)")  # fmt: skip
+    return _table(header, "lrrrrrrr", rows)
+
+
 def load_cpu_simulated() -> str:
     """The testbed's host CPU a message over loopback at every point of the hiccup corpus's
     latest matrix (seed 1): measured (schedstat, both processes), the model's mean-value
@@ -1569,6 +1610,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "load-socket-halt": load_socket_halt,
     "load-relay-work": load_relay_work,
     "load-run-agreement": load_run_agreement,
+    "load-repeat": load_repeat,
     "crosscheck": crosscheck,
     "crosscheck-spans": crosscheck_spans,
     "engines": engines,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from calibration.repeatability import RunAgreement, pooled, run_agreement
+from calibration.repeatability import RunAgreement, median_agreement, pooled, run_agreement
 
 
 def test_each_run_is_held_against_the_median_of_the_others() -> None:
@@ -32,3 +32,19 @@ def test_counts_pool_and_mismatched_runs_are_refused() -> None:
     assert total.as_dict() == {"runs": 5, "p50_within": 4, "p99_within": 3, "within_goal": 3}
     with pytest.raises(ValueError, match="one of each a run"):
         run_agreement([1.0, 2.0], [1.0], 15, 25)
+
+
+def test_the_median_of_a_few_runs_is_held_against_the_median_of_the_rest() -> None:
+    p50s, p99s = [100, 100, 100, 100], [100, 110, 300, 320]
+    # One run against the other three's median: 100 and 110 against 300, 300 and 320 against
+    # 110: every p99 out.
+    assert median_agreement(p50s, p99s, 1, 15, 25) == RunAgreement(4, 4, 0, 0)
+    # Two runs' median against the other two's, six choices: {0, 1} 105 against 310 and {2, 3}
+    # 310 against 105 out; {0, 2} 200 against 215, {0, 3} 210 against 205, {1, 2} 205 against
+    # 210, {1, 3} 215 against 200 within.
+    assert median_agreement(p50s, p99s, 2, 15, 25) == RunAgreement(6, 6, 4, 4)
+    # As many runs as the median takes leaves nothing to hold it against.
+    assert median_agreement(p50s, p99s, 4, 15, 25) == RunAgreement()
+    assert median_agreement(p50s, p99s, 1, 15, 25) == run_agreement(p50s, p99s, 15, 25)
+    with pytest.raises(ValueError, match="at least one run"):
+        median_agreement(p50s, p99s, 0, 15, 25)

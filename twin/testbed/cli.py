@@ -13,9 +13,10 @@ from twin.argtypes import non_negative_int, positive_float, positive_int, seed
 from twin.atomic import write_json
 from twin.errors import ConfigError
 from twin.extras import Extra, require
-from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier
+from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier, Transport
 from twin.profile import load_profile, resolve_profile_path, write_profile
 from twin.scenario import scenarios_dir
+from twin.testbed.sockperf import Route
 
 # The campaign's burst probe (``twin.testbed.campaign.DEFAULT_PROBE_BURSTS``, not imported
 # here so that ``twin --help`` does not load the testbed).
@@ -55,6 +56,13 @@ def _rates(text: str) -> list[float]:
     if not rates or any(r <= 0 for r in rates):
         raise argparse.ArgumentTypeError(f"{text!r}: rates must be > 0")
     return rates
+
+
+def _durations(text: str) -> list[float]:
+    durations = _numbers(text, "2,10")
+    if not durations or any(not 0 < d <= 3600 for d in durations):
+        raise argparse.ArgumentTypeError(f"{text!r}: durations must be > 0 and <= 3600 s")
+    return durations
 
 
 def _gaps(text: str) -> tuple[float, ...]:
@@ -389,6 +397,29 @@ def cmd_hiccups(args: argparse.Namespace) -> int:
     else:
         print(f"no hiccup of {HICCUP_MIN_US:g} us or more")
     print(f"wrote {out}")
+    return 0
+
+
+def cmd_repeat(args: argparse.Namespace) -> int:
+    from twin.testbed.processes import sigterm_unwinds
+    from twin.testbed.repeat import RepeatPlan, case_lines, run_repeat
+
+    plan = RepeatPlan(
+        protocol=Transport(args.protocol),
+        route=Route(args.route),
+        rates=tuple(args.rates),
+        durations_s=tuple(args.durations),
+        runs=args.runs,
+        subset=args.subset,
+    )
+    command = "twin testbed repeat " + " ".join(sys.argv[3:])
+    with sigterm_unwinds():
+        result = run_repeat(
+            Path(args.out), plan, command, lambda line: print(line, file=sys.stderr, flush=True)
+        )
+    for line in case_lines(result):
+        print(line)
+    print(f"wrote {plan.result_path(Path(args.out))}")
     return 0
 
 
@@ -789,6 +820,26 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--samples", type=positive_int, default=SLICE_SAMPLES, metavar="N", help="per share"
     )
     p.set_defaults(run=cmd_slices)
+
+    p = tsub.add_parser(
+        "repeat",
+        help="how far one sockperf load point's runs repeat on this host, by run length: the "
+        "share of the matrix's goal any model can meet (resumes)",
+    )
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--protocol", choices=[str(t) for t in Transport], default=str(Transport.UDP))
+    p.add_argument("--route", choices=[str(r) for r in Route], default=str(Route.LOOPBACK))
+    p.add_argument("--rates", type=_rates, default=[5000.0, 20000.0], metavar="R1,R2,...")
+    p.add_argument(
+        "--durations", type=_durations, default=[2.0, 10.0], metavar="S1,S2,...",
+        help="seconds a run, each rate measured with runs of each length",
+    )  # fmt: skip
+    p.add_argument("--runs", type=positive_int, default=12, metavar="N", help="runs of each case")
+    p.add_argument(
+        "--subset", type=positive_int, default=3, metavar="K",
+        help="runs a point's measurement is the median of (the lab's repeats)",
+    )  # fmt: skip
+    p.set_defaults(run=cmd_repeat)
 
     p = tsub.add_parser(
         "lab",

@@ -65,6 +65,7 @@ from twin.testbed.sockperf import (
     SockperfRun,
     ensure_sockperf,
     measure_sockperf,
+    run_complete,
 )
 from twin.testbed.syscalls import DEFAULT_SAMPLES as SYSCALL_SAMPLES
 from twin.testbed.syscalls import write_syscalls
@@ -366,15 +367,11 @@ def _calibration_point(points: list[Point]) -> str:
 
 def _complete(run_dir: Path) -> Path | None:
     """The run's folder when the run finished (its last file written), else None."""
-    done = (
-        ("summary.json",)
-        if run_dir.parent.parent.name.startswith("testbed")
-        else (
-            "rtt.hgrm",
-            "sockperf.txt",
-        )
-    )
-    return run_dir if all((run_dir / name).is_file() for name in done) else None
+    if run_dir.parent.parent.name.startswith("testbed"):
+        done = (run_dir / "summary.json").is_file()
+    else:
+        done = run_complete(run_dir)
+    return run_dir if done else None
 
 
 def _steal_pct(run_dir: Path) -> float | None:

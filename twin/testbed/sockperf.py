@@ -155,6 +155,16 @@ def _process(cmd: Sequence[str], wait_line: str | None = None) -> Iterator[subpr
         stop(proc, timeout_s=10.0)
 
 
+# The files a finished run leaves in its folder (``rtt.hgrm`` last but one, the summary last).
+RUN_FILES = ("rtt.hgrm", "sockperf.txt")
+
+
+def run_complete(run_dir: Path) -> bool:
+    """Whether :func:`measure_sockperf` finished a run into ``run_dir`` (an interrupted one leaves
+    its folder without them)."""
+    return all((run_dir / name).is_file() for name in RUN_FILES)
+
+
 def measure_sockperf(out_dir: Path, run: SockperfRun) -> Path:
     """One sockperf run into ``out_dir``; returns the ``rtt.hgrm`` written there."""
     from calibration import read

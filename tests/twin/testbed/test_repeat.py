@@ -1,0 +1,54 @@
+"""One load point measured many times (``twin testbed repeat``): live sockperf runs, resumed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from calibration import read
+from twin.cli import main
+from twin.testbed.sockperf import run_complete
+
+
+def _repeat(out: Path, *args: str) -> list[str]:
+    return ["testbed", "repeat", "--out", str(out), "--rates", "2000", "--durations", "0.5", *args]
+
+
+@pytest.mark.exclusive  # sockperf's runs
+def test_repeat_records_each_runs_percentiles_and_resumes(tmp_path: Path, capsys) -> None:
+    assert main(_repeat(tmp_path, "--runs", "3", "--subset", "1")) == 0
+    case_dir = tmp_path / "udp-loopback-r2000-0.5s"
+    result = json.loads((tmp_path / "repeat_udp-loopback.json").read_text())
+    assert result["plan"] == {"protocol": "udp", "route": "loopback", "runs": 3, "subset": 1}
+    (case,) = result["cases"]
+    for i, run in enumerate(case["runs"]):
+        measured = read(case_dir / f"run_{i}")
+        assert run == {"p50_us": measured.percentile_us(50), "p99_us": measured.percentile_us(99)}
+        assert 0 < run["p50_us"] <= run["p99_us"]
+    assert case["one_run"]["runs"] == 3 and case["median_of_subset"] == case["one_run"]
+    assert "2000 msg/s, 0.5 s runs" in capsys.readouterr().out
+
+    # A run left unfinished is measured again, the finished ones kept; more runs add to them.
+    kept = (case_dir / "run_0" / "rtt.hgrm").stat().st_mtime_ns
+    (case_dir / "run_1" / "sockperf.txt").unlink()
+    assert main(_repeat(tmp_path, "--runs", "4", "--subset", "1")) == 0
+    assert (case_dir / "run_0" / "rtt.hgrm").stat().st_mtime_ns == kept
+    assert all(run_complete(case_dir / f"run_{i}") for i in range(4))
+    (case,) = json.loads((tmp_path / "repeat_udp-loopback.json").read_text())["cases"]
+    assert len(case["runs"]) == 4 and case["one_run"]["runs"] == 4
+
+
+def test_too_few_runs_for_the_subset_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
+    assert main(_repeat(tmp_path, "--runs", "4", "--subset", "3")) == 2
+    err = capsys.readouterr().err.strip()
+    assert "runs 4, subset 3" in err and "\n" not in err
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--durations", "0,2"), ("--rates", "fast")])
+def test_bad_repeat_options_exit_2(tmp_path: Path, capsys, flag: str, value: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["testbed", "repeat", "--out", str(tmp_path), flag, value])
+    assert exc.value.code == 2 and flag in capsys.readouterr().err
