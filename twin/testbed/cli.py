@@ -404,14 +404,15 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     from twin.testbed.processes import sigterm_unwinds
     from twin.testbed.repeat import RepeatPlan, case_lines, run_repeat
 
-    plan = RepeatPlan(
-        protocol=Transport(args.protocol),
-        route=Route(args.route),
-        rates=tuple(args.rates),
-        durations_s=tuple(args.durations),
-        runs=args.runs,
-        subset=args.subset,
-    )
+    given = {
+        "protocol": None if args.protocol is None else Transport(args.protocol),
+        "route": None if args.route is None else Route(args.route),
+        "rates": None if args.rates is None else tuple(args.rates),
+        "durations_s": None if args.durations is None else tuple(args.durations),
+        "runs": args.runs,
+        "subset": args.subset,
+    }
+    plan = RepeatPlan(**{k: v for k, v in given.items() if v is not None})
     command = "twin testbed repeat " + " ".join(sys.argv[3:])
     with sigterm_unwinds():
         result = run_repeat(
@@ -827,17 +828,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "share of the matrix's goal any model can meet (resumes)",
     )
     p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("--protocol", choices=[str(t) for t in Transport], default=str(Transport.UDP))
-    p.add_argument("--route", choices=[str(r) for r in Route], default=str(Route.LOOPBACK))
-    p.add_argument("--rates", type=_rates, default=[5000.0, 20000.0], metavar="R1,R2,...")
+    # Unset options take twin.testbed.repeat.RepeatPlan's defaults.
+    p.add_argument("--protocol", choices=[str(t) for t in Transport], help="default udp")
+    p.add_argument("--route", choices=[str(r) for r in Route], help="default loopback")
+    p.add_argument("--rates", type=_rates, metavar="R1,R2,...", help="default 5000,20000")
     p.add_argument(
-        "--durations", type=_durations, default=[2.0, 10.0], metavar="S1,S2,...",
-        help="seconds a run, each rate measured with runs of each length",
+        "--durations", type=_durations, metavar="S1,S2,...",
+        help="seconds a run, each rate measured with runs of each length (default 2,10)",
     )  # fmt: skip
-    p.add_argument("--runs", type=positive_int, default=12, metavar="N", help="runs of each case")
+    p.add_argument("--runs", type=positive_int, metavar="N", help="of each case (default 12)")
     p.add_argument(
-        "--subset", type=positive_int, default=3, metavar="K",
-        help="runs a point's measurement is the median of (the lab's repeats)",
+        "--subset", type=positive_int, metavar="K",
+        help="runs a point's measurement is the median of, the lab's repeats (default 3)",
     )  # fmt: skip
     p.set_defaults(run=cmd_repeat)
 

@@ -52,3 +52,16 @@ def test_bad_repeat_options_exit_2(tmp_path: Path, capsys, flag: str, value: str
     with pytest.raises(SystemExit) as exc:
         main(["testbed", "repeat", "--out", str(tmp_path), flag, value])
     assert exc.value.code == 2 and flag in capsys.readouterr().err
+
+
+def test_the_cli_help_states_the_plans_defaults(capsys) -> None:
+    from twin.testbed.repeat import RepeatPlan
+
+    with pytest.raises(SystemExit):
+        main(["testbed", "repeat", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    plan = RepeatPlan()
+    assert f"default {plan.protocol}" in text and f"default {plan.route}" in text
+    assert f"default {','.join(f'{r:g}' for r in plan.rates)}" in text
+    assert f"(default {','.join(f'{d:g}' for d in plan.durations_s)})" in text
+    assert f"(default {plan.runs})" in text and f"(default {plan.subset})" in text
