@@ -1332,9 +1332,9 @@ def load_run_agreement() -> str:
 
 
 # One sockperf point measured many times (``twin testbed repeat``), 2026-12-07.
-REPEAT_RESULTS = (
-    "calibration/data/repeat_2026-12-07/repeat_udp-loopback.json",
-    "calibration/data/repeat_2026-12-07/repeat_tcp-loopback.json",
+REPEAT_RESULTS = tuple(
+    f"calibration/data/repeat_2026-12-07/repeat_{system}.json"
+    for system in ("sockperf-udp-loopback", "sockperf-tcp-loopback")
 )
 
 
@@ -1353,7 +1353,7 @@ def load_repeat() -> str:
             p99s = [r["p99_us"] for r in case["runs"]]
             rows.append(
                 (
-                    f"sockperf-{plan['protocol']}-{plan['route']}",
+                    plan["system"],
                     f"{case['rate_msgs_per_s']:,.0f}",
                     f"{case['duration_s']:g} s",
                     str(len(case["runs"])),

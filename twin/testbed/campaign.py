@@ -146,6 +146,11 @@ def measure(
     return summary
 
 
+def run_complete(run_dir: Path) -> bool:
+    """Whether :func:`measure` finished a run into ``run_dir`` (its summary, written last)."""
+    return (run_dir / "summary.json").is_file()
+
+
 def is_saturated(summary: LoadSummary) -> bool:
     """True when the run could not keep up with its target rate."""
     target = summary.conditions.rate_msgs_per_s

@@ -17,6 +17,7 @@ from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier, Transport
 from twin.profile import load_profile, resolve_profile_path, write_profile
 from twin.scenario import scenarios_dir
 from twin.testbed.sockperf import Route
+from twin.testbed.systems import Tool
 
 # The campaign's burst probe (``twin.testbed.campaign.DEFAULT_PROBE_BURSTS``, not imported
 # here so that ``twin --help`` does not load the testbed).
@@ -405,7 +406,9 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     from twin.testbed.repeat import RepeatPlan, case_lines, run_repeat
 
     given = {
+        "tool": None if args.tool is None else Tool(args.tool),
         "protocol": None if args.protocol is None else Transport(args.protocol),
+        "connections": args.connections,
         "route": None if args.route is None else Route(args.route),
         "rates": None if args.rates is None else tuple(args.rates),
         "durations_s": None if args.durations is None else tuple(args.durations),
@@ -824,13 +827,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
     p = tsub.add_parser(
         "repeat",
-        help="how far one sockperf load point's runs repeat on this host, by run length: the "
-        "share of the matrix's goal any model can meet (resumes)",
+        help="how far one load point's runs repeat on this host, by run length: the share of "
+        "the matrix's goal any model can meet (resumes)",
     )
     p.add_argument("--out", required=True, metavar="DIR")
     # Unset options take twin.testbed.repeat.RepeatPlan's defaults.
-    p.add_argument("--protocol", choices=[str(t) for t in Transport], help="default udp")
+    p.add_argument("--tool", choices=[str(t) for t in Tool], help="default sockperf")
+    p.add_argument(
+        "--protocol", choices=[str(t) for t in Transport],
+        help="default udp for sockperf, tcp for the testbed (its only one)",
+    )  # fmt: skip
     p.add_argument("--route", choices=[str(r) for r in Route], help="default loopback")
+    p.add_argument(
+        "--connections", type=positive_int, metavar="N", help="the testbed's (default 1)"
+    )
     p.add_argument("--rates", type=_rates, metavar="R1,R2,...", help="default 5000,20000")
     p.add_argument(
         "--durations", type=_durations, metavar="S1,S2,...",

@@ -58,6 +58,7 @@ from twin.errors import ConfigError
 from twin.kinds import Arrivals, Loop, Sender, Tier, Transport
 from twin.scenario import scenarios_dir
 from twin.testbed.campaign import DEFAULT_PROBE_BURSTS
+from twin.testbed.campaign import run_complete as testbed_run_complete
 from twin.testbed.hiccups import Mode, write_hiccups
 from twin.testbed.relay import RelayDelay
 from twin.testbed.sockperf import (
@@ -65,8 +66,8 @@ from twin.testbed.sockperf import (
     SockperfRun,
     ensure_sockperf,
     measure_sockperf,
-    run_complete,
 )
+from twin.testbed.sockperf import run_complete as sockperf_run_complete
 from twin.testbed.syscalls import DEFAULT_SAMPLES as SYSCALL_SAMPLES
 from twin.testbed.syscalls import write_syscalls
 from twin.testbed.wakeprobe import (
@@ -367,10 +368,8 @@ def _calibration_point(points: list[Point]) -> str:
 
 def _complete(run_dir: Path) -> Path | None:
     """The run's folder when the run finished (its last file written), else None."""
-    if run_dir.parent.parent.name.startswith("testbed"):
-        done = (run_dir / "summary.json").is_file()
-    else:
-        done = run_complete(run_dir)
+    testbed = run_dir.parent.parent.name.startswith("testbed")
+    done = testbed_run_complete(run_dir) if testbed else sockperf_run_complete(run_dir)
     return run_dir if done else None
 
 

@@ -1,21 +1,23 @@
 """How far one load point's runs repeat on this host: the part of the matrix's goal any model
 can meet.
 
-``twin testbed repeat --out DIR`` measures one sockperf system (:mod:`twin.testbed.sockperf`)
-under load, each rate of :attr:`RepeatPlan.rates` with runs of each length of
-:attr:`RepeatPlan.durations_s`, :attr:`RepeatPlan.runs` times, interleaved (pass ``i`` measures
-every case once before pass ``i + 1``, so a drift of the host hits every case alike). It then
-holds, per case, each run against the median of the others and the median of every
+``twin testbed repeat --out DIR`` measures one system of the load-response lab under open-loop
+load: sockperf (:mod:`twin.testbed.sockperf`, ``--tool sockperf``) or the project's testbed
+(:func:`twin.testbed.campaign.measure`, ``--tool testbed``, Poisson arrivals over
+:attr:`RepeatPlan.connections`), each rate of :attr:`RepeatPlan.rates` with runs of each length
+of :attr:`RepeatPlan.durations_s`, :attr:`RepeatPlan.runs` times, interleaved (pass ``i``
+measures every case once before pass ``i + 1``, so a drift of the host hits every case alike). It
+then holds, per case, each run against the median of the others and the median of every
 :attr:`RepeatPlan.subset` runs (the lab's repeats a point) against the median of the rest, with
 the matrix's thresholds (:mod:`calibration.repeatability`): the share of points a model that were
 exactly the system would bring within the goal, by run length.
 
-Layout: ``DIR/<protocol>-<route>-r<rate>-<duration>s/run_<i>/`` (a sockperf run folder,
-readable by :func:`calibration.read`) and ``DIR/repeat_<protocol>-<route>.json`` (the plan, the
-host, and per case each run's p50 and p99 in us and the two agreements), written atomically once
-every run is measured; one folder may hold several systems. A run whose folder is complete is not
-measured again: an interrupted measurement resumes where it stopped, and more runs of a case add
-to those measured.
+Layout: ``DIR/<system>-r<rate>-<duration>s/run_<i>/`` (a run folder, readable by
+:func:`calibration.read`; ``<system>`` :attr:`RepeatPlan.system`) and ``DIR/repeat_<system>.json``
+(the plan, the host, and per case each run's p50 and p99 in us and the two agreements), written
+atomically once every run is measured; one folder may hold several systems. A run whose folder
+is complete is not measured again: an interrupted measurement resumes where it stopped, and more
+runs of a case add to those measured.
 """
 
 from __future__ import annotations
@@ -34,18 +36,26 @@ from calibration.matrix import GOAL_P50_PCT, GOAL_P99_PCT
 from calibration.repeatability import RunAgreement, median_agreement
 from twin.atomic import write_json
 from twin.errors import ConfigError
-from twin.kinds import Transport
-from twin.testbed.sockperf import Route, SockperfRun, measure_sockperf, run_complete
+from twin.kinds import Arrivals, Loop, Tier, Transport
+from twin.testbed.campaign import measure as measure_testbed
+from twin.testbed.campaign import run_complete as testbed_run_complete
+from twin.testbed.lab import LabPlan
+from twin.testbed.sockperf import Route, SockperfRun, measure_sockperf
+from twin.testbed.sockperf import run_complete as sockperf_run_complete
+from twin.testbed.systems import Tool
 
 
 @dataclass(frozen=True)
 class RepeatPlan:
-    """What to measure: one sockperf system (``protocol`` over ``route``), under load at each of
+    """What to measure: one system, ``tool`` over ``route`` (sockperf over ``protocol``, None its
+    UDP; the testbed's gateway speaks TCP, over ``connections``), under open-loop load at each of
     ``rates`` (msg/s), runs of each of ``durations_s`` (s), ``runs`` times each; a point's
     measurement is the median of ``subset`` runs (the lab's repeats)."""
 
-    protocol: Transport = Transport.UDP
+    tool: Tool = Tool.SOCKPERF
+    protocol: Transport | None = None
     route: Route = Route.LOOPBACK
+    connections: int = 1
     rates: tuple[float, ...] = (5000.0, 20000.0)
     durations_s: tuple[float, ...] = (2.0, 10.0)
     runs: int = 12
@@ -60,10 +70,29 @@ class RepeatPlan:
                 f"repeat runs {self.runs}, subset {self.subset}: need a subset >= 1 and at "
                 "least two runs more than it (a median of the rest to hold it against)"
             )
+        if self.tool == Tool.SOCKPERF and self.connections != 1:
+            raise ConfigError(f"repeat connections {self.connections}: sockperf runs one")
+        if self.tool == Tool.TESTBED:
+            if self.transport != Transport.TCP:
+                raise ConfigError(f"repeat protocol {self.protocol}: the testbed speaks TCP")
+            if self.route == Route.RELAY:
+                raise ConfigError("repeat route relay: the testbed runs over loopback or veth")
+            if self.connections < 1:
+                raise ConfigError(f"repeat connections {self.connections}: need >= 1")
+
+    @property
+    def transport(self) -> Transport:
+        if self.protocol is not None:
+            return self.protocol
+        return Transport.UDP if self.tool == Tool.SOCKPERF else Transport.TCP
 
     @property
     def system(self) -> str:
-        return f"{self.protocol}-{self.route}"
+        """The lab's name for the system (``sockperf-<protocol>-<route>``, and the testbed's
+        ``testbed-<route>`` with its connections, ``-c<n>``)."""
+        if self.tool == Tool.SOCKPERF:
+            return f"sockperf-{self.transport}-{self.route}"
+        return f"testbed-{self.route}-c{self.connections}"
 
     def result_path(self, root: Path) -> Path:
         return root / f"repeat_{self.system}.json"
@@ -75,6 +104,30 @@ class RepeatPlan:
         """Every (rate, duration) pair, in the order each pass measures them."""
         return [(rate, duration) for rate in self.rates for duration in self.durations_s]
 
+    def complete(self, run_dir: Path) -> bool:
+        """Whether a run of this plan's tool finished into ``run_dir``."""
+        if self.tool == Tool.SOCKPERF:
+            return sockperf_run_complete(run_dir)
+        return testbed_run_complete(run_dir)
+
+    def measure(self, run_dir: Path, rate: float, duration_s: float, seed: int) -> None:
+        """One run into ``run_dir`` (``seed`` the testbed's arrivals')."""
+        if self.tool == Tool.SOCKPERF:
+            run = SockperfRun(self.transport, self.route, rate, duration_s)
+            measure_sockperf(run_dir, run)
+            return
+        measure_testbed(
+            run_dir,
+            rate_msgs_per_s=rate,
+            connections=self.connections,
+            duration_s=duration_s,
+            warmup_s=LabPlan.warmup_s,
+            topology=Tier(str(self.route)),
+            loop=Loop.OPEN,
+            arrivals=Arrivals.POISSON,
+            seed=seed,
+        )
+
 
 def run_repeat(
     root: Path, plan: RepeatPlan, command: str, progress: Callable[[str], None] | None = None
@@ -84,20 +137,23 @@ def run_repeat(
     for i in range(plan.runs):
         for rate, duration in plan.cases():
             out = plan.case_dir(root, rate, duration) / f"run_{i}"
-            if run_complete(out):
+            if plan.complete(out):
                 continue
             if out.exists():
                 shutil.rmtree(out)
             started = time.monotonic()
-            measure_sockperf(out, SockperfRun(plan.protocol, plan.route, rate, duration))
+            plan.measure(out, rate, duration, seed=1 + i)
             if progress is not None:
                 took = time.monotonic() - started
                 progress(f"{rate:g} msg/s, {duration:g} s, run_{i}: {took:.1f} s")
     result = {
         "command": command,
         "plan": {
-            "protocol": str(plan.protocol),
+            "system": plan.system,
+            "tool": str(plan.tool),
+            "protocol": str(plan.transport),
             "route": str(plan.route),
+            "connections": plan.connections,
             "runs": plan.runs,
             "subset": plan.subset,
         },
@@ -147,7 +203,7 @@ def case_lines(result: dict[str, Any]) -> Sequence[str]:
         one = "/".join(f"{s:.0%}" for s in shares(case["one_run"]))
         many = "/".join(f"{s:.0%}" for s in shares(case["median_of_subset"]))
         lines.append(
-            f"{plan['protocol']} {plan['route']} {case['rate_msgs_per_s']:g} msg/s, "
+            f"{plan['system']} {case['rate_msgs_per_s']:g} msg/s, "
             f"{case['duration_s']:g} s runs: p50 {min(p50s):.0f}-{max(p50s):.0f} us, "
             f"p99 {min(p99s):.0f}-{max(p99s):.0f} us; within the goal (p50/p99/both): "
             f"one run {one}, a median of {plan['subset']} {many}"
