@@ -1334,7 +1334,7 @@ def load_run_agreement() -> str:
 # One sockperf point measured many times (``twin testbed repeat``), 2026-12-07.
 REPEAT_RESULTS = tuple(
     f"calibration/data/repeat_2026-12-07/repeat_{system}.json"
-    for system in ("sockperf-udp-loopback", "sockperf-tcp-loopback")
+    for system in ("sockperf-udp-loopback", "sockperf-tcp-loopback", "testbed-loopback-c4")
 )
 
 
