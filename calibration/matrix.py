@@ -397,12 +397,10 @@ def socket_wake_parameters(
     }
 
 
-def veth_extra(system: CorpusSystem, corpus: Sequence[CorpusSystem]) -> Parameter | None:
-    """A veth route's time over loopback, one way (``local_veth_us``): half the difference of
-    the p50s (medians over the runs) of its calibration point and of the same tool's loopback
-    route at the same conditions (the corpus's system whose scenario and calibration point's
-    overrides match but for the tier), measured the same day; at least 0. None for a system
-    that is not a veth route or has no such sibling."""
+def loopback_sibling(system: CorpusSystem, corpus: Sequence[CorpusSystem]) -> CorpusSystem | None:
+    """A veth route's loopback sibling: the corpus's system of the same scenario whose
+    calibration point's overrides match its own but for the tier. None for a system that is not
+    a veth route or has no such sibling."""
     tier = "connectivity.tier"
     point = system.point(system.calibrated_on)
     if point.overrides.get(tier) != str(Tier.VETH):
@@ -411,14 +409,45 @@ def veth_extra(system: CorpusSystem, corpus: Sequence[CorpusSystem]) -> Paramete
     for sibling in corpus:
         base = sibling.point(sibling.calibrated_on)
         if sibling.scenario == system.scenario and dict(base.overrides) == wanted:
-            veth_p50, loop_p50 = measured_point(point)["p50"], measured_point(base)["p50"]
-            assert veth_p50 is not None and loop_p50 is not None  # a p50 is always measured
-            return Parameter(
-                max(0.0, (veth_p50 - loop_p50) / 2),
-                f"measurement: half the p50 of {system.name} {point.id} ({veth_p50:.1f} us) "
-                f"less {sibling.name} {base.id} ({loop_p50:.1f} us), the same day",
-            )
+            return sibling
     return None
+
+
+def veth_extra(system: CorpusSystem, corpus: Sequence[CorpusSystem]) -> Parameter | None:
+    """A veth route's time over loopback, one way (``local_veth_us``): half the difference of
+    the p50s (medians over the runs) of its calibration point and of its loopback sibling's
+    (:func:`loopback_sibling`), measured the same day; at least 0. None for a system that is
+    not a veth route or has no such sibling."""
+    sibling = loopback_sibling(system, corpus)
+    if sibling is None:
+        return None
+    point, base = system.point(system.calibrated_on), sibling.point(sibling.calibrated_on)
+    veth_p50, loop_p50 = measured_point(point)["p50"], measured_point(base)["p50"]
+    assert veth_p50 is not None and loop_p50 is not None  # a p50 is always measured
+    return Parameter(
+        max(0.0, (veth_p50 - loop_p50) / 2),
+        f"measurement: half the p50 of {system.name} {point.id} ({veth_p50:.1f} us) "
+        f"less {sibling.name} {base.id} ({loop_p50:.1f} us), the same day",
+    )
+
+
+# The kernel path one way (free group ``path``): the host's, the same over loopback and veth.
+PATH_PARAMS = ("local_path_floor_us", "local_path_median_us")
+
+
+def sibling_path(sibling: CorpusSystem, fitted: Profile) -> dict[str, Parameter]:
+    """The kernel path (:data:`PATH_PARAMS`) as ``fitted`` on a veth route's loopback sibling, for
+    the veth route to take as known: the host's path is one, the route adds its crossing
+    (``local_veth_us``, :func:`veth_extra`). Fitted on the veth route's own calibration point
+    instead, the path traded against the cold start (which fades with the load) and the route's
+    predictions fell with the load (design notes, 2026-12-07)."""
+    return {
+        name: Parameter(
+            fitted[name].value,
+            f"fit: {sibling.name}'s kernel path at {sibling.calibrated_on}, the same host's",
+        )
+        for name in PATH_PARAMS
+    }
 
 
 # The per-message costs a sockperf run states of its processes (twin.testbed.sockperf).
@@ -694,6 +723,7 @@ def measured_prior(
     read: Parameter | None = None,
     cold: ColdStart | None = None,
     syscalls: Path = SYSCALL_PROBE,
+    host_path: Mapping[str, Parameter] | None = None,
 ) -> tuple[Profile, frozenset[str]]:
     """The prior with what the calibration point's runs measured directly, and those names.
 
@@ -719,7 +749,8 @@ def measured_prior(
     socket's), and a route
     through the relay its work and cold start at the calibration point
     (:func:`calibration.relay.relay_work`), and a
-    veth route its time over loopback (``veth``: :func:`veth_extra`), and a native tool's
+    veth route its time over loopback (``veth``: :func:`veth_extra`) and the kernel path fitted
+    on its loopback sibling (``host_path``: :func:`sibling_path`), and a native tool's
     TCP server's reads and spinning sender's send the system-call probe's where its runs do not
     state them (``syscalls``: :func:`syscall_probe`, :func:`native_work`).
     """
@@ -733,6 +764,7 @@ def measured_prior(
         known.update(relay.parameters())
     if veth is not None:
         known["local_veth_us"] = veth
+    known.update(host_path or {})
     # Set, not measured: a native tool's wake-up CPU is its per-wake-up work, scaled with it.
     derived: dict[str, Parameter] = {}
     if _stated(point):
@@ -926,12 +958,17 @@ def cpu_point(
 
 
 def system_matrix(
-    system: CorpusSystem, manifest: Path, seed: int = 1, corpus: Sequence[CorpusSystem] = ()
-) -> dict[str, Any]:
-    """One system's entry of the matrix (see the module docstring); the host's cold start is
-    the corpus's (:func:`host_parameters` of the manifest's folder); ``corpus``, its systems,
-    gives a veth route its loopback sibling (:func:`veth_extra`). ``seed``: the fit's common
-    random numbers and quasi-random starts and every predicted run's seed."""
+    system: CorpusSystem,
+    manifest: Path,
+    seed: int = 1,
+    corpus: Sequence[CorpusSystem] = (),
+    host_path: Mapping[str, Parameter] | None = None,
+) -> tuple[dict[str, Any], Profile]:
+    """One system's entry of the matrix (see the module docstring) and its fitted profile; the
+    host's cold start is the corpus's (:func:`host_parameters` of the manifest's folder);
+    ``corpus``, its systems, gives a veth route its loopback sibling (:func:`veth_extra`), and
+    ``host_path`` the kernel path fitted on that sibling (:func:`sibling_path`). ``seed``: the
+    fit's common random numbers and quasi-random starts and every predicted run's seed."""
     host = host_parameters(manifest.parent)
     shipped = load_profile(resolve_profile_path("local"))
     prior, known = measured_prior(
@@ -942,6 +979,7 @@ def system_matrix(
         read_calls(system, corpus),
         native_cold_start(manifest.parent),
         syscall_probe(manifest.parent),
+        host_path,
     )
     calibrator = TwinCalibrator(
         prior=prior,
@@ -1006,7 +1044,7 @@ def system_matrix(
         "saturation": saturation,
         "host_steal": host_steal(system.points),
     }
-    return {**entry, "run_agreement": judged_agreement(entry).as_dict()}
+    return {**entry, "run_agreement": judged_agreement(entry).as_dict()}, profile
 
 
 def under_load_limit(point: Mapping[str, Any], saturation: float | None) -> bool:
@@ -1134,14 +1172,22 @@ def accuracy_matrix(
     corpus = load_corpus(root)
     host_parameters(root)  # a bad wake-up probe is one line before any fit
     native_cold_start(root)
-    systems = []
-    for system in corpus:
+    entries: dict[str, dict[str, Any]] = {}
+    fitted: dict[str, Profile] = {}
+    # Loopback routes first: a veth route takes its loopback sibling's fitted kernel path.
+    siblings = {s.name: loopback_sibling(s, corpus) for s in corpus}
+    for system in sorted(corpus, key=lambda s: siblings[s.name] is not None):
+        sibling = siblings[system.name]
+        path = None if sibling is None else sibling_path(sibling, fitted[sibling.name])
         try:
-            systems.append(system_matrix(system, root / MANIFEST, seed, corpus))
+            entries[system.name], fitted[system.name] = system_matrix(
+                system, root / MANIFEST, seed, corpus, path
+            )
         except TwinError as exc:
             raise type(exc)(f"{root / MANIFEST}: {system.name}: {exc}") from None
         if progress is not None:
             progress(system.name)
+    systems = [entries[s.name] for s in corpus]
     return {"systems": systems, "summary": summary(systems), "hiccup_probes": hiccup_probes(root)}
 
 

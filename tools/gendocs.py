@@ -630,8 +630,8 @@ RELAY_SHARE_MODEL = (
     "share beside both processes and the spinner, and each process counting it"
 )
 # ... and with two stalls next to a spinning sender: the one at every wake-up and the one after a
-# sleep past the host's polling window, on the same corpora (the canonical one's latest is
-# LOAD_MATRIX; RELAY_SHARE_1126_MATRIX before it).
+# sleep past the host's polling window, on the same corpora (on the canonical one
+# TWO_STALLS_1126_MATRIX; RELAY_SHARE_1126_MATRIX before it).
 RELAY_SHARE_1126_MATRIX = "calibration/validation/load_matrix_relay_share_1126.json"
 TWO_STALLS_MATRIX = "calibration/validation/load_matrix_two_stalls_1127.json"
 TWO_STALLS_RELAY_MATRIX = "calibration/validation/load_matrix_two_stalls_1128.json"
@@ -639,6 +639,16 @@ TWO_STALLS_NIGHT_MATRIX = "calibration/validation/load_matrix_two_stalls_night.j
 TWO_STALLS_MODEL = (
     "plus, next to a spinning sender, the stall after a sleep past the host's polling window "
     "(a halted vCPU's, as the timer's) on top of the one at every wake-up"
+)
+# The kernel path fitted once a host, on the loopback route, the veth route taking it (issue 17,
+# 2026-12-07); on the canonical corpus its matrix is LOAD_MATRIX, TWO_STALLS_1126_MATRIX before.
+TWO_STALLS_1126_MATRIX = "calibration/validation/load_matrix_two_stalls_1126.json"
+SHARED_PATH_MATRIX = "calibration/validation/load_matrix_shared_path_1127.json"
+SHARED_PATH_RELAY_MATRIX = "calibration/validation/load_matrix_shared_path_1128.json"
+SHARED_PATH_NIGHT_MATRIX = "calibration/validation/load_matrix_shared_path_night.json"
+SHARED_PATH_MODEL = (
+    "plus the kernel path fitted once a host, on the loopback route's calibration point, the "
+    "veth route taking it and its measured crossing and fitting the rest on its own"
 )
 LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran on)
     (
@@ -844,8 +854,13 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         CORPUS_DAY,
     ),
     (
-        LOAD_MATRIX,
+        TWO_STALLS_1126_MATRIX,
         TWO_STALLS_MODEL,
+        CORPUS_DAY,
+    ),
+    (
+        LOAD_MATRIX,
+        SHARED_PATH_MODEL,
         CORPUS_DAY,
     ),
     (
@@ -1008,6 +1023,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         HICCUPS_CORPUS_DAY,
     ),
     (
+        SHARED_PATH_MATRIX,
+        SHARED_PATH_MODEL,
+        HICCUPS_CORPUS_DAY,
+    ),
+    (
         RELAY_BEFORE_MATRIX,
         "the model of 2026-11-28 17:00 (commit b47c9dd) on sockperf measured after the relay's "
         "cold start was built",
@@ -1045,6 +1065,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
         RELAY_CORPUS_DAY,
     ),
     (
+        SHARED_PATH_RELAY_MATRIX,
+        SHARED_PATH_MODEL,
+        RELAY_CORPUS_DAY,
+    ),
+    (
         NIGHT_BEFORE_MATRIX,
         "the model of commit 26a2df7 (every hiccup probe's gaps pooled) on sockperf measured after "
         "the median law was built",
@@ -1073,6 +1098,11 @@ LOAD_MODELS = (  # (results file, the model that produced it, the corpus it ran 
     (
         TWO_STALLS_NIGHT_MATRIX,
         TWO_STALLS_MODEL,
+        NIGHT_CORPUS_DAY,
+    ),
+    (
+        SHARED_PATH_NIGHT_MATRIX,
+        SHARED_PATH_MODEL,
         NIGHT_CORPUS_DAY,
     ),
     (
@@ -1301,9 +1331,9 @@ def load_run_agreement() -> str:
     for path, corpus in (
         (HICCUP_MEDIAN_NO_STALLS_MATRIX, NO_STALLS_CORPUS_DAY),
         (HICCUP_MEDIAN_NEIGHBOUR_MATRIX, NEIGHBOUR_CORPUS_DAY),
-        (TWO_STALLS_MATRIX, HICCUPS_CORPUS_DAY),
-        (TWO_STALLS_RELAY_MATRIX, RELAY_CORPUS_DAY),
-        (TWO_STALLS_NIGHT_MATRIX, NIGHT_CORPUS_DAY),
+        (SHARED_PATH_MATRIX, HICCUPS_CORPUS_DAY),
+        (SHARED_PATH_RELAY_MATRIX, RELAY_CORPUS_DAY),
+        (SHARED_PATH_NIGHT_MATRIX, NIGHT_CORPUS_DAY),
     ):
         for s in _load(path)["systems"]:
             runs = s["run_agreement"]

@@ -727,6 +727,65 @@ def test_a_veth_route_takes_its_time_over_loopback_from_the_two_calibration_poin
     assert prior.value("local_veth_us") == udp.value and "local_veth_us" in known
 
 
+def test_a_veth_route_takes_the_kernel_path_fitted_on_its_loopback_sibling(monkeypatch) -> None:
+    """The host's kernel path is one: the matrix fits each loopback route first and gives its
+    fitted path (``local_path_*``) to the veth route of the same tool as known, which then fits
+    the rest on its own calibration point; systems come out in the corpus's order."""
+    from dataclasses import replace
+    from types import MappingProxyType
+
+    from calibration import matrix
+    from twin.profile import Parameter, load_profile, resolve_profile_path
+
+    lab = REPO / "calibration" / "data" / "load"
+    corpus = matrix.load_corpus(lab)
+    by_name = {s.name: s for s in corpus}
+    assert matrix.loopback_sibling(by_name["testbed-veth"], corpus) is by_name["testbed-loopback"]
+    assert matrix.loopback_sibling(by_name["testbed-loopback"], corpus) is None
+    assert matrix.loopback_sibling(by_name["sockperf-tcp-relay"], corpus) is None
+
+    shipped = load_profile(resolve_profile_path("local"))
+    calls: list[tuple[str, dict[str, float] | None]] = []
+
+    def fake_system_matrix(system, manifest, seed, corpus, host_path=None):
+        calls.append(
+            (system.name, None if host_path is None else {k: p.value for k, p in host_path.items()})
+        )
+        # Each system's "fit": a path of its own, told by the order it was fitted in.
+        path = {
+            name: Parameter(len(calls) + i / 10, "test")
+            for i, name in enumerate(matrix.PATH_PARAMS)
+        }
+        return {"system": system.name}, replace(
+            shipped, params=MappingProxyType({**shipped.params, **path})
+        )
+
+    monkeypatch.setattr(matrix, "system_matrix", fake_system_matrix)
+    monkeypatch.setattr(matrix, "summary", lambda systems: {})
+    result = matrix.accuracy_matrix(lab)
+    assert [s["system"] for s in result["systems"]] == [s.name for s in corpus]
+    order = [name for name, _ in calls]
+    for veth in ("testbed-veth", "sockperf-udp-veth", "sockperf-tcp-veth"):
+        loopback = veth.replace("veth", "loopback")
+        assert order.index(loopback) < order.index(veth)
+        fitted = order.index(loopback) + 1
+        assert dict(calls)[veth] == {
+            "local_path_floor_us": fitted,
+            "local_path_median_us": fitted + 0.1,
+        }
+    assert all(path is None for name, path in calls if "veth" not in name)
+
+    # Given as known, the path leaves the fit's free groups.
+    veth = by_name["testbed-veth"]
+    path = matrix.sibling_path(by_name["testbed-loopback"], shipped)
+    assert "testbed-loopback" in path["local_path_median_us"].source
+    prior, known = matrix.measured_prior(veth, shipped, host_path=path)
+    assert set(matrix.PATH_PARAMS) <= known
+    assert prior.value("local_path_median_us") == shipped.value("local_path_median_us")
+    targets = matrix.calibration_targets(veth, lab / "manifest.json", known)
+    assert "path" not in {g.name for g in targets.free}
+
+
 def test_the_fit_simulates_as_many_seconds_as_its_point_recorded() -> None:
     """The lab runs each calibration point longer than the points it predicts; a run's recorded
     seconds (its count over its achieved rate) are what its summary states, and the fit
