@@ -11,7 +11,9 @@ scenario fields that reproduce them, run folders). For each system :func:`system
    :data:`CALIBRATION_STARTS` quasi-random starts) to the whole distribution of every run of the
    calibration point (p10..p99.9, each run a set of targets:
    :func:`calibration.targets.measurement_targets`) and to the body of its burst probe's when
-   the probe states only latency (p10..p90: :data:`PROBE_BODY_MAX_PCT`), and nothing else;
+   the probe states only latency (p10..p90: :data:`PROBE_BODY_MAX_PCT`), and nothing else; a
+   veth route takes the kernel path its loopback sibling's fit found (the host's one path,
+   :func:`sibling_path`; the loopback routes are fitted first);
 2. predicts every point (the calibration point too, as a check of the fit) with the fitted
    profile and the point's overrides, on the default engine;
 3. compares p50, p90, p99 (median over the point's runs) and throughput (the runs' median
@@ -25,8 +27,7 @@ scenario fields that reproduce them, run folders). For each system :func:`system
    which the busiest station's offered utilization reaches 1 (bisection, the shared cores
    making utilization non-linear in the rate).
 
-:func:`seed_spread` re-runs it with other seeds (the fit's common random numbers and
-quasi-random starts, every predicted run's): the range of the summary a change must beat.
+:func:`seed_spread`: the summary's range over other seeds, what a change must beat.
 
 The **goal** for a point below :data:`GOAL_LOAD_SHARE` of the measured saturation: p50 within
 :data:`GOAL_P50_PCT` and p99 within :data:`GOAL_P99_PCT`. The summary counts predicted points
