@@ -46,6 +46,11 @@ class RunAgreement:
     def share_within_goal(self) -> float | None:
         return self.within_goal / self.runs if self.runs else None
 
+    def shares(self) -> tuple[float, float, float]:
+        """The shares of the runs within the thresholds: p50, p99, both (0 of no runs)."""
+        n = self.runs or 1
+        return self.p50_within / n, self.p99_within / n, self.within_goal / n
+
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
 

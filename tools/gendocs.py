@@ -1326,6 +1326,7 @@ def load_run_agreement() -> str:
     goal of the median of its point's other runs (the points the goal judges), beside the share
     of those points the latest model brings within it (seed 1)."""
     from calibration.matrix import GOAL_P50_PCT, GOAL_P99_PCT, within_goal
+    from calibration.repeatability import RunAgreement
 
     rows = []
     for path, corpus in (
@@ -1336,8 +1337,7 @@ def load_run_agreement() -> str:
         (SHARED_PATH_NIGHT_MATRIX, NIGHT_CORPUS_DAY),
     ):
         for s in _load(path)["systems"]:
-            runs = s["run_agreement"]
-            n = runs["runs"]
+            runs = RunAgreement(**s["run_agreement"])
             judged = [
                 j
                 for p in s["points"]
@@ -1348,9 +1348,8 @@ def load_run_agreement() -> str:
                 (
                     corpus,
                     s["system"],
-                    str(n),
-                    *(f"{100 * runs[k] / n:.0f}%" for k in ("p50_within", "p99_within")),
-                    f"{100 * runs['within_goal'] / n:.0f}%",
+                    str(runs.runs),
+                    *(f"{100 * share:.0f}%" for share in runs.shares()),
                     f"{100 * sum(judged) / len(judged):.0f}% of {len(judged)}",
                 )
             )
@@ -1372,7 +1371,7 @@ def load_repeat() -> str:
     """Per system, rate and run length of ``twin testbed repeat``'s results: the runs' ranges, and
     how often one run, and the median of the lab's number of runs, is within the goal of the
     median of the other runs (p50, p99, both)."""
-    from twin.testbed.repeat import shares
+    from calibration.repeatability import RunAgreement
 
     rows = []
     for path in REPEAT_RESULTS:
@@ -1390,7 +1389,7 @@ def load_repeat() -> str:
                     f"{min(p50s):.0f}-{max(p50s):.0f}",
                     f"{min(p99s):,.0f}-{max(p99s):,.0f}",
                     *(
-                        " / ".join(f"{100 * x:.0f}%" for x in shares(case[key]))
+                        " / ".join(f"{100 * x:.0f}%" for x in RunAgreement(**case[key]).shares())
                         for key in ("one_run", "median_of_subset")
                     ),
                 )

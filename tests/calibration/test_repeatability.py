@@ -16,6 +16,7 @@ def test_each_run_is_held_against_the_median_of_the_others() -> None:
     agreement = run_agreement([100, 101, 102, 150], [400, 400, 400, 400], 15, 25)
     assert agreement == RunAgreement(runs=4, p50_within=3, p99_within=4, within_goal=3)
     assert agreement.share_within_goal == 0.75
+    assert agreement.shares() == (0.75, 1.0, 0.75)
 
 
 def test_the_thresholds_are_inclusive_and_one_run_counts_nothing() -> None:
@@ -24,6 +25,7 @@ def test_the_thresholds_are_inclusive_and_one_run_counts_nothing() -> None:
     assert run_agreement([100, 116], [100, 100], 15, 25) == RunAgreement(2, 1, 2, 1)
     assert run_agreement([100], [100], 15, 25) == RunAgreement()
     assert RunAgreement().share_within_goal is None
+    assert RunAgreement().shares() == (0.0, 0.0, 0.0)
 
 
 def test_counts_pool_and_mismatched_runs_are_refused() -> None:

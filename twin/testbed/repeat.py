@@ -186,13 +186,6 @@ def _case(root: Path, plan: RepeatPlan, rate: float, duration_s: float) -> dict[
     }
 
 
-def shares(agreement: dict[str, int]) -> tuple[float, float, float]:
-    """The shares within the thresholds of an agreement's counts: p50, p99, both."""
-    counts = RunAgreement(**agreement)
-    n = counts.runs or 1
-    return counts.p50_within / n, counts.p99_within / n, counts.within_goal / n
-
-
 def case_lines(result: dict[str, Any]) -> Sequence[str]:
     """One line a case: its runs' ranges and the two agreements' shares."""
     plan = result["plan"]
@@ -200,8 +193,10 @@ def case_lines(result: dict[str, Any]) -> Sequence[str]:
     for case in result["cases"]:
         p50s = [r["p50_us"] for r in case["runs"]]
         p99s = [r["p99_us"] for r in case["runs"]]
-        one = "/".join(f"{s:.0%}" for s in shares(case["one_run"]))
-        many = "/".join(f"{s:.0%}" for s in shares(case["median_of_subset"]))
+        one, many = (
+            "/".join(f"{s:.0%}" for s in RunAgreement(**case[key]).shares())
+            for key in ("one_run", "median_of_subset")
+        )
         lines.append(
             f"{plan['system']} {case['rate_msgs_per_s']:g} msg/s, "
             f"{case['duration_s']:g} s runs: p50 {min(p50s):.0f}-{max(p50s):.0f} us, "
