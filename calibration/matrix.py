@@ -6,8 +6,8 @@ scenario fields that reproduce them, run folders). For each system :func:`system
 
 1. takes what the calibration point's runs measured directly (:func:`measured_prior`: a testbed
    run's CPU demand and work split, the marginal work from its burst probe; the host's cold start
-   from the corpus's wake-up probe) and fits the other free groups of
-   :data:`LOCAL_TARGETS` (the shipped ``local`` profile is the starting point;
+   and hiccups from the probes beside the corpus: :func:`host_parameters`) and fits the rest of
+   the free groups of :data:`LOCAL_TARGETS` (the shipped ``local`` profile is the starting point;
    :data:`CALIBRATION_STARTS` quasi-random starts) to the whole distribution of every run of the
    calibration point (p10..p99.9, each run a set of targets:
    :func:`calibration.targets.measurement_targets`) and to the body of its burst probe's when
@@ -299,18 +299,45 @@ def _hiccup_files(names: Mapping[str, Any]) -> tuple[Any, Any]:
     return names.get("hiccups"), names.get("hiccups_alone")
 
 
-def hiccup_probes(root: str | Path) -> list[dict[str, Any]]:
-    """Each hiccup probe beside a corpus on its own (:func:`calibration.hiccups.probe_reports`:
-    its rate and share of the time), every vCPU spinning first, then each alone; the model's
-    law is the median probe's of each mode, so a probe far from the others met an episode the
-    law leaves out. [] for a corpus without the probe."""
+# The corpora beside which the lab ran the hiccup probes (2026-11-27 and 11-28, the lab's host
+# type): a corpus without probes of its own takes the median law over all of theirs, as one
+# without a halt probe takes the committed one (:func:`hiccup_files`).
+HICCUP_STAND_IN = tuple(
+    Path(__file__).resolve().parent / "data" / name
+    for name in ("load_2026-11-27_hiccups", "load_2026-11-28_relay", "load_2026-11-28_night")
+)
+
+
+def hiccup_files(root: str | Path) -> tuple[list[Path], list[Path], bool]:
+    """The hiccup probe files a corpus's host is modelled with, every vCPU spinning and each
+    alone, and whether they are the stand-in's: the corpus's own (manifest keys ``hiccups`` and
+    ``hiccups_alone``), or for a corpus without any, those beside every corpus of
+    :data:`HICCUP_STAND_IN`."""
     root = Path(root)
-    reports = []
-    for mode, files in zip(
-        (Mode.TOGETHER, Mode.ALONE), _hiccup_files(_probe_names(root)), strict=True
-    ):
-        if isinstance(files, list):
-            reports += probe_reports([root / name for name in files], mode)
+    together, alone = _hiccup_files(_probe_names(root))
+    if isinstance(together, list) and together:
+        each = alone if isinstance(alone, list) else []
+        return [root / name for name in together], [root / name for name in each], False
+    spun: list[Path] = []
+    apart: list[Path] = []
+    for other in HICCUP_STAND_IN:
+        together, alone = _hiccup_files(_probe_names(other))
+        spun += [other / name for name in together or []]
+        apart += [other / name for name in alone or []]
+    return spun, apart, True
+
+
+def hiccup_probes(root: str | Path) -> list[dict[str, Any]]:
+    """Each hiccup probe the model of a corpus's host takes (:func:`hiccup_files`) on its own
+    (:func:`calibration.hiccups.probe_reports`: its rate and share of the time), every vCPU
+    spinning first, then each alone; the model's law is the median probe's of each mode, so a
+    probe far from the others met an episode the law leaves out. A stand-in's files are named
+    with their corpus."""
+    together, alone, stand_in = hiccup_files(root)
+    reports = probe_reports(together, Mode.TOGETHER) + probe_reports(alone, Mode.ALONE)
+    if stand_in:
+        named = [Path(p).parent.name + "/" + Path(p).name for p in [*together, *alone]]
+        reports = [replace(r, file=name) for r, name in zip(reports, named, strict=True)]
     return [asdict(r) for r in reports]
 
 
@@ -325,18 +352,16 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
     the halt probe, :func:`calibration.halt.polling_parameters`); with a halt probe of its own,
     a socket's wake-up on a halted vCPU (:func:`socket_wake_parameters`); and the vCPUs'
     hiccups from the hiccup probes (``hiccups``, a list of files, and ``hiccups_alone``, those
-    with each vCPU alone: :func:`calibration.hiccups.hiccup_parameters`; none without)."""
+    with each vCPU alone: :func:`calibration.hiccups.hiccup_parameters`; without any, the
+    stand-in's, :func:`hiccup_files`)."""
     root = Path(root)
     names = _probe_names(root)
-    hiccup_names, alone_names = _hiccup_files(names)
-    hiccups = (
-        hiccup_parameters(
-            [root / name for name in hiccup_names],
-            [root / name for name in alone_names] if isinstance(alone_names, list) else [],
-        )
-        if isinstance(hiccup_names, list) and hiccup_names
-        else {}
-    )
+    together, alone, stand_in = hiccup_files(root)
+    hiccups = hiccup_parameters(together, alone) if together else {}
+    if stand_in:
+        corpora = ", ".join(other.name for other in HICCUP_STAND_IN)
+        note = f"; stand-in: no probe beside this corpus, the median over those beside {corpora}"
+        hiccups = {key: replace(p, source=p.source + note) for key, p in hiccups.items()}
     halt_name = names.get("wakeprobe_halt")
     halt_path = root / halt_name if isinstance(halt_name, str) else HALT_PROBE
     steady_name = names.get("wakeprobe_steady")

@@ -485,7 +485,29 @@ def test_the_matrix_names_each_hiccup_probe_beside_the_median_law_it_took(tmp_pa
         {"systems": [], "summary": matrix.summary([]), "hiccup_probes": probes}
     )
     assert "every vCPU spinning: 2/s 0.01%, 50/s 20.00%, 3/s 0.02%; each alone: 1/s" in text
-    assert matrix.hiccup_probes(CORPUS) == []
+
+
+def test_a_corpus_without_hiccup_probes_takes_the_median_law_of_those_beside_the_others() -> None:
+    """A corpus the lab probed no hiccups beside (the fixture's, the canonical one's) is modelled
+    with the median law over every probe beside the stand-in corpora, named with their corpus in
+    the matrix and stated in each parameter's source; a corpus with probes keeps its own."""
+    from calibration import matrix
+    from calibration.hiccups import hiccup_parameters
+
+    together, alone, stand_in = matrix.hiccup_files(CORPUS)
+    assert stand_in and len(together) == 9 and len(alone) == 6
+    assert {p.parent for p in together} == set(matrix.HICCUP_STAND_IN)
+    host = matrix.host_parameters(CORPUS)
+    law = hiccup_parameters(together, alone)
+    for key in ("local_vcpu_hiccup_rate_per_s", "local_vcpu_hiccup_alone_p99_us"):
+        assert host[key].value == law[key].value > 0
+        assert "stand-in: no probe beside this corpus" in host[key].source
+    probes = matrix.hiccup_probes(CORPUS)
+    assert probes[0]["file"] == "load_2026-11-27_hiccups/hiccups_0.json"
+    assert [p["mode"] for p in probes] == ["together"] * 9 + ["alone"] * 6
+    own = matrix.HICCUP_STAND_IN[0]
+    assert matrix.hiccup_files(own)[2] is False
+    assert "stand-in" not in matrix.host_parameters(own)["local_vcpu_hiccup_rate_per_s"].source
 
 
 def test_a_corpus_probes_are_calibrated_on_never_predicted(tmp_path) -> None:
