@@ -56,6 +56,7 @@ bench: setup
 # ruff, mypy and the layering contract (tools/layers.py: imports run one way, no cycles).
 lint: setup
 	$(VENV)/bin/ruff check twin engine_ext calibration app tests benchmarks tools
+	$(VENV)/bin/ruff format --check twin engine_ext calibration app tests benchmarks tools
 	$(VENV)/bin/mypy twin engine_ext calibration
 	$(PY) tools/layers.py
 

@@ -119,8 +119,10 @@ def relay_work(runs: Sequence[Path], label: str, period_us: float) -> RelayWork 
     except (KeyError, TypeError, ValueError):
         read = write = 0.0  # older stats: no reads and writes apart
     flat = RelayWork(
-        mean, 0.0, 1.0, f"measurement: the relay's work at {label} (median of {n} runs' mean, "
-        f"{RELAY_STATS})"
+        mean,
+        0.0,
+        1.0,
+        f"measurement: the relay's work at {label} (median of {n} runs' mean, {RELAY_STATS})",
     )
     if reads is None or read <= 0:
         return flat
