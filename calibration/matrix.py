@@ -293,10 +293,15 @@ def syscall_probe(root: str | Path) -> Path:
     return Path(root) / name if isinstance(name, str) else SYSCALL_PROBE
 
 
-def _hiccup_files(names: Mapping[str, Any]) -> tuple[Any, Any]:
-    """The manifest's hiccup probe entries: every vCPU spinning (``hiccups``) and each alone
-    (``hiccups_alone``), each a list of file names where the lab ran the probe."""
-    return names.get("hiccups"), names.get("hiccups_alone")
+def _probe_files(root: Path) -> tuple[list[Path], list[Path]]:
+    """The hiccup probe files the manifest beside ``root`` names: every vCPU spinning
+    (``hiccups``) and each alone (``hiccups_alone``), each a list where the lab ran the probe."""
+    names = _probe_names(root)
+    together, alone = (
+        [root / name for name in files] if isinstance(files, list) else []
+        for files in (names.get("hiccups"), names.get("hiccups_alone"))
+    )
+    return together, alone
 
 
 # The corpora beside which the lab ran the hiccup probes (2026-11-27 and 11-28, the lab's host
@@ -313,18 +318,11 @@ def hiccup_files(root: str | Path) -> tuple[list[Path], list[Path], bool]:
     alone, and whether they are the stand-in's: the corpus's own (manifest keys ``hiccups`` and
     ``hiccups_alone``), or for a corpus without any, those beside every corpus of
     :data:`HICCUP_STAND_IN`."""
-    root = Path(root)
-    together, alone = _hiccup_files(_probe_names(root))
-    if isinstance(together, list) and together:
-        each = alone if isinstance(alone, list) else []
-        return [root / name for name in together], [root / name for name in each], False
-    spun: list[Path] = []
-    apart: list[Path] = []
-    for other in HICCUP_STAND_IN:
-        together, alone = _hiccup_files(_probe_names(other))
-        spun += [other / name for name in together or []]
-        apart += [other / name for name in alone or []]
-    return spun, apart, True
+    together, alone = _probe_files(Path(root))
+    if together:
+        return together, alone, False
+    others = [_probe_files(other) for other in HICCUP_STAND_IN]
+    return [p for spun, _ in others for p in spun], [p for _, each in others for p in each], True
 
 
 def hiccup_probes(root: str | Path) -> list[dict[str, Any]]:
