@@ -334,7 +334,7 @@ def hiccup_probes(root: str | Path) -> list[dict[str, Any]]:
     together, alone, stand_in = hiccup_files(root)
     reports = probe_reports(together, Mode.TOGETHER) + probe_reports(alone, Mode.ALONE)
     if stand_in:
-        named = [Path(p).parent.name + "/" + Path(p).name for p in [*together, *alone]]
+        named = [f"{p.parent.name}/{p.name}" for p in [*together, *alone]]
         reports = [replace(r, file=name) for r, name in zip(reports, named, strict=True)]
     return [asdict(r) for r in reports]
 
