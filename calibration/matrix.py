@@ -63,6 +63,8 @@ from calibration.halt import (
 from calibration.hiccups import HICCUP_MIN_US, Mode, hiccup_parameters, probe_reports
 from calibration.measurement import Measurement
 from calibration.readers import read
+from calibration.readers._common import stated_number
+from calibration.readers.folders import run_host
 from calibration.relay import relay_work
 from calibration.repeatability import RunAgreement, pooled, run_agreement
 from calibration.syscalls import SYSCALL_PROBE, per_read_share, send_cost
@@ -489,9 +491,16 @@ class NativeThread:
     costs: Callable[[Mapping[str, Any]], tuple[float, float] | None]
 
 
+def _cost(stated: Mapping[str, Any], key: str, where: str) -> float:
+    """A thread's stated cost a message (``where.key``): a finite number >= 0, else ValueError."""
+    return stated_number(stated[key], f"{where}.{key}")
+
+
 def _server(processes: Mapping[str, Any]) -> tuple[float, float]:
-    server = processes["server"]
-    return float(server["cpu_us_per_msg"]), float(server["voluntary_switches_per_msg"])
+    server, where = processes["server"], "processes.server"
+    return _cost(server, "cpu_us_per_msg", where), _cost(
+        server, "voluntary_switches_per_msg", where
+    )
 
 
 def _receiver(processes: Mapping[str, Any]) -> tuple[float, float] | None:
@@ -500,7 +509,8 @@ def _receiver(processes: Mapping[str, Any]) -> tuple[float, float] | None:
     threads = processes["client"].get("threads")
     if not threads:
         return None
-    return float(threads[-1]["cpu_us_per_msg"]), float(threads[-1]["runs_per_msg"])
+    where = f"processes.client.threads[{len(threads) - 1}]"
+    return _cost(threads[-1], "cpu_us_per_msg", where), _cost(threads[-1], "runs_per_msg", where)
 
 
 # The threads a native tool's runs state apart: the server's process (CPU and voluntary switches
@@ -727,7 +737,7 @@ def host_steal(points: Sequence[CorpusPoint]) -> dict[str, Any] | None:
         for point in points
         if _stated(point)
         for run in point.runs
-        if (value := read_summary(run).host.get("steal_pct")) is not None
+        if (value := run_host(run)["steal_pct"]) is not None
     ]
     if not steal:
         return None
@@ -900,6 +910,17 @@ def _kind_targets(pooled: Target, run_id: str, run: Path) -> list[Target]:
     ]
 
 
+def check_overrides(system: CorpusSystem) -> None:
+    """Every point's overrides (its probe's too) make a valid scenario of the system's: a bad
+    one is one line naming its point, before the system's fit reads them."""
+    base = load_scenario(system.scenario)
+    for point in (*system.points, *([system.probe] if system.probe is not None else [])):
+        try:
+            base.with_fields(dict(point.overrides))
+        except TwinError as exc:
+            raise type(exc)(f"point {point.id}: overrides: {exc}") from None
+
+
 def _scenario(system: CorpusSystem, point: CorpusPoint, seed: int) -> Scenario:
     return load_scenario(system.scenario).with_fields(
         {**point.overrides, "workload.duration_s": PREDICT_DURATION_S, "workload.seed": seed}
@@ -993,6 +1014,7 @@ def system_matrix(
     ``corpus``, its systems, gives a veth route its loopback sibling (:func:`veth_extra`), and
     ``host_path`` the kernel path fitted on that sibling (:func:`sibling_path`). ``seed``: the
     fit's common random numbers and quasi-random starts and every predicted run's seed."""
+    check_overrides(system)
     host = host_parameters(manifest.parent)
     shipped = load_profile(resolve_profile_path("local"))
     prior, known = measured_prior(

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from calibration.measurement import Measurement
-from calibration.readers._common import load
+from calibration.readers._common import load, stated_number
 from calibration.readers.hdr import read_hgrm
 from calibration.readers.sockperf import read_sockperf
 from calibration.testbed.summary import read_summary
@@ -59,18 +59,34 @@ def run_host(path: Path) -> dict[str, Any]:
     """The host's conditions during a run folder's run (:data:`HOST_CONDITIONS`, None where not
     stated), read without its round trips: a testbed summary's ``host``, or sockperf's
     ``host.json`` ({} of Nones without one)."""
+    where = path
     if (path / SUMMARY).is_file():
         host: Any = read_summary(path).host
+        where = path / SUMMARY
     elif (path / HOST).is_file():
+        where = path / HOST
         try:
-            host = json.loads((path / HOST).read_text())
+            host = json.loads(where.read_text())
         except (OSError, ValueError) as exc:
-            raise MeasurementError(f"{path / HOST}: not JSON ({exc})") from None
+            raise MeasurementError(f"{where}: not JSON ({exc})") from None
         if not isinstance(host, dict):
-            raise MeasurementError(f"{path / HOST}: expected an object")
+            raise MeasurementError(f"{where}: expected an object")
     else:
         host = {}
-    return {k: host.get(k) for k in HOST_CONDITIONS}
+    return host_conditions(host, str(where))
+
+
+def host_conditions(host: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The :data:`HOST_CONDITIONS` a run states (None where it does not), each a finite number
+    >= 0: one line naming ``where`` and the field otherwise."""
+    out = {k: host.get(k) for k in HOST_CONDITIONS}
+    for key, value in out.items():
+        if value is not None:
+            try:
+                stated_number(value, f"host {key}")
+            except ValueError as exc:
+                raise MeasurementError(f"{where}: {exc}") from None
+    return out
 
 
 def read_sockperf_run(path: Path, conditions: Mapping[str, Any]) -> Measurement:
@@ -99,7 +115,7 @@ def read_testbed_run(path: Path, conditions: Mapping[str, Any]) -> Measurement:
         "achieved_msgs_per_s": summary.achieved_msgs_per_s,
         "lost": summary.lost,
         **({"topology": c.topology} if c.topology is not None else {}),
-        **{k: summary.host.get(k) for k in HOST_CONDITIONS},
+        **host_conditions(summary.host, str(path / SUMMARY)),
     }
     measurement = read_hgrm(load(path / ROUND_TRIPS), {})
     return replace(measurement, format="testbed", conditions={**stated, **conditions})

@@ -97,7 +97,9 @@ def read_hgrm(source: Source, conditions: Mapping[str, Any]) -> Measurement:
     factor = unit_factor(source, conditions, "us")
     raw: list[tuple[float, float]] = []  # (percentile, value as written)
     lines = source.numbered()
-    start = next(i for i, (_, text) in enumerate(lines) if _HGRM_HEADER.match(text))
+    start = next((i for i, (_, text) in enumerate(lines) if _HGRM_HEADER.match(text)), None)
+    if start is None:
+        raise source.error(None, f"not a percentile distribution: no header line {HGRM_COLUMNS!r}")
     is_csv = "," in lines[start][1]
     table: list[tuple[float, float]] = []
     total = None

@@ -16,6 +16,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from calibration.readers._common import stated_number
 from twin.errors import MeasurementError
 from twin.kinds import Arrivals, Loop
 
@@ -121,6 +122,11 @@ class LoadSummary:
             )
         except (TypeError, ValueError) as exc:
             raise MeasurementError(f"{source}: conditions: {exc}") from None
+        try:
+            for name in _CONDITION_NUMBERS:
+                stated_number(getattr(conditions, name), f"conditions.{name}")
+        except ValueError as exc:
+            raise MeasurementError(f"{source}: {exc}") from None
         values: dict[str, Any] = {"conditions": conditions}
         for f in fields(cls):
             if f.name in ("conditions", "tool"):
@@ -129,9 +135,45 @@ class LoadSummary:
                 if f.default is not MISSING or f.default_factory is not MISSING:
                     continue  # a field added since: older runs do without it
                 raise MeasurementError(f"{source}: {f.name} is missing")
-            value = data[f.name]
-            values[f.name] = dict(value) if isinstance(value, Mapping) else value
+            values[f.name] = _checked(f.name, data[f.name], source)
         return cls(**values)
+
+
+# The conditions and top-level fields that are numbers (finite, >= 0; the optional ones may be
+# None: a process whose CPU times could not be read); every other field is a table.
+_CONDITION_NUMBERS = (
+    "port",
+    "rate_msgs_per_s",
+    "connections",
+    "duration_s",
+    "warmup_s",
+    "interval_s",
+    "seed",
+    "payload_bytes",
+    "cpus",
+)
+_NUMBERS = ("lost", "achieved_msgs_per_s", "client_wakeups_per_msg")
+_OPTIONAL_NUMBERS = (
+    "client_cpu_us_per_msg",
+    "gateway_cpu_us_per_msg",
+    "client_runqueue_us_per_msg",
+    "gateway_runqueue_us_per_msg",
+)
+
+
+def _checked(name: str, value: Any, source: str) -> Any:
+    """A summary field's value, checked for its kind: one line naming ``source`` otherwise."""
+    if name in _NUMBERS or (name in _OPTIONAL_NUMBERS and value is not None):
+        try:
+            stated_number(value, name)
+        except ValueError as exc:
+            raise MeasurementError(f"{source}: {exc}") from None
+        return value
+    if name in _OPTIONAL_NUMBERS:
+        return None
+    if not isinstance(value, Mapping):
+        raise MeasurementError(f"{source}: {name} must be a table, got {value!r}")
+    return dict(value)
 
 
 def _tool(data: Any) -> Any:

@@ -8,6 +8,7 @@ import fcntl
 import io
 import json
 import math
+import re
 import shutil
 import statistics
 from dataclasses import replace
@@ -18,15 +19,18 @@ import pytest
 from calibration.matrix import (
     SPREAD_KEYS,
     STOLEN_RUN_PCT,
+    CorpusPoint,
+    CorpusSystem,
     format_matrix,
     host_steal,
     load_corpus,
+    native_work,
     seed_matrices,
 )
 from calibration.syscalls import per_read_share, send_cost
 from calibration.targets import load_targets
 from twin.cli import main
-from twin.errors import ProfileError
+from twin.errors import MeasurementError, ProfileError
 from twin.kinds import Sender, Transport
 from twin.percentiles import DISTRIBUTION_WEIGHTS
 
@@ -243,9 +247,12 @@ def test_matrix_text_has_a_line_per_point(seeded_matrix) -> None:
 
 
 def _broken_corpus(tmp_path: Path, edit) -> Path:
+    """A copy of the fixture corpus, valid but for ``edit`` (its scenarios named absolutely)."""
     corpus = tmp_path / "corpus"
     shutil.copytree(CORPUS, corpus)
     manifest = json.loads((corpus / "manifest.json").read_text())
+    for system in manifest["systems"]:
+        system["scenario"] = str((CORPUS / system["scenario"]).resolve())
     edit(corpus, manifest)
     (corpus / "manifest.json").write_text(json.dumps(manifest))
     return corpus
@@ -263,6 +270,17 @@ def _corrupt_run(corpus: Path, manifest: dict) -> None:
     (corpus / manifest["systems"][0]["points"][0]["runs"][0] / "summary.json").write_text("{")
 
 
+def _rate_not_a_number(corpus: Path, manifest: dict) -> None:
+    manifest["systems"][0]["points"][1]["overrides"]["workload.rate_msgs_per_s"] = "fast"
+
+
+def _negative_steal(corpus: Path, manifest: dict) -> None:
+    summary = corpus / manifest["systems"][0]["points"][1]["runs"][0] / "summary.json"
+    data = json.loads(summary.read_text())
+    data["host"]["steal_pct"] = -1.0
+    summary.write_text(json.dumps(data))
+
+
 def _unknown_calibration(corpus: Path, manifest: dict) -> None:
     manifest["systems"][0]["calibrated_on"] = "open-c99-r1"
 
@@ -278,6 +296,8 @@ def _bad_stolen(corpus: Path, manifest: dict) -> None:
         (_delete_run, "no such run"),
         (_corrupt_run, "summary.json"),
         (_unknown_calibration, "calibrated_on = 'open-c99-r1': no such point"),
+        (_rate_not_a_number, "point open-c1-r4000: overrides: "),
+        (_negative_steal, "summary.json: host steal_pct = -1.0: expected a finite number >= 0"),
         (_bad_stolen, "point open-c1-r4000: stolen = ['run_0.0']"),
     ],
 )
@@ -287,6 +307,29 @@ def test_bad_corpus_is_one_line_and_nothing_written(tmp_path, capsys, edit, mess
     assert main(["validate", "--matrix", str(corpus), "--json-out", str(out)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and not out.exists()
+
+
+@pytest.mark.parametrize("bad", [float("nan"), -5.0, "x", True])
+def test_a_sockperf_runs_stated_costs_are_numbers_or_one_line(tmp_path, bad) -> None:
+    """A thread's CPU a message in a run's ``host.json`` is a finite number >= 0: anything else
+    is one error naming the file and the field, before it reaches the model."""
+
+    def run(name: str, server: dict) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        host = {"processes": {"server": server, "client": {}}}
+        (folder / "host.json").write_text(json.dumps(host))
+        return folder
+
+    good = {"cpu_us_per_msg": 10.0, "voluntary_switches_per_msg": 1.0}
+    rate = {"workload.rate_msgs_per_s": 1000}
+    probe = CorpusPoint("burst-probe", {}, rate, (run("probe", good),))
+    stated = run("point", {**good, "cpu_us_per_msg": bad})
+    point = CorpusPoint("under-load-r1000", {}, rate, (stated,))
+    system = CorpusSystem("sockperf-udp-loopback", tmp_path / "s.toml", point.id, (point,), probe)
+    field = re.escape(f"processes.server.cpu_us_per_msg = {bad!r}: expected a")
+    with pytest.raises(MeasurementError, match=rf"point/host\.json: not a sockperf .*{field}"):
+        native_work(system, Sender.SPINNING)
 
 
 def test_matrix_of_a_folder_without_manifest(tmp_path, capsys) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -404,12 +406,36 @@ def test_run_folders_read_with_their_conditions(fixture_path):
 
 
 def test_unfinished_run_folder_is_one_error(tmp_path, fixture_path):
-    import shutil
-
     run = tmp_path / "run_0"
     shutil.copytree(fixture_path("load_small") / "testbed-loopback" / "closed-c1" / "run_0", run)
     (run / "rtt.hgrm").unlink()
     with pytest.raises(MeasurementError, match=r"run_0/rtt\.hgrm: no such file"):
+        read(run)
+
+
+@pytest.mark.parametrize(
+    "run_dir",
+    ["testbed-loopback/closed-c1/run_0", "sockperf-udp-loopback/under-load-r4000/run_0"],
+    ids=["testbed", "sockperf"],
+)
+def test_a_run_folder_whose_round_trips_are_not_a_table_is_one_error(
+    tmp_path, fixture_path, run_dir
+):
+    run = tmp_path / "run_0"
+    shutil.copytree(fixture_path("load_small") / run_dir, run)
+    (run / "rtt.hgrm").write_text("garbage\n")
+    with pytest.raises(MeasurementError, match=r"run_0/rtt\.hgrm: not a percentile distribution"):
+        read(run)
+
+
+@pytest.mark.parametrize("value", ["x", -1.0, float("inf")])
+def test_a_run_folders_host_conditions_are_numbers_or_one_error(tmp_path, fixture_path, value):
+    run = tmp_path / "run_0"
+    sockperf = fixture_path("load_small") / "sockperf-udp-loopback"
+    shutil.copytree(sockperf / "under-load-r4000" / "run_0", run)
+    host = json.loads((run / "host.json").read_text())
+    (run / "host.json").write_text(json.dumps({**host, "busy_pct": value}))
+    with pytest.raises(MeasurementError, match=r"run_0/host\.json: host busy_pct = "):
         read(run)
 
 

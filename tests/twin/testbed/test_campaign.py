@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 
 import pytest
 
@@ -138,6 +139,25 @@ def test_a_summary_round_trips_through_json_and_names_what_is_missing(tmp_path):
     data["conditions"]["loop"] = "sideways"
     (tmp_path / "summary.json").write_text(json.dumps(data))
     with pytest.raises(MeasurementError, match="conditions"):
+        read_summary(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "value", "message"),
+    [
+        (None, "achieved_msgs_per_s", -3, "achieved_msgs_per_s = -3: expected a finite"),
+        (None, "gateway_cpu_us_per_msg", "x", "gateway_cpu_us_per_msg = 'x': expected a"),
+        (None, "host", [1], "host must be a table, got [1]"),
+        ("conditions", "rate_msgs_per_s", "x", "conditions.rate_msgs_per_s = 'x'"),
+        ("conditions", "connections", float("nan"), "conditions.connections = nan"),
+    ],
+)
+def test_a_summarys_numbers_and_tables_are_checked(tmp_path, table, key, value, message):
+    """A field of the wrong kind is one line naming the file, not a number read wrong later."""
+    data = _summary(1000, 100.0, 1).to_dict()
+    (data if table is None else data[table])[key] = value
+    (tmp_path / "summary.json").write_text(json.dumps(data))
+    with pytest.raises(MeasurementError, match=re.escape(f"summary.json: {message}")):
         read_summary(tmp_path)
 
 
