@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from calibration.targets import FreeGroup, TargetSet, load_targets
-from twin.argtypes import positive_int
+from twin.argtypes import output_file, positive_int
 from twin.jsontext import dumps
 from twin.profile import load_profile
 
@@ -33,7 +33,9 @@ def add_parser(subparsers: Any) -> None:
         help="fit the twin's free parameters to calibration targets; write a profile",
     )
     p.add_argument("targets", nargs="+", metavar="TARGETS.toml")
-    p.add_argument("--profile-out", required=True, metavar="FILE", help="profile to write")
+    p.add_argument(
+        "--profile-out", required=True, type=output_file, metavar="FILE", help="profile to write"
+    )
     p.add_argument(
         "--prior",
         metavar="PROFILE",
@@ -56,7 +58,10 @@ def add_parser(subparsers: Any) -> None:
         "on its lowest-load point, predict every other point",
     )
     p.add_argument(
-        "--json-out", metavar="PATH", help="with --matrix: also write the JSON object to PATH"
+        "--json-out",
+        type=output_file,
+        metavar="PATH",
+        help="with --matrix: also write the JSON object to PATH",
     )
     p.add_argument(
         "--seeds",

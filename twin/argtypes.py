@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 
 def positive_float(text: str) -> float:
@@ -40,6 +41,20 @@ def non_negative_int(text: str) -> int:
 
 
 seed = non_negative_int  # a seed is any whole number >= 0
+
+
+def output_file(text: str) -> str:
+    """A file to write after the work (a profile, a JSON result): refused before the work starts
+    if it names a folder, or a folder under a file, where the write would fail after it."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder, not a file to write")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise argparse.ArgumentTypeError(f"{text!r}: {str(parent)!r} is not a folder")
+            break
+    return text
 
 
 def assignment(text: str) -> tuple[str, object]:

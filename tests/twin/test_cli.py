@@ -242,6 +242,27 @@ def test_hostile_scenario_values_are_one_line_and_exit_2(tmp_path, capsys, repla
         assert message in err and err.count("\n") == 1, err
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["validate", "--matrix", "CORPUS", "--json-out", "{tmp}"], "is a folder, not a file"),
+        (["validate", "--matrix", "CORPUS", "--json-out", "{tmp}/f/x.json"], "/f' is not a folder"),
+        (["calibrate", "TARGETS", "--profile-out", "{tmp}"], "is a folder, not a file"),
+        (["testbed", "wakeprobe", "--out", "{tmp}"], "is a folder, not a file"),
+    ],
+    ids=["json-out-folder", "json-out-under-a-file", "profile-out-folder", "testbed-out-folder"],
+)
+def test_a_file_to_write_after_the_work_is_checked_before_it(tmp_path, capsys, args, message):
+    """A result written at the end of minutes of work cannot fail only then: an output that
+    names a folder, or a folder under a file, is refused at once (exit 2, usage error)."""
+    (tmp_path / "f").write_text("a file")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
 def test_a_run_too_costly_is_refused_unless_forced(tmp_path, capsys) -> None:
     path = _with(tmp_path, ("duration_s = ", "duration_s = 86400 #"))
     assert main(["run", str(path), "--rate", "400000"]) == 2

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from twin.argtypes import non_negative_int, positive_float, positive_int, seed
+from twin.argtypes import non_negative_int, output_file, positive_float, positive_int, seed
 from twin.atomic import write_json
 from twin.errors import ConfigError
 from twin.extras import Extra, require
@@ -704,7 +704,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "other runs and the leader's loss",
     )
     p.add_argument("corpus", metavar="DIR", help="a twin testbed cluster --out folder")
-    p.add_argument("--json-out", metavar="PATH", help="also write the JSON object to PATH")
+    p.add_argument(
+        "--json-out", type=output_file, metavar="PATH", help="also write the JSON object to PATH"
+    )
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     p.add_argument("--seed", type=seed, default=1)
     p.set_defaults(run=cmd_cluster_predict)
@@ -742,7 +744,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = tsub.add_parser(
         "wakeprobe", help="how long a thread that slept for a gap takes to run again, per gap"
     )
-    p.add_argument("--out", required=True, metavar="FILE", help="the result (JSON)")
+    p.add_argument(
+        "--out", required=True, type=output_file, metavar="FILE", help="the result (JSON)"
+    )
     p.add_argument(
         "--samples", type=positive_int, default=WAKE_SAMPLES, metavar="N", help="per gap"
     )
@@ -779,7 +783,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = tsub.add_parser(
         "hiccups", help="how often a running thread loses its vCPU, and for how long, per vCPU"
     )
-    p.add_argument("--out", required=True, metavar="FILE", help="the result (JSON)")
+    p.add_argument(
+        "--out", required=True, type=output_file, metavar="FILE", help="the result (JSON)"
+    )
     p.add_argument("--seconds", type=positive_float, default=HICCUP_SECONDS, metavar="S")
     p.add_argument(
         "--threshold-us",
@@ -801,7 +807,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="what a server's socket calls cost here: send a message, poll, recv by messages "
         "waiting (TCP and UDP loopback)",
     )
-    p.add_argument("--out", required=True, metavar="FILE", help="the result (JSON)")
+    p.add_argument(
+        "--out", required=True, type=output_file, metavar="FILE", help="the result (JSON)"
+    )
     p.add_argument(
         "--samples",
         type=positive_int,
@@ -819,7 +827,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="how often a thread sharing its vCPU with a spinning one waits for a time slice, "
         "by its own use of that vCPU",
     )
-    p.add_argument("--out", required=True, metavar="FILE", help="the result (JSON)")
+    p.add_argument(
+        "--out", required=True, type=output_file, metavar="FILE", help="the result (JSON)"
+    )
     p.add_argument(
         "--samples", type=positive_int, default=SLICE_SAMPLES, metavar="N", help="per share"
     )
