@@ -46,15 +46,29 @@ seed = non_negative_int  # a seed is any whole number >= 0
 def output_file(text: str) -> str:
     """A file to write after the work (a profile, a JSON result): refused before the work starts
     if it names a folder, or a folder under a file, where the write would fail after it."""
-    path = Path(text)
-    if path.is_dir():
+    if Path(text).is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a folder, not a file to write")
-    for parent in path.parents:
+    _under_a_folder(text)
+    return text
+
+
+def output_folder(text: str) -> str:
+    """A folder to write results in (made if missing): refused before the work starts if it
+    names a file, or a folder under a file."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a file, not a results folder")
+    _under_a_folder(text)
+    return text
+
+
+def _under_a_folder(text: str) -> None:
+    """Refuse a path whose nearest existing ancestor is not a folder (it could not be made)."""
+    for parent in Path(text).parents:
         if parent.exists():
             if not parent.is_dir():
                 raise argparse.ArgumentTypeError(f"{text!r}: {str(parent)!r} is not a folder")
-            break
-    return text
+            return
 
 
 def assignment(text: str) -> tuple[str, object]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine_ext.errors import EngineError
-from twin.argtypes import add_set_argument, positive_float, positive_int, seed
+from twin.argtypes import add_set_argument, output_folder, positive_float, positive_int, seed
 from twin.console import format_bands, format_failover, format_intervals, format_result
 from twin.errors import ConfigError, TwinError, one_line
 from twin.jsontext import dumps
@@ -234,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     p.add_argument(
         "--out",
+        type=output_folder,
         metavar="DIR",
         help="write result.json, scenario.toml, rtt.hgrm, rtt_histogram.parquet",
     )

@@ -249,12 +249,28 @@ def test_hostile_scenario_values_are_one_line_and_exit_2(tmp_path, capsys, repla
         (["validate", "--matrix", "CORPUS", "--json-out", "{tmp}/f/x.json"], "/f' is not a folder"),
         (["calibrate", "TARGETS", "--profile-out", "{tmp}"], "is a folder, not a file"),
         (["testbed", "wakeprobe", "--out", "{tmp}"], "is a folder, not a file"),
+        (["report", "{tmp}", "-o", "{tmp}"], "is a folder, not a file"),
+        (["run", "SCENARIO", "--out", "{tmp}/f"], "is a file, not a results folder"),
+        (["sweep", "SWEEP", "--out", "{tmp}/f"], "is a file, not a results folder"),
+        (["testbed", "load", "--rate", "1000", "--out", "{tmp}/f"], "is a file, not a results"),
+        (["hunt", "HUNT", "--out", "{tmp}/f/sub"], "/f' is not a folder"),
     ],
-    ids=["json-out-folder", "json-out-under-a-file", "profile-out-folder", "testbed-out-folder"],
+    ids=[
+        "json-out-folder",
+        "json-out-under-a-file",
+        "profile-out-folder",
+        "testbed-out-folder",
+        "report-output-folder",
+        "run-out-file",
+        "sweep-out-file",
+        "testbed-load-out-file",
+        "hunt-out-under-a-file",
+    ],
 )
-def test_a_file_to_write_after_the_work_is_checked_before_it(tmp_path, capsys, args, message):
-    """A result written at the end of minutes of work cannot fail only then: an output that
-    names a folder, or a folder under a file, is refused at once (exit 2, usage error)."""
+def test_an_output_is_checked_before_the_work(tmp_path, capsys, args, message):
+    """A result written at the end of minutes of work cannot fail only then: a file to write
+    that names a folder, a results folder that names a file, or either under a file, is
+    refused at once (exit 2, usage error)."""
     (tmp_path / "f").write_text("a file")
     argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
     with pytest.raises(SystemExit) as exit_info:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from twin.argtypes import positive_int, seed
+from twin.argtypes import output_folder, positive_int, seed
 from twin.atomic import write_json
 from twin.hunt.classes import class_table
 from twin.hunt.plan import Rule, load_hunt
@@ -133,6 +133,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("hunt", metavar="HUNT.toml")
     p.add_argument("--trials", type=positive_int, metavar="N", help="override the file's trials")
     p.add_argument("--seed", type=seed, metavar="N", help="override the file's seed")
-    p.add_argument("--out", metavar="DIR", help=f"also write DIR/{HUNT_FILE} (for twin report)")
+    p.add_argument(
+        "--out",
+        type=output_folder,
+        metavar="DIR",
+        help=f"also write DIR/{HUNT_FILE} (for twin report)",
+    )
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     p.set_defaults(run=cmd_hunt)

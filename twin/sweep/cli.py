@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from twin.argtypes import add_set_argument, positive_float, positive_int
+from twin.argtypes import add_set_argument, output_file, output_folder, positive_float, positive_int
 from twin.errors import ScenarioError
 from twin.extras import Extra, require
 from twin.jsontext import dumps
@@ -184,7 +184,12 @@ def add_parsers(sub: Any) -> None:
     """Register ``sweep``, ``capacity`` and ``report`` on ``twin``'s subcommands."""
     p = sub.add_parser("sweep", help="run a grid of scenarios with replications (resumable)")
     p.add_argument("sweep", metavar="SWEEP.toml")
-    p.add_argument("--out", metavar="DIR", help="results folder (default sweep-results/NAME)")
+    p.add_argument(
+        "--out",
+        type=output_folder,
+        metavar="DIR",
+        help="results folder (default sweep-results/NAME)",
+    )
     p.add_argument("--resume", action="store_true", help="continue an interrupted sweep in --out")
     _executor_args(p)
     p.set_defaults(run=cmd_sweep)
@@ -216,7 +221,12 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--refine", type=int, default=3, metavar="K", help="bisection steps at the crossing"
     )
-    p.add_argument("--out", metavar="DIR", help="also write the runs as a sweep results folder")
+    p.add_argument(
+        "--out",
+        type=output_folder,
+        metavar="DIR",
+        help="also write the runs as a sweep results folder",
+    )
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     _executor_args(p)
     p.set_defaults(run=cmd_capacity)
@@ -225,7 +235,7 @@ def add_parsers(sub: Any) -> None:
         "report", help="self-contained HTML report of a sweep (or twin hunt --out) results folder"
     )
     p.add_argument("results_dir", metavar="RESULTS_DIR")
-    p.add_argument("-o", "--output", default="report.html", metavar="report.html")
+    p.add_argument("-o", "--output", default="report.html", type=output_file, metavar="report.html")
     p.add_argument(
         "--p99-ceiling-us",
         type=positive_float,

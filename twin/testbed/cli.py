@@ -9,7 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from twin.argtypes import non_negative_int, output_file, positive_float, positive_int, seed
+from twin.argtypes import (
+    non_negative_int,
+    output_file,
+    output_folder,
+    positive_float,
+    positive_int,
+    seed,
+)
 from twin.atomic import write_json
 from twin.errors import ConfigError
 from twin.extras import Extra, require
@@ -129,7 +136,7 @@ def _load_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arrivals", type=Arrivals, choices=tuple(Arrivals), default=Arrivals.POISSON)
     p.add_argument("--seed", type=seed, default=1)
     p.add_argument("--topology", type=Tier, choices=LOCAL_TIERS, default=Tier.LOOPBACK)
-    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--out", required=True, type=output_folder, metavar="DIR")
 
 
 def _run_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -694,7 +701,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help=f"the wake-up probe's samples per gap (default {WAKE_SAMPLES}; its longest gap is "
         "100 ms)",
     )
-    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--out", required=True, type=output_folder, metavar="DIR")
     p.add_argument("--seed", type=seed, default=1)
     p.set_defaults(run=cmd_cluster)
 
@@ -715,7 +722,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--target", type=_endpoint, required=True, metavar="HOST:PORT")
     p.add_argument("--rate", type=float, required=True)
     p.add_argument("--duration", type=float, required=True)
-    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--out", required=True, type=output_folder, metavar="DIR")
     p.add_argument("--seed", type=seed, default=1)
     p.add_argument("--kill-at", type=float, metavar="S", help="SIGKILL --kill-pids at S")
     p.add_argument("--kill-pids", default="", metavar="PID,PID")
@@ -840,7 +847,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="how far one load point's runs repeat on this host, by run length: the share of "
         "the matrix's goal any model can meet (resumes)",
     )
-    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--out", required=True, type=output_folder, metavar="DIR")
     # Unset options take twin.testbed.repeat.RepeatPlan's defaults.
     p.add_argument("--tool", choices=[str(t) for t in Tool], help="default sockperf")
     p.add_argument(
@@ -867,7 +874,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "lab",
         help="measure the load-response corpus: the testbed and sockperf across load (resumes)",
     )
-    p.add_argument("--out", default="calibration/data/load", metavar="DIR")
+    p.add_argument("--out", default="calibration/data/load", type=output_folder, metavar="DIR")
     p.add_argument("--quick", action="store_true", help="a small plan (tests, a first look)")
     p.add_argument("--repeats", type=positive_int, metavar="N", help="override the plan's")
     p.add_argument("--duration", type=positive_float, metavar="S", help="seconds per run")
@@ -912,13 +919,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="every N-th burst carries bad input (invalid JSON, a truncated frame, a broken TLS "
         "record, in turn); 0: none",
     )  # fmt: skip
-    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--out", required=True, type=output_folder, metavar="DIR")
     p.set_defaults(run=cmd_feed)
 
     p = tsub.add_parser(
         "feed-lab", help="measure the feed's calibration run and the runs it predicts (resumes)"
     )
-    p.add_argument("--out", default="calibration/data/feed", metavar="DIR")
+    p.add_argument("--out", default="calibration/data/feed", type=output_folder, metavar="DIR")
     p.set_defaults(run=cmd_feed_lab)
 
     p = tsub.add_parser(
