@@ -21,6 +21,7 @@ first for both, as the model did before it (whatever the other vCPU does).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -29,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from calibration.readers._common import stated_number
 from twin.components.loopback import HICCUP_ALONE, HICCUP_BUSY
 from twin.errors import MeasurementError
 from twin.percentiles import HICCUP_QUANTILES
@@ -81,8 +83,16 @@ def _read(path: Path) -> dict[str, Any]:
         raise MeasurementError(f"{path}: not a hiccup probe (no 'cpus' of twin testbed hiccups)")
     for k, cpu in enumerate(cpus):
         ok = isinstance(cpu, dict) and isinstance(cpu.get("gaps_us"), list)
-        if not ok or not isinstance(cpu.get("spun_s"), (int, float)) or not cpu["spun_s"] > 0:
+        spun = cpu.get("spun_s") if ok else None
+        if not ok or not isinstance(spun, int | float) or not 0 < spun < math.inf:
             raise MeasurementError(f"{path}: cpus[{k}] needs spun_s > 0 and a list gaps_us")
+        try:
+            for j, gap in enumerate(cpu["gaps_us"]):
+                stated_number(gap, f"cpus[{k}].gaps_us[{j}]")
+            if cpu.get("steal_pct") is not None:
+                stated_number(cpu["steal_pct"], f"cpus[{k}].steal_pct")
+        except ValueError as exc:
+            raise MeasurementError(f"{path}: {exc}") from None
     return data
 
 

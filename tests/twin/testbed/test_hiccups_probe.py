@@ -239,9 +239,15 @@ def test_a_probe_without_hiccups_gives_none(tmp_path: Path) -> None:
         "[1]",
         '{"tool": "twin testbed wakeprobe"}',
         '{"tool": "twin testbed hiccups", "cpus": [{"spun_s": 0, "gaps_us": []}]}',
+        '{"tool": "twin testbed hiccups", "cpus": [{"spun_s": Infinity, "gaps_us": []}]}',
+        '{"tool": "twin testbed hiccups", "cpus": [{"spun_s": 1, "gaps_us": [60, "x"]}]}',
+        '{"tool": "twin testbed hiccups", "cpus": [{"spun_s": 1, "gaps_us": [-60]}]}',
+        '{"tool": "twin testbed hiccups", "cpus": [{"spun_s": 1, "gaps_us": [NaN]}]}',
+        '{"tool": "twin testbed hiccups", "cpus": [{"spun_s": 1, "gaps_us": [], "steal_pct": []}]}',
     ],
 )
 def test_a_file_that_is_not_a_probe_is_named(tmp_path: Path, text: str) -> None:
+    """Each is one error naming the file, not a traceback nor a number taken as a hiccup."""
     path = tmp_path / "bad.json"
     path.write_text(text)
     with pytest.raises(MeasurementError, match="bad.json"):
