@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize
 
+from calibration.readers._common import stated_number
 from twin.errors import MeasurementError
 from twin.profile import Parameter
 
@@ -59,7 +60,10 @@ def probe_cpu(path: Path) -> dict[float, float] | None:
         cpu = probe.get("cpu_median_us")
         if cpu is None:
             return None
-        return {float(g): float(v) for g, v in cpu.items()}
+        return {
+            stated_number(float(g), f"gap {g!r}"): stated_number(v, f"cpu_median_us[{g!r}]")
+            for g, v in cpu.items()
+        }
     except (OSError, ValueError, TypeError, AttributeError) as exc:
         raise MeasurementError(f"{path}: not a wake-up probe ({exc})") from None
 

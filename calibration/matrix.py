@@ -257,7 +257,9 @@ def _probe(root: Path, name: str) -> tuple[Path, dict[float, dict[str, float]]]:
     try:
         probe = json.loads(path.read_text())
         return path, {
-            float(g): {key: float(v[key]) for key in ("p50", "p99")}
+            stated_number(float(g), f"gap {g!r}"): {
+                key: stated_number(v[key], f"percentiles_us[{g!r}].{key}") for key in ("p50", "p99")
+            }
             for g, v in probe["percentiles_us"].items()
         }
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:

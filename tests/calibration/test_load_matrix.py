@@ -592,13 +592,28 @@ def test_a_corpus_probes_are_calibrated_on_never_predicted(tmp_path) -> None:
     assert all(p.id != "burst-probe" for p in testbed.points)
 
 
-def _bad_wake_probe(corpus: Path, manifest: dict) -> None:
-    (corpus / "wakeprobe.json").write_text(json.dumps({"percentiles_us": {"10.0": {}}}))
-    manifest["wakeprobe"] = "wakeprobe.json"
+# A lab's wake-up probe (2026-11-26), whole: each case below spoils one entry of it.
+WAKE_PROBE = Path(__file__).parents[2] / "calibration" / "data" / "load" / "wakeprobe.json"
 
 
-def test_a_bad_wake_probe_is_one_line(tmp_path, capsys) -> None:
-    corpus = _broken_corpus(tmp_path, _bad_wake_probe)
+@pytest.mark.parametrize(
+    ("gap", "entry"),
+    [
+        ("10.0", {}),
+        ("10.0", {"p50": -3.0, "p99": 9.0}),
+        ("nan", {"p50": 3.0, "p99": 9.0}),
+        ("10.0", {"p50": "3", "p99": 9.0}),
+    ],
+    ids=["missing", "negative", "gap-nan", "text"],
+)
+def test_a_bad_wake_probe_is_one_line(tmp_path, capsys, gap, entry) -> None:
+    def bad_wake_probe(corpus: Path, manifest: dict) -> None:
+        probe = json.loads(WAKE_PROBE.read_text())
+        probe["percentiles_us"][gap] = entry
+        (corpus / "wakeprobe.json").write_text(json.dumps(probe))
+        manifest["wakeprobe"] = "wakeprobe.json"
+
+    corpus = _broken_corpus(tmp_path, bad_wake_probe)
     assert main(["validate", "--matrix", str(corpus)]) == 2
     err = capsys.readouterr().err
     assert "wakeprobe.json: not a wake-up probe" in err and err.count("\n") == 1
