@@ -87,6 +87,14 @@ class _HaltProbe:
     gaps: dict[str, slice]
 
 
+def _samples(values: Any) -> np.ndarray:
+    """A gap's measured times (us): finite numbers >= 0, else ValueError."""
+    samples = np.asarray(values, float)
+    if samples.ndim != 1 or not (np.isfinite(samples).all() and (samples >= 0).all()):
+        raise ValueError(f"samples must be a list of finite numbers >= 0, got {values!r:.60}")
+    return samples
+
+
 def _read(path: Path) -> _HaltProbe:
     try:
         probe = json.loads(path.read_text())
@@ -96,8 +104,8 @@ def _read(path: Path) -> _HaltProbe:
         for gap, values in probe["latency_us"].items():
             gaps[gap] = slice(start, start + len(values))
             start += len(values)
-        latency = np.concatenate([np.asarray(probe["latency_us"][g], float) for g in gaps])
-        idle = np.concatenate([np.asarray(probe["idle_us"][g], float) for g in gaps])
+        latency = np.concatenate([_samples(probe["latency_us"][g]) for g in gaps])
+        idle = np.concatenate([_samples(probe["idle_us"][g]) for g in gaps])
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise MeasurementError(f"{path}: not a halt probe ({exc})") from None
     if latency.shape != idle.shape:
@@ -213,8 +221,8 @@ def poll_window(path: Path) -> tuple[float, float, float]:
         if probe.get("waiter") != "spins" or probe.get("order") != "steady":
             raise ValueError("not a spinning sender's steady gaps (waiter spins, order steady)")
         gaps = sorted(probe["latency_us"], key=float)
-        latency = [float(np.median(probe["latency_us"][g])) for g in gaps]
-        idle = [float(np.median(probe["idle_us"][g])) for g in gaps]
+        latency = [float(np.median(_samples(probe["latency_us"][g]))) for g in gaps]
+        idle = [float(np.median(_samples(probe["idle_us"][g]))) for g in gaps]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise MeasurementError(f"{path}: not a steady halt probe ({exc})") from None
     if len(gaps) < 3:

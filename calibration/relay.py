@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from calibration.readers._common import stated_number
 from calibration.testbed.fit import fit_cold_start, gap_middles
 from twin.errors import MeasurementError
 from twin.profile import Parameter
@@ -80,7 +81,10 @@ def relay_stats(run: Path) -> dict[str, Any] | None:
         return None
     try:
         stats = json.loads(path.read_text())
-        float(stats["work"]["mean_us"])  # a list or a number fails here too
+        stated_number(stats["work"]["mean_us"], "work.mean_us")
+        for part in ("read_work", "write_work"):
+            if isinstance(stats.get(part), dict) and "mean_us" in stats[part]:
+                stated_number(stats[part]["mean_us"], f"{part}.mean_us")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise MeasurementError(f"{path}: not the relay's stats ({exc})") from None
     return dict(stats)

@@ -66,6 +66,16 @@ def test_a_probe_whose_sender_blocked_is_refused(tmp_path: Path) -> None:
         halt_parameters(path)
 
 
+@pytest.mark.parametrize(("key", "value"), [("latency_us", -4.0), ("idle_us", float("nan"))])
+def test_a_probe_with_a_sample_that_is_not_a_time_is_refused(tmp_path: Path, key, value) -> None:
+    path = _probe(tmp_path / "bad.json", 0.6, 6.0, 30.0)
+    probe = json.loads(path.read_text())
+    probe[key]["0.0"][7] = value
+    path.write_text(json.dumps(probe))
+    with pytest.raises(MeasurementError, match="bad.json: not a halt probe .*finite numbers >= 0"):
+        halt_parameters(path)
+
+
 def test_the_committed_probe_gives_a_halt_time_of_microseconds() -> None:
     """This VM (2026-11-25): a vCPU idle for several microseconds has halted."""
     share, tau, halted = halt_law(HALT_PROBE)

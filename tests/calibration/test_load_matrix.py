@@ -662,9 +662,10 @@ def test_a_route_through_the_relay_takes_its_work_at_the_calibration_point(tmp_p
     work = measured.parameters()["local_relay_work_us"]
     assert "under-load-r1000" in work.source and "3 runs" in work.source
     assert relay_work([RUN_1000], "p", 1000.0) is None
-    (runs[0] / "relay.json").write_text("{}")
-    with pytest.raises(MeasurementError, match=r"run_0/relay.json: not the relay's stats"):
-        relay_work(runs, "p", 1000.0)
+    for broken in ({}, {"work": {"count": 10, "mean_us": -7.4}}):
+        (runs[0] / "relay.json").write_text(json.dumps(broken))
+        with pytest.raises(MeasurementError, match=r"run_0/relay.json: not the relay's stats"):
+            relay_work(runs, "p", 1000.0)
 
 
 def _relay_stats(warm: float, cold: float, tau: float, scale: float) -> dict:
