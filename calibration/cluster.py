@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from calibration.readers._common import stated_number
 from twin import dtypes, fast
 from twin.components.consensus import commit_hops, commit_samples
 from twin.dists import ZERO, Dist, Empirical, Exponential, ShiftedGamma, ShiftedLognormal, Zero
@@ -103,15 +105,69 @@ class HostCpu:
     path_cold_us: float = 0.0
 
 
+def _read_json(path: Path, check: Callable[[Any], Any]) -> Any:
+    """``path``'s JSON, passed through ``check`` (which raises KeyError, TypeError or ValueError
+    on what it does not accept): one error naming the file otherwise."""
+    try:
+        return check(json.loads(path.read_text()))
+    except KeyError as exc:
+        raise MeasurementError(f"{path}: not the cluster lab's (no {exc})") from None
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        raise MeasurementError(f"{path}: not the cluster lab's ({exc})") from None
+
+
+def _relay_stats(stats: Any) -> tuple[float, float]:
+    """A relay's mean lateness and work per event (us) from its ``relay_m*.json``."""
+    return (
+        stated_number(stats["lateness"].get("mean_us", 0.0), "lateness.mean_us"),
+        stated_number(stats["work"].get("mean_us", 0.0), "work.mean_us"),
+    )
+
+
 def _relay_costs(run_dir: Path) -> tuple[float, float]:
-    stats = [json.loads(p.read_text()) for p in sorted(run_dir.glob("relay_m*.json"))]
+    stats = [_read_json(p, _relay_stats) for p in sorted(run_dir.glob("relay_m*.json"))]
     if not stats:
         return 0.0, 0.0
-    lateness = float(np.mean([s["lateness"].get("mean_us", 0.0) for s in stats]))
-    work = float(np.mean([s["work"].get("mean_us", 0.0) for s in stats]))
+    lateness = float(np.mean([s[0] for s in stats]))
+    work = float(np.mean([s[1] for s in stats]))
     # Each crossing costs the relay two events (read, write); a write crosses four peer links
     # (append to two followers, two acknowledgements).
     return lateness + work, 4 * 2 * work
+
+
+def _layout(summary: Any) -> dict[str, Any]:
+    """A ``cluster.json``, checked: its layout, timings, peer delay and runs."""
+    if not isinstance(summary["layout"], str) or not isinstance(summary["runs"], dict):
+        raise TypeError("layout must be text and runs a table")
+    for key in ("election_timeout_ms", "heartbeat_ms"):
+        stated_number(summary[key], key)
+    delay = summary.get("peer_delay")
+    if delay:
+        stated_number(delay["floor_us"], "peer_delay.floor_us")
+        stated_number(delay["mean_us"], "peer_delay.mean_us")
+    for key, run in summary["runs"].items():
+        if key == "leader_loss" or not run:
+            continue
+        where = f"runs[{key!r}]"
+        if not stated_number(run["rate_per_s"], f"{where}.rate_per_s") > 0:
+            raise ValueError(f"{where}.rate_per_s must be > 0")
+        stated_number(run["marginal_cpu_us_per_write"], f"{where}.marginal_cpu_us_per_write")
+        for k in FIT_KEYS:
+            if not stated_number(run["rtt_us"][k], f"{where}.rtt_us.{k}") > 0:
+                raise ValueError(f"{where}.rtt_us.{k} must be > 0")
+        if isinstance(run.get("burst", 1), bool) or int(run.get("burst", 1)) < 1:
+            raise ValueError(f"{where}.burst must be a whole number >= 1")
+    return dict(summary)
+
+
+def _fsync(probe: Any) -> dict[str, Any]:
+    """An ``fsync.json``, checked: at least one sample, each a time (us)."""
+    samples = probe["samples_us"]
+    if not isinstance(samples, list) or not samples:
+        raise ValueError("samples_us must be a list of times")
+    for j, x in enumerate(samples):
+        stated_number(x, f"samples_us[{j}]")
+    return dict(probe)
 
 
 def _lab_run(layout: str, run_dir: Path, run: dict[str, Any]) -> LabRun:
@@ -130,13 +186,14 @@ def _lab_run(layout: str, run_dir: Path, run: dict[str, Any]) -> LabRun:
 
 def load_corpus(corpus: Path) -> tuple[list[LabRun], dict[str, Any]]:
     """The lab's runs, and per layout its summary (cluster.json), fsync probe and burst probe
-    (key ``probe_run``: a :class:`LabRun`, None without one)."""
+    (key ``probe_run``: a :class:`LabRun`, None without one); a file that is not the lab's is
+    one error naming it."""
     runs: list[LabRun] = []
     layouts: dict[str, Any] = {}
     for summary_path in sorted(corpus.glob("*/cluster.json")):
         base = summary_path.parent
-        summary = json.loads(summary_path.read_text())
-        summary["fsync"] = json.loads((base / "fsync.json").read_text())
+        summary = _read_json(summary_path, _layout)
+        summary["fsync"] = _read_json(base / "fsync.json", _fsync)
         probe = summary["runs"].get("probe")
         summary["probe_run"] = _lab_run(summary["layout"], base / "probe", probe) if probe else None
         layouts[summary["layout"]] = summary
@@ -155,7 +212,10 @@ def cold_time_constant_us(corpus: Path) -> float:
     path = corpus / WAKE_PROBE
     try:
         probe = json.loads(path.read_text())
-        points = sorted((float(g), float(v["p50"])) for g, v in probe["percentiles_us"].items())
+        points = sorted(
+            (stated_number(float(g), f"gap {g!r}"), stated_number(v["p50"], f"{g!r}.p50"))
+            for g, v in probe["percentiles_us"].items()
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise MeasurementError(
             f"{path}: no wake-up probe ({exc}; twin testbed cluster measures it)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -117,6 +118,36 @@ def test_a_corpus_without_its_burst_probe_is_refused(tmp_path: Path) -> None:
     summary_path.write_text(json.dumps(summary))
     with pytest.raises(MeasurementError, match="no burst probe"):
         predict(corpus)
+
+
+def _spoil_run(corpus: Path, key: str, value: object) -> Path:
+    path = corpus / "cpg" / "cluster.json"
+    summary = json.loads(path.read_text())
+    summary["runs"]["50"][key] = value
+    path.write_text(json.dumps(summary))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("spoil", "message"),
+    [
+        (lambda c: _spoil_run(c, "rate_per_s", "x"), "runs['50'].rate_per_s = 'x': expected a"),
+        (lambda c: _spoil_run(c, "rtt_us", {}), "no 'p10'"),
+        (lambda c: _spoil_run(c, "marginal_cpu_us_per_write", -1.0), "= -1.0: expected a finite"),
+        (lambda c: (c / "cpg" / "fsync.json").write_text('{"samples_us": []}'), "samples_us must"),
+        (lambda c: (c / "cpg" / "fsync.json").write_text("[1]"), "fsync.json: not the cluster"),
+    ],
+    ids=["rate", "rtt", "cpu", "fsync-empty", "fsync-list"],
+)
+def test_a_corpus_file_that_is_not_the_labs_is_one_error_naming_it(
+    tmp_path: Path, spoil, message
+) -> None:
+    """Not a traceback after minutes of work, nor a number read into the model."""
+    corpus = tmp_path / "cluster"
+    shutil.copytree(CORPUS, corpus)
+    spoil(corpus)
+    with pytest.raises(MeasurementError, match=re.escape(message)):
+        load_corpus(corpus)
 
 
 def test_the_committed_corpus_is_predicted_from_its_lowest_cpg_run() -> None:
