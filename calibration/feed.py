@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from calibration.readers._common import stated_number
 from twin.errors import MeasurementError
 from twin.pipeline import MESSAGE_STAGES, PipelineModel, burst_schedule, simulate_pipeline
 
@@ -41,14 +42,41 @@ def _summary(run_dir: Path) -> dict[str, Any]:
         raise MeasurementError(f"{run_dir}: not a twin testbed feed run ({exc})") from None
     if not isinstance(summary, dict) or not {"conditions", "stages_us"} <= summary.keys():
         raise MeasurementError(f"{run_dir}/summary.json: not a feed summary (conditions, stages)")
+    try:
+        _check_summary(summary)
+    except KeyError as exc:
+        raise MeasurementError(f"{run_dir}/summary.json: not a feed summary (no {exc})") from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise MeasurementError(f"{run_dir}/summary.json: not a feed summary ({exc})") from None
     return summary
+
+
+def _check_summary(summary: dict[str, Any]) -> None:
+    """A feed run's conditions, stages and messages a read, as :func:`predict_run` reads them:
+    numbers that are finite and >= 0 (a rate > 0, bursts whole numbers >= 1), every compared
+    stage's p50 and p99; TypeError, ValueError or KeyError otherwise."""
+    c = summary["conditions"]
+    if not stated_number(c["rate_msgs_per_s"], "conditions.rate_msgs_per_s") > 0:
+        raise ValueError("conditions.rate_msgs_per_s must be > 0")
+    stated_number(c["duration_s"], "conditions.duration_s")
+    bursts = c["bursts"]
+    if not isinstance(bursts, list) or not bursts:
+        raise TypeError(f"conditions.bursts = {bursts!r}: expected a list of burst sizes")
+    for b in bursts:
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise ValueError(f"conditions.bursts: {b!r} is not a whole number >= 1")
+    for stage in COMPARED:
+        for q in ("p50", "p99"):
+            stated_number(summary["stages_us"][stage][q], f"stages_us.{stage}.{q}")
+    mean = summary["messages_per_read"]["mean_weighted_by_message"]
+    stated_number(mean, "messages_per_read.mean_weighted_by_message")
 
 
 def _frames(run_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     try:
         reads = pl.read_parquet(run_dir / "reads.parquet")
         messages = pl.read_parquet(run_dir / "messages.parquet")
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
         raise MeasurementError(f"{run_dir}: no raw feed rows to calibrate on ({exc})") from None
     if reads.height == 0 or messages.height == 0:
         raise MeasurementError(f"{run_dir}: no recorded reads")

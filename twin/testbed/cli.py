@@ -932,7 +932,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "feed-predict", help="calibrate the inbound pipeline on the lab's one run, predict the rest"
     )
     p.add_argument("--lab", default="calibration/data/feed", metavar="DIR")
-    p.add_argument("--json-out", metavar="FILE", help="also write the comparison as JSON")
+    p.add_argument(
+        "--json-out", type=output_file, metavar="FILE", help="also write the comparison as JSON"
+    )
     p.set_defaults(run=cmd_feed_predict)
 
     p = tsub.add_parser(
@@ -944,9 +946,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--veth-campaign", metavar="DIR", help="also fit local_veth_us on its lowest rate"
     )
     p.add_argument("--veth-scenario", default=str(scenarios_dir() / "local_veth.toml"))
-    p.add_argument("--profile-out", metavar="PATH", help="write the fitted profile (TOML)")
+    p.add_argument(
+        "--profile-out", type=output_file, metavar="PATH", help="write the fitted profile (TOML)"
+    )
     p.add_argument(
         "--json-out",
+        type=output_file,
         metavar="PATH",
         help="write the prediction tables and saturation rates (JSON; docs/testbed.md reads it)",
     )

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
+from pathlib import Path
+
 import pytest
 
-from twin.errors import ConfigError
+from calibration.feed import fit_pipeline, predict_run
+from twin.errors import ConfigError, MeasurementError
 from twin.testbed.feed import FeedConfig, measure_feed
 from twin.testbed.feed_client import STAGES
 from twin.testbed.wsframe import (
@@ -83,7 +89,7 @@ def test_bad_input_is_counted_and_the_run_goes_on(tmp_path) -> None:
 def test_the_pipeline_calibrates_on_one_run_and_predicts_another(tmp_path) -> None:
     """fit_pipeline reads a calibration run (several burst sizes at one rate); predict_run
     compares every stage of another run, measured against predicted."""
-    from calibration.feed import COMPARED, accuracy, fit_pipeline, predict_run
+    from calibration.feed import COMPARED, accuracy
 
     measure_feed(FeedConfig(4_000, bursts=(1, 2, 4, 8), duration_s=1.5, warmup_s=0.3),
                  tmp_path / "calibration")  # fmt: skip
@@ -98,3 +104,26 @@ def test_the_pipeline_calibrates_on_one_run_and_predicts_another(tmp_path) -> No
         )
     assert 0 < result["thread_busy_share_predicted"] < 1 and not result["overloaded"]
     assert accuracy([result])["pairs"] == len(COMPARED)
+
+
+@pytest.mark.parametrize(
+    ("spoil", "message"),
+    [
+        (lambda s: s["conditions"].update(rate_msgs_per_s="x"), "rate_msgs_per_s = 'x'"),
+        (lambda s: s["conditions"].update(bursts=[0]), "bursts: 0 is not a whole number >= 1"),
+        (lambda s: s["stages_us"]["wire"].update(p99=float("nan")), "wire.p99 = nan"),
+        (lambda s: s["stages_us"].pop("tls"), "(no 'tls')"),
+    ],
+    ids=["rate", "bursts", "stage-nan", "stage-missing"],
+)
+def test_a_feed_summary_that_is_not_the_labs_is_one_error_naming_it(tmp_path, spoil, message):
+    """Read from the committed lab's run: not a traceback, nor a number taken into the model."""
+    lab = Path(__file__).resolve().parents[3] / "calibration" / "data" / "feed"
+    shutil.copytree(lab / "b1r5k", tmp_path / "b1r5k")
+    path = tmp_path / "b1r5k" / "summary.json"
+    summary = json.loads(path.read_text())
+    spoil(summary)
+    path.write_text(json.dumps(summary))
+    expected = re.escape("summary.json: not a feed summary") + ".*" + re.escape(message)
+    with pytest.raises(MeasurementError, match=expected):
+        predict_run(fit_pipeline(lab / "calibration"), tmp_path / "b1r5k", lab / "calibration")
