@@ -46,13 +46,13 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from calibration.readers._common import stated_number
 from twin import dtypes, fast
 from twin.components.consensus import commit_hops, commit_samples
 from twin.dists import ZERO, Dist, Empirical, Exponential, ShiftedGamma, ShiftedLognormal, Zero
 from twin.errors import MeasurementError
 from twin.failover import outage_range_ms
 from twin.histogram import percentile_from_counts_us
+from twin.jsontext import stated_number
 from twin.kinds import Batching
 from twin.load import Load
 from twin.path import Hop, Station, compile_path

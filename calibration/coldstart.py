@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize
 
-from calibration.readers._common import stated_number
 from twin.errors import MeasurementError
+from twin.jsontext import stated_number
 from twin.profile import Parameter
 
 # The committed probe with the receiver's CPU (this VM, 2026-11-27; gaps 10 us to 10 ms).

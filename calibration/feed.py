@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from calibration.readers._common import stated_number
 from twin.errors import MeasurementError
+from twin.jsontext import stated_number
 from twin.pipeline import MESSAGE_STAGES, PipelineModel, burst_schedule, simulate_pipeline
 
 COMPARED = ("poll_to_read", "tls", *MESSAGE_STAGES, "inbound", "wire")

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from calibration.readers._common import stated_number
 from twin.components.loopback import HICCUP_ALONE, HICCUP_BUSY
 from twin.errors import MeasurementError
+from twin.jsontext import stated_number
 from twin.percentiles import HICCUP_QUANTILES
 from twin.profile import Parameter
 

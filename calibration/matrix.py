@@ -63,7 +63,6 @@ from calibration.halt import (
 from calibration.hiccups import HICCUP_MIN_US, Mode, hiccup_parameters, probe_reports
 from calibration.measurement import Measurement
 from calibration.readers import read
-from calibration.readers._common import stated_number
 from calibration.readers.folders import run_host
 from calibration.relay import relay_work
 from calibration.repeatability import RunAgreement, pooled, run_agreement
@@ -79,6 +78,7 @@ from calibration.testbed.fit import (
 from calibration.testbed.summary import PROCESSES, median_summary, read_summary
 from twin.components.loopback import EVENTS_PER_MSG, events_per_msg, halt_polling
 from twin.errors import MeasurementError, TwinError
+from twin.jsontext import stated_number
 from twin.kinds import Sender, Tier, Transport
 from twin.path import HaltPolling
 from twin.percentiles import ALL_PERCENTILES

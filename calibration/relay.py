@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from calibration.readers._common import stated_number
 from calibration.testbed.fit import fit_cold_start, gap_middles
 from twin.errors import MeasurementError
+from twin.jsontext import stated_number
 from twin.profile import Parameter
 
 RELAY_STATS = "relay.json"

@@ -125,16 +125,6 @@ def number(source: Source, line: int, text: str, what: str, *, allow_inf: bool =
     return value
 
 
-def stated_number(value: Any, what: str) -> float:
-    """A number a JSON file states (``what`` names it): a finite number >= 0, else ValueError
-    (``what = value: expected ...``) for the caller to name the file."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{what} = {value!r}: expected a number")
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"{what} = {value!r}: expected a finite number >= 0")
-    return float(value)
-
-
 def time_with_unit(source: Source, line: int, text: str, what: str) -> float:
     """Parse ``"29253ns"``, ``"57µs"``, ``"13.6ms"`` ... into microseconds."""
     match = _TIME_WITH_UNIT.match(text)

@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from calibration.measurement import Measurement
-from calibration.readers._common import load, stated_number
+from calibration.readers._common import load
 from calibration.readers.hdr import read_hgrm
 from calibration.readers.sockperf import read_sockperf
 from calibration.testbed.summary import read_summary
 from twin.errors import MeasurementError
+from twin.jsontext import stated_number
 
 SUMMARY, ROUND_TRIPS, SOCKPERF_SUMMARY, HOST = (
     "summary.json",

@@ -16,8 +16,8 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from calibration.readers._common import stated_number
 from twin.errors import MeasurementError
+from twin.jsontext import stated_number
 from twin.kinds import Arrivals, Loop
 
 TOOL = "twin testbed load"
