@@ -89,7 +89,7 @@ def _read(path: Path) -> dict[str, Any]:
         try:
             for j, gap in enumerate(cpu["gaps_us"]):
                 stated_number(gap, f"cpus[{k}].gaps_us[{j}]")
-            if cpu.get("steal_pct") is not None:
+            if "steal_pct" in cpu:  # optional; summarize reads it whenever it is there
                 stated_number(cpu["steal_pct"], f"cpus[{k}].steal_pct")
         except ValueError as exc:
             raise MeasurementError(f"{path}: {exc}") from None

@@ -244,6 +244,8 @@ def test_a_probe_without_hiccups_gives_none(tmp_path: Path) -> None:
         '{"tool": "twin testbed hiccups", "cpus": [{"spun_s": 1, "gaps_us": [-60]}]}',
         '{"tool": "twin testbed hiccups", "cpus": [{"spun_s": 1, "gaps_us": [NaN]}]}',
         '{"tool": "twin testbed hiccups", "cpus": [{"spun_s": 1, "gaps_us": [], "steal_pct": []}]}',
+        '{"tool": "twin testbed hiccups", '
+        '"cpus": [{"spun_s": 1, "gaps_us": [], "steal_pct": null}]}',
     ],
 )
 def test_a_file_that_is_not_a_probe_is_named(tmp_path: Path, text: str) -> None:
