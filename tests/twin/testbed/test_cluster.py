@@ -120,12 +120,18 @@ def test_a_corpus_without_its_burst_probe_is_refused(tmp_path: Path) -> None:
         predict(corpus)
 
 
+def _spoil_cluster(corpus: Path, run: str, value: object) -> Path:
+    path = corpus / "cpg" / "cluster.json"
+    summary = json.loads(path.read_text())
+    summary["runs"][run] = value
+    path.write_text(json.dumps(summary))
+    return path
+
+
 def _spoil_run(corpus: Path, key: str, value: object) -> Path:
     path = corpus / "cpg" / "cluster.json"
     summary = json.loads(path.read_text())
-    summary["runs"]["50"][key] = value
-    path.write_text(json.dumps(summary))
-    return path
+    return _spoil_cluster(corpus, "50", {**summary["runs"]["50"], key: value})
 
 
 @pytest.mark.parametrize(
@@ -133,11 +139,12 @@ def _spoil_run(corpus: Path, key: str, value: object) -> Path:
     [
         (lambda c: _spoil_run(c, "rate_per_s", "x"), "runs['50'].rate_per_s = 'x': expected a"),
         (lambda c: _spoil_run(c, "rtt_us", {}), "no 'p10'"),
+        (lambda c: _spoil_cluster(c, "50", {}), "no 'rate_per_s'"),
         (lambda c: _spoil_run(c, "marginal_cpu_us_per_write", -1.0), "= -1.0: expected a finite"),
         (lambda c: (c / "cpg" / "fsync.json").write_text('{"samples_us": []}'), "samples_us must"),
         (lambda c: (c / "cpg" / "fsync.json").write_text("[1]"), "fsync.json: not the cluster"),
     ],
-    ids=["rate", "rtt", "cpu", "fsync-empty", "fsync-list"],
+    ids=["rate", "rtt", "empty-run", "cpu", "fsync-empty", "fsync-list"],
 )
 def test_a_corpus_file_that_is_not_the_labs_is_one_error_naming_it(
     tmp_path: Path, spoil, message
