@@ -8,6 +8,7 @@ It also drives the workload generator, which needs to know which orders are live
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from dataclasses import dataclass
 from typing import cast
 
@@ -93,6 +94,11 @@ class ReferenceEngine:
         # book[symbol][side] maps price -> list of RefOrder in time priority.
         self.book: list[list[dict[int, list[RefOrder]]]] = [[{}, {}] for _ in range(c.n_symbols)]
         self.orders: dict[int, RefOrder] = {}
+        # Indexes kept beside the book, so a lookup costs no scan of every resting order:
+        # levels[symbol][side] lists the prices of non-empty levels, ascending;
+        # open_count maps (account, symbol) to its number of resting orders.
+        self.levels: list[list[list[int]]] = [[[], []] for _ in range(c.n_symbols)]
+        self.open_count: dict[tuple[int, int], int] = {}
         self.risk: dict[tuple[int, int], list[int]] = {}  # (acc, sym) -> [pos, open_buy, open_sell]
         self.seq = 0
         self.n_msgs = 0
@@ -112,12 +118,12 @@ class ReferenceEngine:
         self._emit(EV_REJECT, code, idx, sym, side, oid, acc, -1, -1, price, qty, 0, 0)
 
     def best_bid(self, sym: int) -> int | None:
-        levels = [p for p, q in self.book[sym][0].items() if q]
-        return max(levels) if levels else None
+        levels = self.levels[sym][0]
+        return levels[-1] if levels else None
 
     def best_ask(self, sym: int) -> int | None:
-        levels = [p for p, q in self.book[sym][1].items() if q]
-        return min(levels) if levels else None
+        levels = self.levels[sym][1]
+        return levels[0] if levels else None
 
     def _crosses(self, sym: int, side: int, price: int | None) -> bool:
         """Would a taker on ``side`` with limit ``price`` (None: market) meet the best?"""
@@ -132,10 +138,13 @@ class ReferenceEngine:
         level.remove(o)
         if not level:
             del self.book[o.symbol][o.side][o.price]
+            prices = self.levels[o.symbol][o.side]
+            del prices[bisect_left(prices, o.price)]
         del self.orders[o.order_id]
+        self.open_count[(o.account, o.symbol)] -= 1
 
     def _open_orders(self, acc: int, sym: int) -> int:
-        return sum(1 for o in self.orders.values() if o.account == acc and o.symbol == sym)
+        return self.open_count.get((acc, sym), 0)
 
     def _open(self, o: RefOrder, delta: int) -> None:
         self._acct(o.account, o.symbol)[1 + o.side] += delta
@@ -143,7 +152,8 @@ class ReferenceEngine:
     def _fok_fillable(self, sym, side, price, qty, acc, stp) -> bool:
         avail = 0
         opposite = self.book[sym][1 - side]
-        prices = sorted(opposite) if side == SIDE_BUY else sorted(opposite, reverse=True)
+        ascending = self.levels[sym][1 - side]
+        prices = ascending if side == SIDE_BUY else reversed(ascending)
         for p in prices:
             if (side == SIDE_BUY and p > price) or (side != SIDE_BUY and p < price):
                 break
@@ -213,8 +223,14 @@ class ReferenceEngine:
         return remaining, False
 
     def _rest(self, o: RefOrder) -> None:
-        self.book[o.symbol][o.side].setdefault(o.price, []).append(o)
+        side_book = self.book[o.symbol][o.side]
+        if o.price not in side_book:
+            side_book[o.price] = []
+            insort(self.levels[o.symbol][o.side], o.price)
+        side_book[o.price].append(o)
         self.orders[o.order_id] = o
+        key = (o.account, o.symbol)
+        self.open_count[key] = self.open_count.get(key, 0) + 1
         self._open(o, o.leaves)
 
     def _in_window(self, sym: int, price: int) -> bool:
@@ -370,7 +386,8 @@ class ReferenceEngine:
         """Same layout as :meth:`engine_ext.Engine.book`."""
         out = {}
         for side, name in ((0, "bids"), (1, "asks")):
-            prices = sorted((p for p, q in self.book[sym][side].items() if q), reverse=(side == 0))
+            ascending = self.levels[sym][side]
+            prices = list(reversed(ascending)) if side == 0 else list(ascending)
             out[name] = [
                 (
                     p,

@@ -22,7 +22,9 @@ The mixes:
 * ``deep_book``: 64 symbols with about 2.3k resting orders each (150k in all) spread over
   thousands of levels, then an ITCH-like mix.
 
-Saved workloads carry a SHA-256 of their content, checked on load.
+Saved workloads carry a SHA-256 of their content, checked on load. A cached workload is named
+by what made it (name, seed, size and a digest of the generator's own sources,
+:func:`generator_digest`), so a change to the reference engine or the mixes makes a new one.
 """
 
 from __future__ import annotations
@@ -461,10 +463,28 @@ def load(path: str | Path) -> Workload:
     )
 
 
+# The modules whose code decides which messages a workload holds.
+_GENERATOR_SOURCES = ("workloads.py", "reference.py", "engine.py", "types.py")
+
+
+def generator_digest() -> str:
+    """SHA-256 (hex) of the sources that generate workloads: the key of a cached stream."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for name in _GENERATOR_SOURCES:
+        h.update(name.encode())
+        h.update((here / name).read_bytes())
+    return h.hexdigest()
+
+
 def load_or_generate(name: str, *, seed: int = 0, n_messages: int = 200_000,
                      cache_dir: str | Path) -> Workload:  # fmt: skip
-    """Replay a saved workload from ``cache_dir`` if present, else generate and save it."""
-    path = Path(cache_dir) / f"{name}-seed{seed}-n{n_messages}.npz"
+    """Replay a saved workload from ``cache_dir`` if its makers are unchanged, else generate it.
+
+    The file name holds the first 16 hex digits of :func:`generator_digest`: a stream cached by
+    another version of the generator or the reference engine is never replayed.
+    """
+    path = Path(cache_dir) / f"{name}-seed{seed}-n{n_messages}-{generator_digest()[:16]}.npz"
     if path.exists():
         return load(path)
     wl = generate(name, seed=seed, n_messages=n_messages)

@@ -12,6 +12,7 @@ import pytest
 
 from engine_ext import Engine, ReferenceEngine, WorkloadError
 from engine_ext import bench as bench_cli
+from engine_ext import workloads
 from engine_ext.reference import events_as_tuples
 from engine_ext.service_time import measure_service_ns, service_time_samples_us, write_hgrm
 from engine_ext.types import EV_ACK, EV_REJECT, MSG_CANCEL, REJ_UNKNOWN_ORDER
@@ -103,3 +104,31 @@ def test_bench_cli_prints_json_lines_and_writes_out(tmp_path, capsys) -> None:
         assert key in lines[0]
     doc = json.loads(out.read_text())
     assert doc["results"][1]["free_rows_after"] >= 0 and "cpu" in doc["machine"]
+
+
+def test_a_cached_stream_is_keyed_on_the_generators_sources(tmp_path, monkeypatch) -> None:
+    first = load_or_generate("crypto_mm", seed=5, n_messages=300, cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("crypto_mm-seed5-n300-*.npz"))) == 1
+    monkeypatch.setattr(workloads, "generator_digest", lambda: "0" * 64)  # an edited generator
+    again = load_or_generate("crypto_mm", seed=5, n_messages=300, cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("crypto_mm-seed5-n300-*.npz"))) == 2
+    assert again.digest == first.digest
+
+
+@pytest.mark.parametrize("name", ["exchange_core", "itch", "crypto_mm"])
+def test_the_reference_engines_indexes_match_its_book(name: str) -> None:
+    wl = generate(name, seed=3, n_messages=3000, drain=False)
+    ref = ReferenceEngine(wl.config)
+    for i, row in enumerate(wl.messages.tolist()):
+        ref.process_one(*row)
+        if i % 97:
+            continue
+        counts: dict[tuple[int, int], int] = {}
+        for o in ref.orders.values():
+            counts[(o.account, o.symbol)] = counts.get((o.account, o.symbol), 0) + 1
+        assert {k: v for k, v in ref.open_count.items() if v} == counts
+        for sym in range(wl.config.n_symbols):
+            for side in (0, 1):
+                assert ref.levels[sym][side] == sorted(
+                    p for p, q in ref.book[sym][side].items() if q
+                )
