@@ -3,9 +3,11 @@
 Numba's on-disk cache (``cache=True``) checks only the timestamp of the file that defines a
 function. The kernels inline code and freeze constants from other files (the twin's engines call
 its random-number and histogram helpers; the testbed gateway inlines ``engine_ext``'s book), so
-after one of those files changed a cached kernel would keep running stale machine code. Keying
-the cache directory on a digest of every source file of ``twin`` and ``engine_ext`` makes any
-change start from a fresh cache, while an unchanged checkout still loads without compiling.
+after one of those files changed a cached kernel would keep running stale machine code. The cache
+directory is keyed on Numba's version and the kernels' own sources (:func:`kernel_sources`: every
+module that imports Numba, and every project module those import, transitively), so a change to
+a kernel or to a constant it freezes starts from a fresh cache, an edit anywhere else (the CLI,
+the scenario loader, the calibration) costs no compile, and an unchanged checkout loads at once.
 
 :func:`configure` runs when either package is imported, before any kernel is decorated. The
 versions live in ``exchange-latency-twin/numba/`` under ``$NUMBA_CACHE_DIR`` when set, else
@@ -22,6 +24,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -32,13 +35,74 @@ _PACKAGES = ("twin", "engine_ext")
 _KEEP_VERSIONS = 4
 
 
-def sources_digest(root: Path) -> str:
-    """A digest of every Python source file of the packages whose code kernels compile."""
-    h = hashlib.sha256(numba.__version__.encode())
+def _module_files(root: Path) -> dict[str, Path]:
+    """Dotted module name -> source file, for every module of the packages under ``root``."""
+    files = {}
     for package in _PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
-            h.update(str(path.relative_to(root)).encode())
-            h.update(path.read_bytes())
+            parts = path.relative_to(root).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            files[".".join(parts)] = path
+    return files
+
+
+# An import statement, found by its text: ``import a.b`` or ``from .a import (b, c)``. Reading
+# text, not a syntax tree, keeps this quick enough to run at every import of the packages; an
+# import inside a docstring counts too, which can only add a file to the digest.
+_IMPORT = re.compile(
+    rb"^[ \t]*(?:import[ \t]+([\w.]+)|from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*))",
+    re.MULTILINE,
+)
+
+
+def _imports(text: bytes, module: str, is_package: bool, known: dict[str, Path]) -> set[str]:
+    """Modules ``text`` imports by name: ``from a.b import c`` names ``a.b.c`` when it is a
+    module, else ``a.b`` (a package's ``__init__`` counts only when a name is taken from it)."""
+    found = set()
+    for match in _IMPORT.finditer(text):
+        plain, source, names = match.groups()
+        if plain:
+            found.add(plain.decode())
+            continue
+        base = source.lstrip(b".").decode()
+        level = len(source) - len(base)
+        if level:
+            parts = module.split(".")
+            parent = parts[: len(parts) - level + is_package]
+            base = ".".join(parent + ([base] if base else []))
+        for name in re.findall(rb"[\w]+", names.split(b"#")[0] if b"(" not in names else names):
+            if name == b"as":
+                continue
+            sub = f"{base}.{name.decode()}"
+            found.add(sub if sub in known else base)
+    return found
+
+
+def kernel_sources(root: Path) -> list[Path]:
+    """The source files compiled code depends on: every module of the packages that imports
+    Numba (it defines or wraps kernels), and the project modules those import, transitively."""
+    known = _module_files(root)
+    sources = {m: p.read_bytes() for m, p in known.items()}
+    edges = {
+        m: _imports(text, m, known[m].name == "__init__.py", known) for m, text in sources.items()
+    }
+    todo = [m for m, names in edges.items() if any(n.split(".")[0] == "numba" for n in names)]
+    seen: set[str] = set()
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(n for n in edges[module] if n in known)
+    return sorted(known[m] for m in seen)
+
+
+def sources_digest(root: Path) -> str:
+    """A digest of Numba's version and of the :func:`kernel_sources` under ``root``."""
+    h = hashlib.sha256(numba.__version__.encode())
+    for path in kernel_sources(root):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
 

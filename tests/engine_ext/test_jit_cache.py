@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from engine_ext.jit_cache import sources_digest
+from engine_ext.jit_cache import kernel_sources, sources_digest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,20 +21,46 @@ def _tree(root: Path, files: dict[str, str]) -> None:
         path.write_text(text)
 
 
-def test_any_change_to_either_package_changes_the_digest(tmp_path) -> None:
-    _tree(tmp_path, {"twin/fast/_rng.py": "A = 1\n", "engine_ext/_book.py": "B = 1\n"})
+def test_a_change_to_a_kernel_or_what_it_imports_changes_the_digest(tmp_path) -> None:
+    _tree(
+        tmp_path,
+        {
+            "twin/__init__.py": "",
+            "twin/fast/__init__.py": "",
+            "twin/fast/_rng.py": "from numba import njit\nfrom twin.path import (\n    WIDTH,\n)\n",
+            "twin/path.py": "from twin import consts\nWIDTH = consts.W\n",
+            "twin/consts.py": "W = 1\n",
+            "engine_ext/__init__.py": "",
+            "engine_ext/_book.py": "from numba import njit\nB = 1\n",
+        },
+    )
     first = sources_digest(tmp_path)
     assert sources_digest(tmp_path) == first
-    (tmp_path / "engine_ext/_book.py").write_text("B = 2\n")
+    (tmp_path / "engine_ext/_book.py").write_text("from numba import njit\nB = 2\n")
     second = sources_digest(tmp_path)
     assert second != first
-    _tree(tmp_path, {"twin/new_helper.py": ""})
-    assert sources_digest(tmp_path) not in {first, second}
-    _tree(tmp_path, {"tests/test_x.py": "irrelevant\n", "twin/notes.txt": "not code\n"})
-    assert sources_digest(tmp_path) not in {first, second}  # new_helper.py still counts
+    (tmp_path / "twin/consts.py").write_text("W = 2\n")  # a constant a kernel freezes, two hops on
     third = sources_digest(tmp_path)
-    (tmp_path / "tests/test_x.py").write_text("changed\n")
-    assert sources_digest(tmp_path) == third
+    assert third not in {first, second}
+    _tree(tmp_path, {"twin/fast/_extra.py": "import numba\n"})  # a new kernel module counts
+    assert sources_digest(tmp_path) not in {first, second, third}
+
+
+def test_an_edit_outside_the_kernels_costs_no_compile(tmp_path) -> None:
+    """Issue 74: the digest covered every source file, so any edit cost a 16-20 CPU-s compile."""
+    for package in ("twin", "engine_ext"):
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("*.pyc"))
+    before = sources_digest(tmp_path)
+    kernels = {p.relative_to(tmp_path) for p in kernel_sources(tmp_path)}
+    assert Path("twin/fast/_kernel.py") in kernels and Path("engine_ext/_book.py") in kernels
+    outside = [Path("twin/scenario.py"), Path("twin/cli.py"), Path("engine_ext/workloads.py")]
+    for rel in outside:
+        assert rel not in kernels
+        (tmp_path / rel).write_text((tmp_path / rel).read_text() + "\n# an edit\n")
+    assert sources_digest(tmp_path) == before
+    kernel = tmp_path / "twin/fast/_kernel.py"
+    kernel.write_text(kernel.read_text() + "\n# an edit\n")
+    assert sources_digest(tmp_path) != before
 
 
 def _python(code: str, cache_home: Path) -> str:
