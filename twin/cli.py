@@ -19,6 +19,7 @@ from twin.argtypes import add_set_argument, output_folder, positive_float, posit
 from twin.console import format_bands, format_failover, format_intervals, format_result
 from twin.errors import ConfigError, TwinError, one_line
 from twin.jsontext import dumps
+from twin.percentiles import PERCENTILES
 from twin.scenario import load_scenario, scenarios_dir, shipped_scenarios
 from twin.simulation import (
     DEFAULT_ENGINE,
@@ -55,7 +56,11 @@ def _progress_bar(total: float, unit: str, decimals: int = 0) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from twin.output import write_run
-    from twin.replicate import default_workers, run_prepared_replicated
+    from twin.replicate import (
+        default_workers,
+        run_prepared_replicated,
+        target_replication_load,
+    )
 
     scenario = what_if(load_scenario(args.scenario), args.profile, args.set)
     scenario = apply_overrides(scenario, args.rate, args.duration, args.seed)
@@ -88,6 +93,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 workers=args.workers or default_workers(),
                 progress=report,
                 varied=Varied(args.vary),
+                ci_statistic=args.ci_statistic,
             )
         if replicated is not None:
             ci95 = replicated.ci95
@@ -114,6 +120,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             payload["ci95"] = {k: [lo, hi] for k, (lo, hi) in ci95.items() if k not in thin}
             payload["ci95_varied"] = args.vary
             payload["ci95_covers"] = Varied(args.vary).covers
+            if args.target_ci is not None:
+                payload["ci95_target"] = {"statistic": args.ci_statistic, "pct": args.target_ci}
+                each = target_replication_load(prepared.load, args.ci_statistic)
+                payload["ci95_method"] = (
+                    f"{replications} independent replications of {each.duration_us / 1e6:g} s "
+                    f"each, every one after its own {each.warmup_us / 1e6:g} s warm-up; "
+                    "Student-t 95%"
+                )
         if bands is not None:
             payload["bands_90"] = {
                 k: {"predicted": b.predicted_us, "low": b.low_us, "high": b.high_us}
@@ -226,7 +240,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--target-ci",
         type=positive_float,
         metavar="PCT",
-        help="add replications until the p99's 95%% half-width is below PCT%% of it",
+        help="add replications until the 95%% half-width of --ci-statistic is below PCT%% of "
+        "it (each replication then lasts an eighth of --duration, or as long as the statistic "
+        "needs, at most --duration)",
+    )
+    p.add_argument(
+        "--ci-statistic",
+        choices=[*PERCENTILES, "mean"],
+        default="p99",
+        help="the statistic --target-ci bounds (default p99)",
     )
     p.add_argument(
         "--workers", type=positive_int, metavar="N", help="processes for replications (all cores)"

@@ -8,8 +8,12 @@ is the pooled value plus or minus ``t(0.975, K-1) * s / sqrt(K)``, where ``s`` i
 deviation of the statistic across the K replications (the method of independent replications; it
 needs K >= 2 and assumes each replication's warm-up removes the start-up transient).
 
-:func:`run_until` adds replications in rounds until the p99's half-width falls below a target
-fraction of its value, so a user gets an honest tail without guessing a run length.
+:func:`run_until` adds replications in rounds until a statistic's half-width (the p99's unless
+told) falls below a target fraction of its value, so a user gets an honest tail without guessing a
+run length. Behind a target, each replication is shorter than the run's duration
+(:func:`target_replication_load`: an eighth of it, but with at least :data:`CI_TAIL_SAMPLES` round
+trips beyond the statistic), so a target that a few short replications meet costs no more; the
+ceiling of simulated time stays :data:`MAX_REPLICATIONS` durations.
 
 What varies (:class:`twin.uncertainty.Varied`): by default only the seed, so the interval is the
 noise of one deployment (the scenario's own placement draw). With ``Varied.PLACEMENT`` each
@@ -50,7 +54,9 @@ T = TypeVar("T")
 # Stream id keeping replication seeds apart from every other use of the scenario seed.
 REPLICATION_STREAM = 0x5245504C
 STATISTICS = (*PERCENTILES, "mean")
-MAX_REPLICATIONS = 200  # ceiling of run_until when a CI target is asked for
+MAX_REPLICATIONS = 200  # ceiling of run_until when a CI target is asked for, in whole durations
+CI_SPLIT = 8  # a replication behind a CI target lasts at most 1/CI_SPLIT of the duration ...
+CI_TAIL_SAMPLES = 200  # ... if it then still sees this many round trips beyond the statistic
 
 Progress = Callable[[int, int], None]  # (replications done, replications planned)
 Job = tuple[CompiledPath, Load]  # what one replication runs
@@ -278,6 +284,18 @@ def run_until(
         planned = min(len(outputs) + max(workers, 1), max_replications)
 
 
+def target_replication_load(load: Load, statistic: str = "p99") -> Load:
+    """``load`` as one replication behind a CI target runs it: its duration cut to
+    ``1 / CI_SPLIT``, but kept long enough to send ``CI_TAIL_SAMPLES`` round trips beyond the
+    percentile ``statistic`` (1,000 messages for the mean), and never longer than it was."""
+    if statistic not in STATISTICS:
+        raise ConfigError(f"statistic {statistic!r}: allowed: {', '.join(STATISTICS)}")
+    q = PERCENTILES.get(statistic)
+    needed = CI_TAIL_SAMPLES / (1 - q / 100) if q is not None else 1000
+    duration_us = max(load.duration_us / CI_SPLIT, load.span_us(math.ceil(round(needed, 6))))
+    return replace(load, duration_us=min(load.duration_us, duration_us))
+
+
 def run_prepared_replicated(
     prepared: Prepared,
     engine: str = DEFAULT_ENGINE,
@@ -286,8 +304,10 @@ def run_prepared_replicated(
     workers: int = 1,
     progress: Progress | None = None,
     varied: Varied = Varied.SEED,
+    ci_statistic: str = "p99",
 ) -> tuple[RunResult, Replicated | None]:
-    """:func:`twin.simulation.run_prepared` with replications and an optional p99 CI target.
+    """:func:`twin.simulation.run_prepared` with replications and an optional CI target on
+    ``ci_statistic`` (its replications then :func:`target_replication_load`'s length).
 
     Returns the summary of the pooled output and the replication record (None when the offered
     load saturates a station, for which no simulation is run). ``varied``: what changes between
@@ -307,22 +327,27 @@ def run_prepared_replicated(
         unstable = unstable_result(name, engine, prepared.path, prepared.load, prepared.placements)
         return unstable, None
     same_path = varied is Varied.SEED
-    jobs = _seeds_of(prepared.path, prepared.load) if same_path else _placements_of(prepared)
+    load = prepared.load
+    if target_ci_pct is not None:
+        load = target_replication_load(prepared.load, ci_statistic)
+    jobs = _seeds_of(prepared.path, load) if same_path else _placements_of(prepared, load)
     # The hop table comes from the first replication's own run: with placements drawn, its path
     # (and maybe its hop list) is that replication's, not the scenario's own draw.
     shown = prepared if same_path else _replaced(prepared, 0)
     if target_ci_pct is not None:
+        ceiling = math.ceil(MAX_REPLICATIONS * prepared.load.duration_us / load.duration_us)
         replicated = run_until(
             prepared.path,
-            prepared.load,
+            load,
             target_ci_pct / 100,
             engine=engine,
             workers=workers,
             min_replications=max(replications, 5),
-            max_replications=max(replications, MAX_REPLICATIONS),
+            max_replications=max(replications, ceiling),
             progress=progress,
             jobs=jobs,
             same_path=same_path,
+            statistic=ci_statistic,
         )
     else:
         replicated = run_jobs(jobs, replications, engine, workers, progress, same_path)
@@ -332,7 +357,7 @@ def run_prepared_replicated(
             role: f"{where} (replication 1; each replication draws its own)"
             for role, where in placements.items()
         }
-    result = summarise(name, engine, shown.path, shown.load, replicated.output, placements)
+    result = summarise(name, engine, shown.path, load, replicated.output, placements)
     return with_path_rate(result, shown), replicated
 
 
@@ -354,11 +379,12 @@ def _replaced(prepared: Prepared, k: int) -> Prepared:
     return again
 
 
-def _placements_of(prepared: Prepared) -> Jobs:
-    """Replication ``k``: :func:`_replaced` ``(prepared, k)``'s path and load."""
+def _placements_of(prepared: Prepared, load: Load) -> Jobs:
+    """Replication ``k``: :func:`_replaced` ``(prepared, k)``'s path and load, the load lasting
+    as long as ``load`` does."""
 
     def job(k: int) -> Job:
         again = _replaced(prepared, k)
-        return again.path, again.load
+        return again.path, replace(again.load, duration_us=load.duration_us)
 
     return job

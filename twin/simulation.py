@@ -123,8 +123,8 @@ def apply_overrides(
     return scenario.with_fields(changes) if changes else scenario
 
 
-#: Simulated messages above which ``twin run`` refuses a run unless ``--force``: about fifteen
-#: minutes of the fast engine on one core (it simulates 2-4 million messages per CPU second,
+#: Simulated messages above which ``twin run`` refuses a run unless ``--force``: tens of CPU
+#: minutes of the fast engine (its messages per CPU second are measured by ``make bench``, in
 #: benchmarks/results/engines.json). A typo in a duration should not take a machine for days.
 MAX_RUN_MESSAGES = 2e9
 
