@@ -27,8 +27,9 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -104,9 +105,11 @@ def t_quantile(n: int) -> float | None:
     """Two-sided 95% Student-t quantile for ``n`` samples (None below two)."""
     if n < 2:
         return None
-    from scipy import stats  # imported here: scipy.stats costs seconds at CLI start-up
+    # scipy.special's inverse of Student's t CDF, the very function scipy.stats.t.ppf calls:
+    # scipy.stats costs a second or more to import, on every sweep's main process.
+    from scipy import special
 
-    return float(stats.t.ppf(0.975, n - 1))
+    return float(special.stdtrit(n - 1, 0.975))
 
 
 def t_interval(center: float, sample: Sequence[float]) -> tuple[float, float] | None:
@@ -146,19 +149,54 @@ def _run_one(engine: str, path: CompiledPath, load: Load) -> EngineOutput:
 def _outputs(
     engine: str,
     jobs: list[Job],
-    workers: int,
+    pool: ProcessPoolExecutor | None,
     progress: Progress | None,
     done_before: int,
     planned: int,
 ) -> list[EngineOutput]:
-    """Run each job, in this process or on a pool of ``workers`` processes, in order."""
+    """Run each job, in this process or on ``pool``, in order."""
 
     def done(n: int) -> None:
         if progress is not None:
             progress(done_before + n, planned)
 
     calls = [(engine, path, load) for path, load in jobs]
-    return map_in_order(_run_one, calls, workers, done)
+    return _map(_run_one, calls, pool, done)
+
+
+def _map(
+    fn: Callable[..., T],
+    calls: Sequence[tuple[object, ...]],
+    pool: ProcessPoolExecutor | None,
+    done: Callable[[int], None] | None,
+) -> list[T]:
+    """``fn(*args)`` for each ``args`` of ``calls``, in their order, in this process (no pool,
+    or a single call) or on ``pool``; ``done(n)`` hears when the first ``n`` results are in."""
+    results: list[T] = []
+    if pool is None or len(calls) <= 1:
+        for args in calls:
+            results.append(fn(*args))
+            if done is not None:
+                done(len(results))
+        return results
+    futures = [pool.submit(fn, *args) for args in calls]
+    for future in futures:
+        results.append(future.result())
+        if done is not None:
+            done(len(results))
+    return results
+
+
+@contextmanager
+def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
+    """A pool of ``workers`` processes (a fresh interpreter each, forkserver where there is one)
+    kept for the whole ``with`` block; None for one worker (the work runs in this process)."""
+    if workers <= 1:
+        yield None
+        return
+    context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        yield pool
 
 
 def map_in_order(
@@ -168,24 +206,10 @@ def map_in_order(
     done: Callable[[int], None] | None = None,
 ) -> list[T]:
     """``fn(*args)`` for each ``args`` of ``calls``, the results in the calls' order: in this
-    process, or on a pool of ``workers`` processes (a fresh interpreter each, forkserver where
-    there is one: ``fn`` and its arguments must pickle). ``done(n)`` hears when the first ``n``
-    results are in."""
-    results: list[T] = []
-    if workers <= 1 or len(calls) <= 1:
-        for args in calls:
-            results.append(fn(*args))
-            if done is not None:
-                done(len(results))
-        return results
-    context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, len(calls)), mp_context=context) as pool:
-        futures = [pool.submit(fn, *args) for args in calls]
-        for future in futures:
-            results.append(future.result())
-            if done is not None:
-                done(len(results))
-    return results
+    process, or on a pool of ``workers`` processes (:func:`worker_pool`: ``fn`` and its
+    arguments must pickle). ``done(n)`` hears when the first ``n`` results are in."""
+    with worker_pool(min(workers, len(calls))) as pool:
+        return _map(fn, calls, pool, done)
 
 
 def _combine(outputs: list[EngineOutput], same_path: bool = True) -> Replicated:
@@ -237,7 +261,9 @@ def run_jobs(
     if replications < 1:
         raise ConfigError(f"Need >= 1 replication, got {replications}")
     todo = [jobs(k) for k in range(replications)]
-    return _combine(_outputs(engine, todo, workers, progress, 0, replications), same_path)
+    with worker_pool(min(workers, replications)) as pool:
+        outputs = _outputs(engine, todo, pool, progress, 0, replications)
+    return _combine(outputs, same_path)
 
 
 def run_until(
@@ -271,17 +297,18 @@ def run_until(
         )
     outputs: list[EngineOutput] = []
     planned = min_replications
-    while True:
-        checked = len(outputs)
-        todo = [jobs(k) for k in range(checked, planned)]
-        outputs += _outputs(engine, todo, workers, progress, checked, planned)
-        for k in range(max(checked + 1, min_replications), len(outputs) + 1):
-            result = _combine(outputs[:k], same_path)
-            if result.relative_half_width(statistic) <= target_relative_half_width:
+    with worker_pool(workers) as pool:  # one pool for every round: its workers start once
+        while True:
+            checked = len(outputs)
+            todo = [jobs(k) for k in range(checked, planned)]
+            outputs += _outputs(engine, todo, pool, progress, checked, planned)
+            for k in range(max(checked + 1, min_replications), len(outputs) + 1):
+                result = _combine(outputs[:k], same_path)
+                if result.relative_half_width(statistic) <= target_relative_half_width:
+                    return result
+            if len(outputs) >= max_replications:
                 return result
-        if len(outputs) >= max_replications:
-            return result
-        planned = min(len(outputs) + max(workers, 1), max_replications)
+            planned = min(len(outputs) + max(workers, 1), max_replications)
 
 
 def target_replication_load(load: Load, statistic: str = "p99") -> Load:

@@ -43,3 +43,17 @@ def test_target_ci_on_p99_9_is_met_and_says_how(capsys) -> None:
     assert payload["ci95_target"] == {"statistic": "p99_9", "pct": 4.0}
     assert f"{payload['replications']} independent replications of" in payload["ci95_method"]
     assert payload["replications"] >= 5
+
+
+def test_a_target_gives_the_same_answer_on_one_worker_and_on_a_kept_pool_of_two() -> None:
+    from twin.replicate import run_until
+    from twin.simulation import apply_overrides, prepare
+
+    scenario = load_scenario(SCENARIOS / "tier1_peering_cpg.toml")
+    prepared = prepare(apply_overrides(scenario, 50_000, 0.05, 7))
+    # A target the first round cannot meet, so a second round runs on the same pool.
+    args = (prepared.path, prepared.load, 0.004)
+    one = run_until(*args, workers=1, min_replications=3, max_replications=8)
+    two = run_until(*args, workers=2, min_replications=3, max_replications=8)
+    assert one.replications == two.replications > 3
+    assert one.estimates == two.estimates and one.ci95 == two.ci95
