@@ -26,6 +26,7 @@ from twin import (
 )
 from twin.histogram import cdf_points_us, percentile_ci95_us
 from twin.kinds import Loop
+from twin.simulation import with_window
 from twin.sweep.capacity import saturation_rate
 from twin.tomlio import parse_toml
 
@@ -73,12 +74,18 @@ def reachable_rate_msgs_per_s(prepared: Prepared) -> float:
     return rate
 
 
-def sized(scenario: Scenario, messages: int) -> Scenario:
-    """``scenario`` with its window set to record about ``messages`` messages."""
-    rate = reachable_rate_msgs_per_s(prepare(scenario))
+def sized_prepared(scenario: Scenario, messages: int) -> Prepared:
+    """``scenario`` prepared once, its window set to record about ``messages`` messages."""
+    prepared = prepare(scenario)
+    rate = reachable_rate_msgs_per_s(prepared)
     duration_s = messages / rate
     warmup_s = max(WARMUP_FRACTION * duration_s, WARMUP_MIN_MESSAGES / rate)
-    return scenario.with_fields({"workload.duration_s": duration_s, "workload.warmup_s": warmup_s})
+    return with_window(prepared, duration_s, warmup_s)
+
+
+def sized(scenario: Scenario, messages: int) -> Scenario:
+    """``scenario`` with its window set to record about ``messages`` messages."""
+    return sized_prepared(scenario, messages).scenario
 
 
 @dataclass(frozen=True)
@@ -182,7 +189,7 @@ def summarise(result: RunResult, prepared: Prepared) -> Summary:
 
 def simulate(scenario: Scenario, engine: str, messages: int) -> Summary:
     """Run ``scenario`` sized to ``messages`` on ``engine`` and summarise it."""
-    prepared = prepare(sized(scenario, messages))
+    prepared = sized_prepared(scenario, messages)
     return summarise(run_prepared(prepared, engine), prepared)
 
 

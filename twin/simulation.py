@@ -195,6 +195,20 @@ def prepare(
     )
 
 
+def with_window(prepared: Prepared, duration_s: float, warmup_s: float) -> Prepared:
+    """``prepared`` recording over another window (seconds): its scenario and load changed, its
+    placements and path kept, which no window changes, so nothing is placed or compiled again
+    (a whole day's hours likewise)."""
+    fields = {"workload.duration_s": duration_s, "workload.warmup_s": warmup_s}
+    scenario = prepared.scenario.with_fields(fields)
+    return replace(
+        prepared,
+        scenario=scenario,
+        load=Load.from_workload(scenario.workload),
+        by_hour=tuple(with_window(hour, duration_s, warmup_s) for hour in prepared.by_hour),
+    )
+
+
 def run_prepared(
     prepared: Prepared, engine: str = DEFAULT_ENGINE, progress: Progress | None = None
 ) -> RunResult:

@@ -161,3 +161,19 @@ def test_formats() -> None:
     assert charts.format_us(2394.12) == "2,394.1 µs"
     assert charts.format_rate(400_000) == "400k msg/s"
     assert charts.format_rate(1_000_000) == "1M msg/s"
+
+
+@pytest.mark.parametrize("name", ["tier1_peering_cpg", "venue_api_keepalive"])
+def test_a_what_if_prepares_once_and_runs_what_two_preparations_ran(name, monkeypatch) -> None:
+    """Issue 74: a what-if placed and compiled its scenario twice (once to size it)."""
+    from twin.simulation import prepare as real_prepare
+    from twin.simulation import run_prepared
+
+    scenario = load_scenario(SCENARIOS / f"{name}.toml")
+    calls = []
+    monkeypatch.setattr(runner, "prepare", lambda s: calls.append(s) or real_prepare(s))
+    once = runner.sized_prepared(scenario, 300)
+    assert len(calls) == 1
+    twice = real_prepare(runner.sized(scenario, 300))
+    assert once.scenario == twice.scenario and once.load == twice.load
+    assert run_prepared(once, "fast").rtt_us == run_prepared(twice, "fast").rtt_us
