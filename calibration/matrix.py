@@ -37,7 +37,10 @@ the measured capacity (judged where it was reached, or missed below a lower boun
 it, the share of those points' runs within the same goal of their point's other runs
 (``runs_share_within_goal``, :mod:`calibration.repeatability`): what an exact model would reach;
 and how many of the testbed's runs lost more than :data:`STOLEN_RUN_PCT` of their time to steal
-(:func:`host_steal`): a corpus of a host whose neighbours took it.
+(:func:`host_steal`): a corpus of a host whose neighbours took it. Per system and in the
+summary, the model judged against that noise (:mod:`calibration.judge`): ``repeat_ratio``
+{``p50``, ``p99``, ``throughput``} and ``consistent_share``; each point states its runs' spread
+(``run_spread_pct``).
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from calibration.halt import (
     socket_wake_parameter,
 )
 from calibration.hiccups import HICCUP_MIN_US, Mode, hiccup_parameters, probe_reports
+from calibration.judge import judge, point_spread
 from calibration.measurement import Measurement
 from calibration.readers import read
 from calibration.readers.folders import run_host
@@ -1075,6 +1079,13 @@ def system_matrix(
                 },
                 **({} if cpu is None else {"cpu_us_per_msg": cpu}),
                 "run_agreement": measured_agreement(runs).as_dict(),
+                "run_spread_pct": point_spread(
+                    {
+                        "p50": [m.percentile_us(50.0) for m in runs],
+                        "p99": [m.percentile_us(99.0) for m in runs],
+                        "throughput": [_achieved(m) for m in runs],
+                    }
+                ),
             }
         )
     calibration_point = system.point(system.calibrated_on)
@@ -1092,6 +1103,10 @@ def system_matrix(
         "saturation": saturation,
         "host_steal": host_steal(system.points),
     }
+    noise = judge(points)
+    entry["repeat_ratio"] = noise["repeat_ratio"]
+    entry["consistent_share"] = noise["consistent_share"]
+    entry["noise"] = noise
     return {**entry, "run_agreement": judged_agreement(entry).as_dict()}, profile
 
 
@@ -1171,9 +1186,16 @@ def summary(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     # Each system's runs' agreement (files written before it was stated have none).
     agreement = pooled(RunAgreement(**s["run_agreement"]) for s in systems if "run_agreement" in s)
     steal = [s["host_steal"] for s in systems if s.get("host_steal")]
+    noise = judge([p for s in systems for p in s["points"]])
 
     return {
         "points": len(predicted),
+        # The model against the measurement's own noise (calibration.judge): its median error
+        # over the runs' (1.0: as good as repeating the measurement), and the share of points
+        # predicted within what their runs allow.
+        "repeat_ratio": noise["repeat_ratio"],
+        "consistent_share": noise["consistent_share"],
+        "consistent_points": noise["consistent_points"],
         "p50_median_abs_err_pct": median_abs("p50"),
         "p99_median_abs_err_pct": median_abs("p99"),
         "share_within_goal": (sum(judged_known) / len(judged_known) if judged_known else None),
@@ -1302,6 +1324,8 @@ def format_matrix(matrix: Mapping[str, Any]) -> str:
                 )
                 + f" {_num(m['throughput']):>11s} {_num(pr['throughput']):>11s}"
             )
+        if "repeat_ratio" in s:
+            lines.append(f"  against its runs' own noise: {_noise(s)}")
     spread = matrix.get("seed_spread")
     if spread is not None:
         lines.append(
@@ -1326,6 +1350,12 @@ def format_matrix(matrix: Mapping[str, Any]) -> str:
             f"the runs themselves (each against the median of its point's others, the same "
             f"goal): {_share(sm['runs_share_within_goal'])} of {sm['runs_judged']} runs within "
             f"it, about what a model with each point's exact distribution would reach"
+        )
+    if "repeat_ratio" in sm:
+        lines.append(
+            f"against the runs' own noise (the model's median |error| over the runs' median "
+            f"|error| against their point's others; 1.0: as good as measuring again): "
+            f"{_noise(sm)} of {sm['consistent_points']} points"
         )
     if sm.get("steal_runs"):
         lines.append(
@@ -1365,6 +1395,14 @@ def format_matrix(matrix: Mapping[str, Any]) -> str:
             f"{sm['cpu_simulated_points']} points"
         )
     return "\n".join(lines)
+
+
+def _noise(judged: Mapping[str, Any]) -> str:
+    """``repeat ratio p50 1.4, p99 2.1, throughput 0.9; consistent 62%``."""
+    ratios = ", ".join(
+        f"{k} {'-' if v is None else f'{v:.2g}'}" for k, v in judged["repeat_ratio"].items()
+    )
+    return f"repeat ratio {ratios}; within their runs' spread {_share(judged['consistent_share'])}"
 
 
 def _num(value: float | None) -> str:

@@ -232,6 +232,16 @@ def test_matrix_json_contract(seeded_matrix) -> None:
     assert summary["cpu_points"] == 2  # testbed-loopback's three points less its calibration
     assert summary["cpu_simulated_points"] == 2
     assert summary["cpu_simulated_median_abs_err_pct"] >= 0
+    # The model against its runs' own noise (calibration.judge), per system and in all.
+    for system in matrix["systems"]:
+        assert set(system["repeat_ratio"]) == {"p50", "p99", "throughput"}
+        share = system["consistent_share"]
+        assert share is None or 0 <= share <= 1
+        for point in system["points"]:
+            assert set(point["run_spread_pct"]) == {"p50", "p99", "throughput"}
+    assert set(summary["repeat_ratio"]) == {"p50", "p99", "throughput"}
+    assert all(r is None or r >= 0 for r in summary["repeat_ratio"].values())
+    assert summary["consistent_points"] <= summary["points"]
     runs = sum(s["run_agreement"]["runs"] for s in matrix["systems"])
     assert summary["runs_judged"] == runs
     within = sum(s["run_agreement"]["within_goal"] for s in matrix["systems"])
