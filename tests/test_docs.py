@@ -79,3 +79,20 @@ def test_the_results_index_names_every_table_and_only_committed_files(tmp_path: 
         with pytest.raises(SystemExit, match=re.escape(message)) as exc:
             gendocs.read_index(bad)
         assert str(exc.value).startswith(str(bad))
+
+
+def test_the_matrix_history_is_what_each_committed_matrix_says() -> None:
+    """Issue 70: the model-history table reads one history of summaries, not 82 matrix files;
+    each entry of a matrix still committed is what tools/matrix_history.py takes of it, and
+    every entry names the matrix file's git blob."""
+    import json
+
+    import matrix_history
+
+    history = json.loads(matrix_history.HISTORY.read_text())["matrices"]
+    assert len(history) == 82
+    assert all(len(e["git_blob"]) == 40 for e in history.values())
+    committed = [n for n in history if (matrix_history.HISTORY.parent / n).exists()]
+    assert "load_matrix.json" in committed and len(committed) >= 10
+    for name in committed:
+        assert matrix_history.entry(matrix_history.HISTORY.parent / name) == history[name], name

@@ -82,10 +82,11 @@ UNINDEXED = frozenset({"api"})
 
 
 def read_index(path: Path = INDEX) -> dict[str, dict[str, Any]]:
-    """Each table's entry of the index: ``files`` (paths from the repository root) or ``rows``
-    (each naming a ``file`` or ``folder`` and a ``corpus``, a key of ``[corpora]`` that this
-    resolves to its text). Exits naming the index and the entry when an entry names an unknown
-    table or corpus, a table has no entry, or a file it names is not committed."""
+    """Each table's entry of the index: ``files`` (paths from the repository root) and or
+    ``rows`` (each naming a ``file``, a ``folder`` or a ``matrix`` of the history, and a
+    ``corpus``, a key of ``[corpora]`` that this resolves to its text). Exits naming the index
+    and the entry when an entry names an unknown table or corpus, a table has no entry, or a
+    file it names is not committed."""
     with open(path, "rb") as fh:
         data = tomllib.load(fh)
     corpora: Mapping[str, str] = data.get("corpora", {})
@@ -101,7 +102,7 @@ def read_index(path: Path = INDEX) -> dict[str, dict[str, Any]]:
             row["corpus"] = corpora[row["corpus"]]
         named = [
             *entry.get("files", []),
-            *(r.get("file") or r["folder"] for r in entry.get("rows", [])),
+            *(r[k] for r in entry.get("rows", []) for k in ("file", "folder") if k in r),
         ]
         for relative in named:
             if not (ROOT / relative).exists():

@@ -172,14 +172,18 @@ def load_cpu_simulated(files: Sequence[str]) -> str:
     return md_table(header, "lrrrrr", rows)
 
 
-def load_before_after(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The matrix's summary for each model issue 17 measured, oldest first (the saturation's:
-    :func:`_saturation`)."""
+def load_before_after(files: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
+    """The matrix's summary for each model issue 17 measured, oldest first: each row's
+    ``matrix`` in the history of summaries ``files[0]`` (``tools/matrix_history.py``)."""
+    history = load(files[0])["matrices"]
     out = []
     for row in rows:
-        data = load(row["file"])
-        sm = data["summary"]
-        sat_err, sat_share, sat_judged = _saturation(data["systems"])
+        if row["matrix"] not in history:
+            raise SystemExit(f"{files[0]}: no matrix {row['matrix']!r} (tools/matrix_history.py)")
+        data = history[row["matrix"]]
+        sm, sat = data["summary"], data["saturation"]
+        sat_err = "-" if sat["median_abs_err_pct"] is None else f"{sat['median_abs_err_pct']:.0f}%"
+        sat_share = "-" if sat["within_goal"] is None else f"{sat['within_goal']:.0%}"
         out.append(
             (
                 row["model"],
@@ -187,7 +191,7 @@ def load_before_after(rows: Sequence[Mapping[str, Any]]) -> str:
                 f"{sm['p50_median_abs_err_pct']:.0f}%",
                 f"{sm['p99_median_abs_err_pct']:.0f}%",
                 f"{sm['share_within_goal']:.0%} of {sm['points_under_load_limit']}",
-                f"{sat_err} ({sat_share} of {sat_judged})",
+                f"{sat_err} ({sat_share} of {sat['judged']})",
                 _seed_range(data.get("seed_spread")),
             )
         )
