@@ -27,8 +27,6 @@ scenario fields that reproduce them, run folders). For each system :func:`system
    which the busiest station's offered utilization reaches 1 (bisection, the shared cores
    making utilization non-linear in the rate).
 
-:func:`seed_spread`: the summary's range over other seeds, what a change must beat.
-
 The **goal** for a point below :data:`GOAL_LOAD_SHARE` of the measured saturation: p50 within
 :data:`GOAL_P50_PCT` and p99 within :data:`GOAL_P99_PCT`. The summary counts predicted points
 (calibration points left out), the median absolute p50 and p99 errors and the share of points
@@ -37,7 +35,8 @@ the measured capacity (judged where it was reached, or missed below a lower boun
 it, the share of those points' runs within the same goal of their point's other runs
 (``runs_share_within_goal``, :mod:`calibration.repeatability`): what an exact model would reach;
 and how many of the testbed's runs lost more than :data:`STOLEN_RUN_PCT` of their time to steal
-(:func:`host_steal`): a corpus of a host whose neighbours took it.
+(:func:`host_steal`): a corpus of a host whose neighbours took it. :func:`seed_spread`: the
+summary's range over other seeds, what a change must beat.
 """
 
 from __future__ import annotations
