@@ -27,8 +27,6 @@ scenario fields that reproduce them, run folders). For each system :func:`system
    which the busiest station's offered utilization reaches 1 (bisection, the shared cores
    making utilization non-linear in the rate).
 
-:func:`seed_spread`: the summary's range over other seeds, what a change must beat.
-
 The **goal** for a point below :data:`GOAL_LOAD_SHARE` of the measured saturation: p50 within
 :data:`GOAL_P50_PCT` and p99 within :data:`GOAL_P99_PCT`. The summary counts predicted points
 (calibration points left out), the median absolute p50 and p99 errors and the share of points
@@ -38,9 +36,9 @@ it, the share of those points' runs within the same goal of their point's other 
 (``runs_share_within_goal``, :mod:`calibration.repeatability`): what an exact model would reach;
 and how many of the testbed's runs lost more than :data:`STOLEN_RUN_PCT` of their time to steal
 (:func:`host_steal`): a corpus of a host whose neighbours took it. Per system and in the
-summary, the model judged against that noise (:mod:`calibration.judge`): ``repeat_ratio``
-{``p50``, ``p99``, ``throughput``} and ``consistent_share``; each point states its runs' spread
-(``run_spread_pct``).
+summary, the model against that noise (:mod:`calibration.judge`: ``repeat_ratio``,
+``consistent_share``; each point's ``run_spread_pct``). :func:`seed_spread`: the summary's
+range over other seeds, what a change must beat.
 """
 
 from __future__ import annotations
@@ -301,10 +299,10 @@ def syscall_probe(root: str | Path) -> Path:
     return Path(root) / name if isinstance(name, str) else SYSCALL_PROBE
 
 
-def _probe_files(root: Path) -> tuple[list[Path], list[Path]]:
-    """The hiccup probe files the manifest beside ``root`` names: every vCPU spinning
-    (``hiccups``) and each alone (``hiccups_alone``), each a list where the lab ran the probe."""
-    names = _probe_names(root)
+def _probe_files(root: Path, names: Mapping[str, Any]) -> tuple[list[Path], list[Path]]:
+    """The hiccup probe files ``names`` (a manifest's entries, or its stand-in's) name beside
+    ``root``: every vCPU spinning (``hiccups``) and each alone (``hiccups_alone``), each a list
+    where the lab ran the probe."""
     together, alone = (
         [root / name for name in files] if isinstance(files, list) else []
         for files in (names.get("hiccups"), names.get("hiccups_alone"))
@@ -312,25 +310,33 @@ def _probe_files(root: Path) -> tuple[list[Path], list[Path]]:
     return together, alone
 
 
-# The corpora beside which the lab ran the hiccup probes (2026-11-27 and 11-28, the lab's host
-# type): a corpus without probes of its own takes the median law over all of theirs, as one
-# without a halt probe takes the committed one (:func:`hiccup_files`).
-HICCUP_STAND_IN = tuple(
-    Path(__file__).resolve().parent / "data" / name
-    for name in ("load_2026-11-27_hiccups", "load_2026-11-28_relay", "load_2026-11-28_night")
-)
+# The manifest key of the probe files that stand for a corpus's host where the lab ran no hiccup
+# probe beside it: ``{"hiccups": [...], "hiccups_alone": [...]}``, paths from the corpus's folder
+# (probes of the same host type beside other corpora), as one without a halt probe takes the
+# committed one.
+HICCUP_STAND_IN = "hiccups_stand_in"
 
 
 def hiccup_files(root: str | Path) -> tuple[list[Path], list[Path], bool]:
     """The hiccup probe files a corpus's host is modelled with, every vCPU spinning and each
-    alone, and whether they are the stand-in's: the corpus's own (manifest keys ``hiccups`` and
-    ``hiccups_alone``), or for a corpus without any, those beside every corpus of
-    :data:`HICCUP_STAND_IN`."""
-    together, alone = _probe_files(Path(root))
+    alone, and whether they stand in for probes of its own: the corpus's own (manifest keys
+    ``hiccups`` and ``hiccups_alone``), or for a corpus without any, those its manifest names
+    under :data:`HICCUP_STAND_IN` (none without that key)."""
+    root = Path(root)
+    names = _probe_names(root)
+    together, alone = _probe_files(root, names)
     if together:
         return together, alone, False
-    others = [_probe_files(other) for other in HICCUP_STAND_IN]
-    return [p for spun, _ in others for p in spun], [p for _, each in others for p in each], True
+    stand_in = names.get(HICCUP_STAND_IN)
+    if not isinstance(stand_in, dict):
+        return [], [], False
+    together, alone = _probe_files(root, stand_in)
+    return together, alone, bool(together)
+
+
+def _stand_in_corpora(paths: Sequence[Path]) -> str:
+    """The corpora (folder names) the stand-in probe files lie beside, in the order named."""
+    return ", ".join(dict.fromkeys(p.parent.name for p in paths))
 
 
 def hiccup_probes(root: str | Path) -> list[dict[str, Any]]:
@@ -365,7 +371,7 @@ def host_parameters(root: str | Path) -> dict[str, Parameter]:
     together, alone, stand_in = hiccup_files(root)
     hiccups = hiccup_parameters(together, alone) if together else {}
     if stand_in:
-        corpora = ", ".join(other.name for other in HICCUP_STAND_IN)
+        corpora = _stand_in_corpora([*together, *alone])
         note = f"; stand-in: no probe beside this corpus, the median over those beside {corpora}"
         hiccups = {key: replace(p, source=p.source + note) for key, p in hiccups.items()}
     halt_name = names.get("wakeprobe_halt")

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 _SKIP_NAMES = shutil.ignore_patterns(
     ".git", ".venv", "build", "*.egg-info", "__pycache__", "sweep-results", "tests", ".*cache"
 )
-# The lab's measurements (over 100 MB), which the wheel does not ship (pyproject's package data).
+# The lab's measurements (about 30 MB), which the wheel does not ship (pyproject's package data).
 _MEASUREMENTS = REPO / "calibration" / "data"
 
 

@@ -257,12 +257,15 @@ def test_matrix_text_has_a_line_per_point(seeded_matrix) -> None:
 
 
 def _broken_corpus(tmp_path: Path, edit) -> Path:
-    """A copy of the fixture corpus, valid but for ``edit`` (its scenarios named absolutely)."""
+    """A copy of the fixture corpus, valid but for ``edit`` (its scenarios and its hiccup
+    stand-in named absolutely)."""
     corpus = tmp_path / "corpus"
     shutil.copytree(CORPUS, corpus)
     manifest = json.loads((corpus / "manifest.json").read_text())
     for system in manifest["systems"]:
         system["scenario"] = str((CORPUS / system["scenario"]).resolve())
+    for files in manifest["hiccups_stand_in"].values():
+        files[:] = [str((CORPUS / name).resolve()) for name in files]
     edit(corpus, manifest)
     (corpus / "manifest.json").write_text(json.dumps(manifest))
     return corpus
@@ -540,27 +543,39 @@ def test_the_matrix_names_each_hiccup_probe_beside_the_median_law_it_took(tmp_pa
     assert "every vCPU spinning: 2/s 0.01%, 50/s 20.00%, 3/s 0.02%; each alone: 1/s" in text
 
 
-def test_a_corpus_without_hiccup_probes_takes_the_median_law_of_those_beside_the_others() -> None:
+def test_a_corpus_without_hiccup_probes_takes_the_median_law_of_those_beside_the_others(
+    tmp_path: Path,
+) -> None:
     """A corpus the lab probed no hiccups beside (the fixture's, the canonical one's) is modelled
-    with the median law over every probe beside the stand-in corpora, named with their corpus in
-    the matrix and stated in each parameter's source; a corpus with probes keeps its own."""
+    with the median law over the probes its manifest names as its host's stand-in (beside three
+    other corpora), named with their corpus in the matrix and stated in each parameter's
+    source; a corpus with probes keeps its own, and one with neither has no hiccups."""
     from calibration import matrix
     from calibration.hiccups import hiccup_parameters
 
-    together, alone, stand_in = matrix.hiccup_files(CORPUS)
-    assert stand_in and len(together) == 9 and len(alone) == 6
-    assert {p.parent for p in together} == set(matrix.HICCUP_STAND_IN)
+    stand_in = json.loads((CORPUS / matrix.MANIFEST).read_text())[matrix.HICCUP_STAND_IN]
+    together, alone, is_stand_in = matrix.hiccup_files(CORPUS)
+    assert is_stand_in and len(together) == 9 and len(alone) == 6
+    assert together == [CORPUS / name for name in stand_in["hiccups"]]
+    assert all(p.is_file() for p in [*together, *alone])
     host = matrix.host_parameters(CORPUS)
     law = hiccup_parameters(together, alone)
+    corpora = "load_2026-11-27_hiccups, load_2026-11-28_relay, load_2026-11-28_night"
     for key in ("local_vcpu_hiccup_rate_per_s", "local_vcpu_hiccup_alone_p99_us"):
         assert host[key].value == law[key].value > 0
-        assert "stand-in: no probe beside this corpus" in host[key].source
+        assert f"stand-in: no probe beside this corpus, the median over those beside {corpora}" in (
+            host[key].source
+        )
     probes = matrix.hiccup_probes(CORPUS)
     assert probes[0]["file"] == "load_2026-11-27_hiccups/hiccups_0.json"
     assert [p["mode"] for p in probes] == ["together"] * 9 + ["alone"] * 6
-    own = matrix.HICCUP_STAND_IN[0]
+    own = together[0].parent
     assert matrix.hiccup_files(own)[2] is False
     assert "stand-in" not in matrix.host_parameters(own)["local_vcpu_hiccup_rate_per_s"].source
+    canonical = matrix.hiccup_files(REPO / "calibration" / "data" / "load")
+    assert canonical[2] and [p.resolve() for p in canonical[0]] == [p.resolve() for p in together]
+    (tmp_path / matrix.MANIFEST).write_text(json.dumps({"systems": []}))
+    assert matrix.hiccup_files(tmp_path) == ([], [], False)
 
 
 def test_a_corpus_probes_are_calibrated_on_never_predicted(tmp_path) -> None:

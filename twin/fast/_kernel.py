@@ -1,7 +1,6 @@
 """The fast engine's compiled event loop: one flat ``@njit(cache=True)`` function over arrays.
 
-Semantics are those of :mod:`twin.des`; the structure is chosen for speed (the measurements and
-the designs tried and not kept: ``docs/design-notes.md``, fast engine):
+Semantics are those of :mod:`twin.des`; the structure is chosen for speed (docs/notes/engines.md):
 
 - **Only station arrivals are events.** Fixed times and non-queueing delays touch no shared
   state, so a message walks them at once, up to its next station. The calendar is a binary heap

@@ -5,14 +5,13 @@ the cancel at once; the cancel ack ends the cycle (domain brief, "The order loop
 on a schedule (Poisson or evenly spaced, ``rate / 2`` cycles per second over all connections,
 cycle ``k`` on connection ``k % C``).
 
-**Burst probe** (``burst_sizes``, off by default): cycles start in groups instead. Group
-arrivals follow the same process at ``rate / (2 x mean group size)`` groups per second (the
-mean message rate stays ``rate``), group ``g`` has ``burst_sizes[g % len(burst_sizes)]``
-cycles, all due at the same instant and spread over the connections round-robin (cycle ``k``
-still on connection ``k % C``), so each connection's share goes out in one ``send`` and the
-gateway reads several frames per read: warm multi-event wake-ups of known sizes, which separate
-the marginal cost per event from the per-wake-up cost (``work_by_batch``, ``work_by_batch_warm``;
-why: ``docs/design-notes.md``). Open loop only.
+**Burst probe** (``burst_sizes``, off by default): cycles start in groups instead. Group arrivals
+follow the same process at ``rate / (2 x mean group size)`` groups per second (the mean message
+rate stays ``rate``), group ``g`` has ``burst_sizes[g % len(burst_sizes)]`` cycles, all due at the
+same instant and spread over the connections round-robin (cycle ``k`` still on connection
+``k % C``), so each connection's share goes out in one ``send`` and the gateway reads several
+frames per read: warm multi-event wake-ups of known sizes, which separate the marginal cost per
+event from the per-wake-up cost (``work_by_batch``, ``work_by_batch_warm``). Open loop only.
 
 **One thread, one wait.** The loop waits on every socket *and* on a timer armed at the next
 scheduled send (:class:`twin.testbed.timer.WakeTimer`, nanosecond expiry) in one ``epoll``;
