@@ -35,10 +35,8 @@ the measured capacity (judged where it was reached, or missed below a lower boun
 it, the share of those points' runs within the same goal of their point's other runs
 (``runs_share_within_goal``, :mod:`calibration.repeatability`): what an exact model would reach;
 and how many of the testbed's runs lost more than :data:`STOLEN_RUN_PCT` of their time to steal
-(:func:`host_steal`): a corpus of a host whose neighbours took it. Per system and in the
-summary, the model against that noise (:mod:`calibration.judge`: ``repeat_ratio``,
-``consistent_share``; each point's ``run_spread_pct``). :func:`seed_spread`: the summary's
-range over other seeds, what a change must beat.
+(:func:`host_steal`). The model against that noise: :mod:`calibration.judge` (``repeat_ratio``,
+``consistent_share``). :func:`seed_spread`: the summary's range over seeds, what a change must beat.
 """
 
 from __future__ import annotations
