@@ -42,7 +42,7 @@ from twin.results import (
     summarise,
     unstable_result,
 )
-from twin.simulation import DEFAULT_ENGINE, Prepared, with_path_rate
+from twin.simulation import DEFAULT_ENGINE, Prepared, described, with_path_rate
 from twin.uncertainty import Varied
 
 T = TypeVar("T")
@@ -305,7 +305,7 @@ def run_prepared_replicated(
         )
     if prepared.is_saturated():
         unstable = unstable_result(name, engine, prepared.path, prepared.load, prepared.placements)
-        return unstable, None
+        return described(unstable, prepared), None
     same_path = varied is Varied.SEED
     jobs = _seeds_of(prepared.path, prepared.load) if same_path else _placements_of(prepared)
     # The hop table comes from the first replication's own run: with placements drawn, its path
@@ -333,7 +333,10 @@ def run_prepared_replicated(
             for role, where in placements.items()
         }
     result = summarise(name, engine, shown.path, shown.load, replicated.output, placements)
-    return with_path_rate(result, shown), replicated
+    # The path rate of the replication shown, the rest of the scenario as run.
+    result = with_path_rate(result, shown)
+    shown_rate = result.path_rate_msgs_per_s
+    return replace(described(result, prepared), path_rate_msgs_per_s=shown_rate), replicated
 
 
 def _replaced(prepared: Prepared, k: int) -> Prepared:

@@ -23,8 +23,7 @@ from twin.extras import Extra, require
 from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier, Transport
 from twin.profile import load_profile, resolve_profile_path, write_profile
 from twin.scenario import scenarios_dir
-from twin.testbed.sockperf import Route
-from twin.testbed.systems import Tool
+from twin.testbed.systems import Route, Tool
 
 # The campaign's burst probe (``twin.testbed.campaign.DEFAULT_PROBE_BURSTS``, not imported
 # here so that ``twin --help`` does not load the testbed).
