@@ -62,11 +62,11 @@ def _problems(table: dict) -> list[str]:
     return found
 
 
-def _check_tables(page, name: str, expected: int) -> None:
-    page.wait_for_selector('[data-testid="stTable"]', timeout=SETTLE_TIMEOUT_MS)
-    tables = page.evaluate(READ_TABLES)
+def _check_tables(tab, name: str, expected: int) -> None:
+    tab.wait_for_selector('[data-testid="stTable"]', timeout=SETTLE_TIMEOUT_MS)
+    tables = tab.evaluate(READ_TABLES)
     assert len(tables) >= expected, (name, len(tables))
-    boxes = page.locator('[data-testid="stTable"]')
+    boxes = tab.locator('[data-testid="stTable"]')
     for i, table in enumerate(tables):
         boxes.nth(i).screenshot(path=str(ARTIFACTS / f"table_{name}_{i}.png"))
         assert _problems(table) == [], (name, i, table["headers"])
@@ -82,7 +82,7 @@ def _check_tables(page, name: str, expected: int) -> None:
         ("Calibration", "Profile 'default'", None, "calibration", 2),
     ],
 )
-def test_every_table_reads_as_finished(page, view, marker, setup, name, expected) -> None:
+def test_every_table_reads_as_finished(page, view, marker, setup, name, expected) -> None:  # noqa: F811
     settle(page)
     page.get_by_role("tab", name=view).click()
     rerun_for(page, marker)
@@ -96,7 +96,7 @@ def test_every_table_reads_as_finished(page, view, marker, setup, name, expected
     _check_tables(page, name, expected)
 
 
-def test_the_tick_to_trade_table_reads_as_finished(page) -> None:
+def test_the_tick_to_trade_table_reads_as_finished(page) -> None:  # noqa: F811
     settle(page)
     page.get_by_role("tab", name="Distribution").click()
     settle(page)
