@@ -324,7 +324,8 @@ def curve_tab(scenario: Scenario, engine: str, messages: int) -> None:
     st.caption(
         f"Capacity: {found.answer} (95% interval {found.ci95[0]:,.0f} .. {found.ci95[1]:,.0f} "
         f"msg/s over {found.replications} seeds per rate). The same search as `twin capacity "
-        f"SCENARIO --p99-ceiling-us {ceiling} --set workload.duration_s="
+        f"SCENARIO --p99-ceiling-us {ceiling} --replications {found.replications} "
+        "--set workload.duration_s="
         f"{question['duration_s']!r} --set workload.warmup_s={question['warmup_s']!r}` on the "
         f"scenario as run (Download scenario). {saturates}; each point of the curve records "
         f"{messages:,} round trips on the {engine} engine."

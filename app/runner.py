@@ -81,18 +81,21 @@ def sized(scenario: Scenario, messages: int) -> Scenario:
     return scenario.with_fields({"workload.duration_s": duration_s, "workload.warmup_s": warmup_s})
 
 
-# Replications per rate of the explorer's capacity search: twin capacity's default.
-CAPACITY_REPLICATIONS = 3
+# The explorer's capacity search (twin capacity's, sized to answer in seconds): replications
+# per rate, and the share of a curve point's messages each of its runs records.
+CAPACITY_REPLICATIONS = 2
+CAPACITY_MESSAGES_SHARE = 0.5
 
 
 def capacity_question(scenario: Scenario, messages: int) -> Scenario:
     """The scenario whose capacity the explorer asks for: its window sized to record about
-    ``messages`` messages at the busiest station's saturation rate (where the ceiling bites),
-    else at the scenario's own rate. ``twin capacity`` on this scenario (its ``duration_s`` and
-    ``warmup_s`` given by ``--set``) asks the same question."""
+    ``messages`` x :data:`CAPACITY_MESSAGES_SHARE` messages at the busiest station's saturation
+    rate (where the ceiling bites), else at the scenario's own rate. ``twin capacity`` on this
+    scenario (its ``duration_s`` and ``warmup_s`` given by ``--set``, ``--replications``
+    :data:`CAPACITY_REPLICATIONS`) asks the same question."""
     saturation = saturation_rate(scenario)
     rate = saturation if saturation is not None else scenario.workload.rate_msgs_per_s
-    duration_s = messages / rate
+    duration_s = messages * CAPACITY_MESSAGES_SHARE / rate
     warmup_s = max(WARMUP_FRACTION * duration_s, WARMUP_MIN_MESSAGES / rate)
     return scenario.with_fields({"workload.duration_s": duration_s, "workload.warmup_s": warmup_s})
 

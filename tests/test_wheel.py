@@ -180,4 +180,4 @@ def test_twin_app_serves_the_shipped_explorer(installed) -> None:
             assert page.status == 200 and "<html" in page.read().decode().lower()
     finally:
         server.terminate()
-        server.wait(timeout=60)
+        server.communicate(timeout=60)  # waits, and closes its output pipe

@@ -16,11 +16,12 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 def test_the_explorer_and_twin_capacity_give_the_same_capacity(capsys) -> None:
     path = SCENARIOS / "tier1_peering_cpg.toml"
-    messages = 3_000
+    messages = 6_000
     explorer = runner.capacity(load_scenario(path), 1_000.0, "fast", messages)
     question = runner.capacity_question(load_scenario(path), messages).workload
     args = [
         "capacity", str(path), "--p99-ceiling-us", "1000", "--json", "--no-progress",
+        "--replications", str(runner.CAPACITY_REPLICATIONS),
         "--set", f"workload.duration_s={question.duration_s!r}",
         "--set", f"workload.warmup_s={question.warmup_s!r}",
     ]  # fmt: skip
