@@ -85,7 +85,8 @@ def statistic_unit(statistic: str) -> tuple[str, str]:
 
 def target_display_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """A fit's measured-vs-predicted rows (:func:`app.charts.target_rows`) with each value's
-    unit in its cell (``74.0 µs``, ``35.0 %``) and the error's (``-6.3 %``, ``+0.4 pp``)."""
+    unit in its cell (``74.0 µs``, ``35.0 %``) and the error's (``-6.3 %``, ``+0.4 pp``); the
+    data row a target reads says ``same`` where it is the target's own name (it repeated it)."""
     out = []
     for row in rows:
         unit, error_unit = statistic_unit(str(row.get("statistic", "")))
@@ -95,6 +96,8 @@ def target_display_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
                 shown[key] = f"{value:,.1f} {unit}"
             elif key == "error" and isinstance(value, int | float):
                 shown[key] = f"{value:+,.1f} {error_unit}"
+            elif key == "row":  # the published figure's data row: most often the target's own
+                shown["data row"] = "same" if value == row.get("target") else value
             else:
                 shown[key] = value
         out.append(shown)

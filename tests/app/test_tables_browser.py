@@ -67,8 +67,14 @@ def _check_tables(tab, name: str, expected: int) -> None:
     tables = tab.evaluate(READ_TABLES)
     assert len(tables) >= expected, (name, len(tables))
     boxes = tab.locator('[data-testid="stTable"]')
+    viewport = tab.viewport_size
     for i, table in enumerate(tables):
+        # A table taller than the window is painted only where it shows: make room for it.
+        height = int(boxes.nth(i).bounding_box()["height"])
+        if height + 200 > viewport["height"]:
+            tab.set_viewport_size({"width": viewport["width"], "height": height + 400})
         boxes.nth(i).screenshot(path=str(ARTIFACTS / f"table_{name}_{i}.png"))
+        tab.set_viewport_size(viewport)
         assert _problems(table) == [], (name, i, table["headers"])
 
 
