@@ -78,6 +78,7 @@ def measure_feed(config: FeedConfig, out_dir: Path) -> dict[str, Any]:
         finally:
             stop(server)
             forwarder.join(timeout=5)
+            server.stderr.close()
 
 
 # The lab: one calibration run (several burst sizes at one rate, so the TLS work per message
