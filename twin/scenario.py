@@ -964,4 +964,9 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario TOML file, or a shipped scenario by its listed name
     (:func:`scenario_path`)."""
     path = scenario_path(path)
+    if not path.exists() and path.parent == Path(".") and path.suffix != ".toml":
+        raise ScenarioError(
+            f"{path}: scenario file not found, nor a shipped scenario of that name "
+            "(twin scenarios lists them)"
+        )
     return parse(read_toml(path, "scenario", ScenarioError), source=str(path))

@@ -117,5 +117,6 @@ def test_a_listed_name_runs_from_any_folder_and_the_out_folder_says_what_ran(
     missing = _twin("run", "no_such_scenario", cwd=tmp_path)
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines() == [
-        "twin run: no_such_scenario: scenario file not found"
+        "twin run: no_such_scenario: scenario file not found, nor a shipped scenario of that "
+        "name (twin scenarios lists them)"
     ]
