@@ -248,13 +248,13 @@ def distribution_tab(summary: runner.Summary, scenario: Scenario, band_messages:
     rows = charts.percentile_rows(summary, marks or ["p50", "p99"], bands)
     show_table(rows)
     st.caption(
-        f"{summary.messages:,} recorded round trips. Widest first: the model's own error "
-        "against measurements is larger than either interval here (docs/accuracy.md: the "
-        "lab's leave-one-out predictions); the 90% calibration band (toggle above, or "
-        "`twin run --bands`) covers the fit's parameter uncertainty; the 95% interval is "
-        "distribution-free (binomial order statistics) and covers only the seed noise of this "
-        "run, its placement fixed (neighbouring round trips share queues, so it is somewhat "
-        "wider in truth)."
+        f"{summary.messages:,} recorded round trips. Widest first: neither interval here "
+        "covers the model's own error against measurements (docs/accuracy.md reports it: the "
+        "lab's leave-one-out predictions); the 90% calibration "
+        "band (toggle above, or `twin run --bands`) covers the fit's parameter uncertainty; "
+        "the 95% interval is distribution-free (binomial order statistics) and covers only "
+        "the seed noise of this run, its placement fixed (neighbouring round trips share "
+        "queues, so it is somewhat wider in truth)."
     )
 
 

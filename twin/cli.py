@@ -33,8 +33,8 @@ DEFAULT_ENGINE_NAME = "fast"
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_UNSTABLE = 0, 1, 2, 3
 # What no interval of a run covers: the model's own error against measurements.
 UNCOVERED_NOTE = (
-    "no interval above covers the model's own error against measurements, which is larger "
-    "(docs/accuracy.md: the lab's leave-one-out predictions)"
+    "no interval above covers the model's own error against measurements: docs/accuracy.md "
+    "reports it (the lab's leave-one-out predictions)"
 )
 
 
