@@ -19,7 +19,13 @@ $(STAMP): requirements/dev.lock pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
+# Then the compiled engine's kernels, when this version of the sources has none cached yet, so
+# the first `twin run` does not spend 20-60 s compiling (engine_ext/jit_cache.py).
 setup: $(STAMP)
+	@if $(PY) -c 'from engine_ext.jit_cache import is_cold; raise SystemExit(not is_cold())'; then \
+		echo "compiling the simulator's kernels (once for this version of the sources)..."; \
+		$(VENV)/bin/twin run tier1_peering_cpg --duration 0.01 --json >/dev/null; \
+	fi
 
 # Debian's Chromium drives the browser tests (Playwright never downloads its own browser here).
 browser:

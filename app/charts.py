@@ -83,7 +83,7 @@ def cdf_chart(runs: Mapping[str, Summary], marks: Sequence[str], tail: bool = Fa
                            "mark": f"{key} {value:,.0f} µs"})  # fmt: skip
     x = alt.X("us:Q", scale=alt.Scale(type="log"), title="round trip (µs, log scale)")
     y_title = "fraction slower (1 − CDF)" if tail else "fraction at or below"
-    y = alt.Y("y:Q", title=y_title, scale=alt.Scale(type="log") if tail else alt.Scale())
+    y_axis = alt.Y("y:Q", title=y_title, scale=alt.Scale(type="log") if tail else alt.Scale())
     colour = alt.Color(
         "run:N",
         scale=alt.Scale(range=list(TIER_COLOURS)),
@@ -94,11 +94,11 @@ def cdf_chart(runs: Mapping[str, Summary], marks: Sequence[str], tail: bool = Fa
         if lines
         else pl.DataFrame(schema={"run": pl.Utf8, "us": pl.Float64, "y": pl.Float64})
     )
-    chart = alt.Chart(data).mark_line(interpolate="step-after").encode(x=x, y=y, color=colour)
+    chart = alt.Chart(data).mark_line(interpolate="step-after").encode(x=x, y=y_axis, color=colour)
     if points:
         marked = alt.Chart(pl.DataFrame(points))
         chart = chart + marked.mark_point(filled=True, size=60).encode(
-            x=x, y=y, color=colour, tooltip=["run:N", "mark:N"]
+            x=x, y=y_axis, color=colour, tooltip=["run:N", "mark:N"]
         )
         if len(runs) == 1:  # one run: a labelled rule per percentile
             chart = (
@@ -124,17 +124,15 @@ def percentile_rows(
     kinds: dict[str, dict[str, float]] = summary.result.get("rtt_by_kind_us") or {}
     rows = []
     for key in (*keys, "mean", "max"):
-        row: dict[str, Any] = {
-            "statistic": key,
-            "round trip (µs)": summary.p(key),
-            "95% interval (µs)": interval_text(summary.ci95_us.get(key)),
-        }
+        row: dict[str, Any] = {"statistic": key, "round trip (µs)": summary.p(key)}
+        # The widest interval first: the fit's parameter uncertainty, then this run's seed noise.
         if bands is not None:
             band = bands.get(percentiles.key(key))
             row["90% calibration band (µs)"] = (
                 "—" if band is None or not math.isfinite(band.low_us)
                 else bounds_text(band.low_us, band.high_us)
             )  # fmt: skip
+        row["95% interval (µs)"] = interval_text(summary.ci95_us.get(key))
         for kind, rtt in kinds.items():
             row[f"{kind} (µs)"] = rtt.get(percentiles.key(key), math.nan)
         rows.append(row)

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from app import charts, controls, runner  # noqa: E402
+from app import charts, controls, runner, tables  # noqa: E402
 from calibration.bands import DEFAULT_DRAWS, prediction_bands  # noqa: E402
 from twin import (  # noqa: E402
     DEFAULT_ENGINE,
@@ -34,7 +34,7 @@ from twin import (  # noqa: E402
 from twin.kinds import WorkloadKind  # noqa: E402
 from twin.profile import resolve_profile_path  # noqa: E402
 from twin.scenario import scenarios_dir  # noqa: E402
-from twin.sweep.capacity import capacity_from_curve, saturation_rate  # noqa: E402
+from twin.sweep.capacity import CapacityResult, saturation_rate  # noqa: E402
 
 SCENARIOS = scenarios_dir()
 UPLOADED = "uploaded"
@@ -248,23 +248,20 @@ def distribution_tab(summary: runner.Summary, scenario: Scenario, band_messages:
     rows = charts.percentile_rows(summary, marks or ["p50", "p99"], bands)
     show_table(rows)
     st.caption(
-        f"{summary.messages:,} recorded round trips. The 95% intervals are distribution-free "
-        "(binomial order statistics) and cover the seed noise of this run, its placement fixed; "
-        "neighbouring round trips share queues, so the true uncertainty is somewhat wider. "
-        "Calibration bands (the fit's parameter uncertainty): the toggle above, or "
-        "`twin run --bands`."
+        f"{summary.messages:,} recorded round trips. Widest first: neither interval here "
+        "covers the model's own error against measurements (docs/accuracy.md reports it: the "
+        "lab's leave-one-out predictions); the 90% calibration "
+        "band (toggle above, or `twin run --bands`) covers the fit's parameter uncertainty; "
+        "the 95% interval is distribution-free (binomial order statistics) and covers only "
+        "the seed noise of this run, its placement fixed (neighbouring round trips share "
+        "queues, so it is somewhat wider in truth)."
     )
 
 
 def show_table(rows: list[dict]) -> None:
-    """A table whose microsecond columns read ``1,089.3`` and whose missing cells read ``—``
-    (a pandas Styler: Streamlit shows a bare None or NaN as "None")."""
-    import pandas as pd
-
-    frame = pd.DataFrame(rows)
-    numeric = [c for c in frame.columns if "µs" in c and frame[c].dtype.kind == "f"]
-    styled = frame.style.format({c: "{:,.1f}" for c in numeric}, na_rep="—")
-    st.dataframe(styled, hide_index=True)
+    """A finished table (:func:`app.tables.display_frame`: no ``None``, units in headers,
+    no repeated column), wrapped rather than cut (``st.table``)."""
+    st.table(tables.display_frame(rows), hide_index=True)
 
 
 def tiers_tab(values: controls.Controls, base: Scenario, engine: str, messages: int) -> None:
@@ -309,24 +306,38 @@ def curve_tab(scenario: Scenario, engine: str, messages: int) -> None:
         key="ceiling_us",
         format_func=lambda v: f"{v:,} µs",
     )
-    stable = [(r, s) for r, s in zip(rates, runs, strict=True) if s.stable]
-    capacity, how = capacity_from_curve(
-        [r for r, _ in stable], [s.p("p99") for _, s in stable], ceiling
-    )
     saturation = saturation_rate(scenario)
     saturates = (
         "No queueing station saturates"
         if saturation is None
         else f"The busiest station saturates at {charts.format_rate(saturation)}"
     )
-    if capacity is None:
-        st.metric("capacity under the ceiling", "none", help=how)
-    else:
-        st.metric("capacity under the ceiling", charts.format_rate(capacity), help=how)
-    st.plotly_chart(charts.curve_figure(rates, runs, ceiling, capacity))
+    with st.spinner("Searching the highest rate under the ceiling (as twin capacity does)…"):
+        found = cached_capacity(scenario.to_toml(), scenario.source, ceiling, engine, messages)
+    rate = None if found.bound == "below" else found.max_rate_msgs_per_s
+    shown = "none" if rate is None else charts.format_rate(rate)
+    if found.bound == "at least":
+        shown = f"≥ {shown}"
+    st.metric("capacity under the ceiling", shown, help=found.answer)
+    st.plotly_chart(charts.curve_figure(rates, runs, ceiling, rate))
+    question = found.to_dict()
     st.caption(
-        f"{how}. {saturates}; each point records {messages:,} round trips on the {engine} engine."
+        f"Capacity: {found.answer} (95% interval {found.ci95[0]:,.0f} .. {found.ci95[1]:,.0f} "
+        f"msg/s over {found.replications} seeds per rate). The same search as `twin capacity "
+        f"SCENARIO --p99-ceiling-us {ceiling} --replications {found.replications} "
+        "--set workload.duration_s="
+        f"{question['duration_s']!r} --set workload.warmup_s={question['warmup_s']!r}` on the "
+        f"scenario as run (Download scenario). {saturates}; each point of the curve records "
+        f"{messages:,} round trips on the {engine} engine."
     )
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_capacity(
+    toml_text: str, source: str, ceiling_us: float, engine: str, messages: int
+) -> CapacityResult:
+    scenario = runner.scenario_from_toml(toml_text, source)
+    return runner.capacity(scenario, ceiling_us, engine, messages)
 
 
 def hops_tab(summary: runner.Summary) -> None:
@@ -385,13 +396,13 @@ def calibration_tab(scenario: Scenario) -> None:
             "Measured vs fitted, per calibration target: error in % for absolute figures, in "
             "percentage points for relative ones (cuts and gains)."
         )
-        st.dataframe(targets, hide_index=True)
+        show_table(tables.target_display_rows(targets))
     else:
         st.info(
             "This profile records no calibration targets yet (no measured-vs-fitted points); "
             "below are its parameters with their uncertainty and source."
         )
-    st.dataframe(charts.profile_rows(profile), hide_index=True)
+    show_table(tables.profile_display_rows(charts.profile_rows(profile)))
 
 
 def downloads(scenario: Scenario, summary: runner.Summary) -> None:

@@ -27,7 +27,7 @@ from twin import (
 from twin.histogram import cdf_points_us, percentile_ci95_us
 from twin.kinds import Loop
 from twin.simulation import with_window
-from twin.sweep.capacity import saturation_rate
+from twin.sweep.capacity import CapacityResult, find_capacity, saturation_rate
 from twin.tomlio import parse_toml
 
 # Messages per run. The SimPy reference manages ~2-3k messages per wall second; the compiled
@@ -86,6 +86,38 @@ def sized_prepared(scenario: Scenario, messages: int) -> Prepared:
 def sized(scenario: Scenario, messages: int) -> Scenario:
     """``scenario`` with its window set to record about ``messages`` messages."""
     return sized_prepared(scenario, messages).scenario
+
+
+# The explorer's capacity search (twin capacity's, sized to answer in seconds): replications
+# per rate, and the share of a curve point's messages each of its runs records.
+CAPACITY_REPLICATIONS = 2
+CAPACITY_MESSAGES_SHARE = 0.5
+
+
+def capacity_question(scenario: Scenario, messages: int) -> Scenario:
+    """The scenario whose capacity the explorer asks for: its window sized to record about
+    ``messages`` x :data:`CAPACITY_MESSAGES_SHARE` messages at the busiest station's saturation
+    rate (where the ceiling bites), else at the scenario's own rate. ``twin capacity`` on this
+    scenario (its ``duration_s`` and ``warmup_s`` given by ``--set``, ``--replications``
+    :data:`CAPACITY_REPLICATIONS`) asks the same question."""
+    saturation = saturation_rate(scenario)
+    rate = saturation if saturation is not None else scenario.workload.rate_msgs_per_s
+    duration_s = messages * CAPACITY_MESSAGES_SHARE / rate
+    warmup_s = max(WARMUP_FRACTION * duration_s, WARMUP_MIN_MESSAGES / rate)
+    return scenario.with_fields({"workload.duration_s": duration_s, "workload.warmup_s": warmup_s})
+
+
+def capacity(scenario: Scenario, ceiling_us: float, engine: str, messages: int) -> CapacityResult:
+    """The highest rate whose p99 stays under ``ceiling_us``: the one search of ``twin
+    capacity`` (:func:`twin.sweep.capacity.find_capacity`, its default seed, ladder and
+    refinement), on :func:`capacity_question`'s scenario. Its ``answer`` says when it is a bound."""
+    return find_capacity(
+        capacity_question(scenario, messages),
+        p99_ceiling_us=ceiling_us,
+        replications=CAPACITY_REPLICATIONS,
+        engine=engine,
+        progress=False,
+    )
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,10 @@ each process, and every command a user types starts it once. Measured side by si
 * **Start-up**, the median of :data:`REPEATS` fresh interpreters: importing one module of the
   twin (``twin.histogram``, what the testbed's processes need), the same with the public API
   loaded too (``twin.simulation``: what ``import twin`` loaded up to 2026-11-29), and
-  ``twin --help`` (the CLI builds every command's parser).
+  ``twin --help`` (the CLI builds every command's parser; since issue 75 without loading
+  numpy, Numba or any other numerical library, so it costs less than the first). Measured
+  2026-12-07 on a host shared by four sessions (load average about 10): the figures are
+  side by side, not absolute.
 * **A run's result files**: the summary and ``.hgrm`` of a round-trip histogram with a
   millisecond tail, from :class:`twin.histogram.Histogram` (the mean and deviation over the
   non-empty buckets) and from the ``hdrhistogram`` package's own class (every bucket up to

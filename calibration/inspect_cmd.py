@@ -11,7 +11,6 @@ import argparse
 import sys
 from typing import Any
 
-from calibration.readers import read
 from twin import percentiles
 from twin.errors import MeasurementError
 from twin.jsontext import dumps
@@ -63,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "tag", None) is not None:
         options["tag"] = args.tag
     try:
+        from calibration.readers import read  # numpy and every reader: when a file is read
+
         measurement = read(args.file, **options)
     except MeasurementError as exc:
         print(f"twin inspect: {exc}", file=sys.stderr)

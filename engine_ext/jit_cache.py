@@ -165,3 +165,9 @@ def configure() -> Path:
     if _ProjectCacheLocator not in locators:
         locators.insert(0, _ProjectCacheLocator)
     return cache_dir
+
+
+def is_cold() -> bool:
+    """True when this source version's cache holds no compiled kernel yet: the next run compiles
+    them (tens of seconds; a front end says so, ``make setup`` warms it)."""
+    return not any(configure().rglob("*.nbi"))

@@ -1,18 +1,25 @@
-"""Issue 22: the twin as a wheel, installed into a fresh venv with only its core lock.
+"""Issues 22 and 75: the twin as a wheel, installed into a fresh venv with its ``[app]`` extra.
 
-Builds the wheel from a copy of this checkout, creates a new virtual environment, installs
-``requirements/core.lock`` (hash-checked) and the wheel, and uses it from a folder that is not
-the checkout: ``twin scenarios`` and ``twin demo`` work from package data, the declared
-dependencies are satisfied by the core lock alone (``pip check``), importing the twin pulls in
-none of the extras, and a command that needs an extra says which one in one line.
+Builds the wheel from a copy of this checkout, creates a new virtual environment outside the
+checkout, installs ``requirements/app.lock`` (hash-checked: the core and the explorer's
+Streamlit, the versions the README's install line gives) and the wheel, and uses it from an
+empty folder that is not the checkout: ``twin scenarios`` and ``twin demo`` work from package
+data, a listed scenario runs by its name (``twin run tier1_peering_cpg``), ``twin capacity``
+answers, ``twin app`` serves the shipped explorer (its health endpoint answers), the declared
+dependencies are satisfied by the lock (``pip check``), importing the twin pulls in none of the
+extras, and a command that needs a missing extra says which one in one line.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -59,7 +66,7 @@ def installed(tmp_path_factory) -> tuple[Path, dict[str, str], Path]:
     _run(sys.executable, "-m", "venv", "--without-pip", root / "venv", cwd=root)
     python = root / "venv" / "bin" / "python"
     pip = [sys.executable, "-m", "pip", "--python", python, "--disable-pip-version-check", "-q"]
-    _run(*pip, "install", "--no-compile", "-r", REPO / "requirements" / "core.lock", cwd=root)
+    _run(*pip, "install", "--no-compile", "-r", REPO / "requirements" / "app.lock", cwd=root)
     _run(*pip, "install", "--no-compile", "--no-deps", "--no-index", wheel, cwd=root)
     _run(*pip, "check", cwd=root)  # the wheel's own dependencies: all in the core lock
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "NUMBA_CACHE_DIR")}
@@ -95,3 +102,82 @@ def test_the_core_imports_no_extra_and_an_extra_is_named_when_missing(installed)
         "twin testbed: the testbed gateway needs uvloop, which is not installed: "
         "pip install 'exchange-latency-twin[testbed]'"
     ]
+
+
+def test_a_listed_scenario_runs_by_its_name_and_capacity_answers(installed) -> None:
+    bin_dir, env, work = installed
+    empty = work / "empty"
+    empty.mkdir()
+    payload = json.loads(
+        _run(
+            bin_dir / "twin",
+            "run",
+            "tier1_peering_cpg",
+            "--duration",
+            "0.2",
+            "--json",
+            cwd=empty,
+            env=env,
+        )  # fmt: skip
+    )
+    assert payload["scenario"] == "tier1_peering_cpg" and payload["stable"]
+    assert payload["duration_s"] == 0.2 and payload["overrides"] == {"workload.duration_s": 0.2}
+    answer = json.loads(
+        _run(
+            bin_dir / "twin",
+            "capacity",
+            "tier1_peering_cpg",
+            "--p99-ceiling-us",
+            "1000",
+            "--duration",
+            "0.02",
+            "--set",
+            "workload.warmup_s=0.005",
+            "--replications",
+            "2",
+            "--refine",
+            "0",
+            "--workers",
+            "1",
+            "--no-progress",
+            "--json",
+            cwd=empty,
+            env=env,
+        )  # fmt: skip
+    )
+    assert answer["max_rate_msgs_per_s"] > 0 and answer["answer"]
+    assert list(empty.iterdir()) == []  # nothing written where it ran
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_twin_app_serves_the_shipped_explorer(installed) -> None:
+    bin_dir, env, work = installed
+    port = _free_port()
+    server = subprocess.Popen(
+        [bin_dir / "twin", "app", "--port", str(port)],
+        cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        health = ""
+        while time.monotonic() < deadline and server.poll() is None:
+            try:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/_stcore/health", timeout=5
+                ) as r:
+                    health = r.read().decode()
+                    break
+            except OSError:
+                time.sleep(1)
+        assert server.poll() is None, server.stdout.read() if server.stdout else ""
+        assert health == "ok"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as page:
+            assert page.status == 200 and "<html" in page.read().decode().lower()
+    finally:
+        server.terminate()
+        server.communicate(timeout=60)  # waits, and closes its output pipe

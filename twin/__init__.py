@@ -10,13 +10,11 @@ The public API: load a scenario, run it on an engine, read the result.
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from engine_ext.jit_cache import configure as _configure_jit_cache
-
-_configure_jit_cache()
-
 # Where each public name lives. They load when first used (PEP 562), so a process that imports
-# one module of the twin (the testbed's gateway and client, a sweep's workers) starts without
-# the engines and the model: half a second of every start-up.
+# one module of the twin (the testbed's gateway and client, a sweep's workers, ``twin --help``)
+# starts without the engines, the model and Numba: half a second of every start-up. The modules
+# that compile kernels (twin.fast, twin.histogram, and engine_ext's) send them to the project's
+# cache (engine_ext.jit_cache) before they define them.
 _HOMES = {
     "compare": "twin.compare",
     "MeasurementError": "twin.errors",

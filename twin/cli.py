@@ -1,7 +1,12 @@
-"""The ``twin`` command line: run, check and list scenarios, inspect benchmark files, demo.
+"""The ``twin`` command line: run, check and list scenarios, inspect benchmark files, demo,
+start the explorer.
 
 Exit codes: 0 ok, 2 bad input (a one-line message naming the file, field and value), 1 failure.
 With ``--json`` stdout carries exactly one JSON object; progress and notes go to stderr.
+
+Building the parser imports no numerical library (numpy, Numba, SciPy, polars, pyarrow,
+SimPy): ``twin --help`` answers at once, and each command imports what it needs when it runs
+(``tests/twin/test_cli_imports.py``).
 """
 
 from __future__ import annotations
@@ -14,25 +19,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engine_ext.errors import EngineError
 from twin.argtypes import add_set_argument, output_folder, positive_float, positive_int, seed
-from twin.console import format_bands, format_failover, format_intervals, format_result
 from twin.errors import ConfigError, TwinError, one_line
 from twin.jsontext import dumps
 from twin.percentiles import PERCENTILES
 from twin.scenario import load_scenario, scenarios_dir, shipped_scenarios
-from twin.simulation import (
-    DEFAULT_ENGINE,
-    ENGINES,
-    apply_overrides,
-    check_run_cost,
-    prepare,
-    run_prepared,
-    what_if,
-)
 from twin.uncertainty import Varied, few_samples
 
+# The engines' names, known without importing them (twin.simulation.EngineName, checked equal
+# by a test): the default is the compiled one.
+ENGINE_NAMES = ("des", "fast")
+DEFAULT_ENGINE_NAME = "fast"
+
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_UNSTABLE = 0, 1, 2, 3
+# What no interval of a run covers: the model's own error against measurements.
+UNCOVERED_NOTE = (
+    "no interval above covers the model's own error against measurements: docs/accuracy.md "
+    "reports it (the lab's leave-one-out predictions)"
+)
 
 
 def _progress_bar(total: float, unit: str, decimals: int = 0) -> Any:
@@ -55,17 +59,26 @@ def _progress_bar(total: float, unit: str, decimals: int = 0) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from twin.console import (
+        format_bands,
+        format_failover,
+        format_intervals,
+        format_result,
+        note_compiling,
+    )
     from twin.output import write_run
     from twin.replicate import (
         default_workers,
         run_prepared_replicated,
         target_replication_load,
     )
+    from twin.simulation import apply_overrides, check_run_cost, prepare, run_prepared, what_if
 
     scenario = what_if(load_scenario(args.scenario), args.profile, args.set)
     scenario = apply_overrides(scenario, args.rate, args.duration, args.seed)
     check_run_cost(scenario, args.replications or 1, force=args.force)
     prepared = prepare(scenario)
+    note_compiling(args.engine)
     ci95: dict[str, tuple[float, float]] = {}
     replications = None
     if args.replications is None and args.target_ci is None:
@@ -138,12 +151,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(dumps(payload))
     else:
         print(format_result(result))
-        if replications is not None:
-            per_replication = result.messages // replications
-            print(format_intervals(replications, ci95, Varied(args.vary), per_replication))
+        # The widest interval first, each saying what it covers (format_bands, format_intervals).
         if bands is not None:
             print()
             print(format_bands(bands))
+        if replications is not None:
+            per_replication = result.messages // replications
+            print(format_intervals(replications, ci95, Varied(args.vary), per_replication))
+        if bands is not None or replications is not None:
+            print(UNCOVERED_NOTE)
         if failover is not None:
             print()
             print(format_failover(failover))
@@ -153,6 +169,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from twin.simulation import prepare
+
     scenario = load_scenario(args.scenario)
     prepare(scenario)  # the profile it names, the topology and the path must hold up too
     print(
@@ -174,9 +192,26 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from twin.console import note_compiling
     from twin.demo import demo
 
+    note_compiling(args.engine)
     print(demo(engine=args.engine))
+    return EXIT_OK
+
+
+def cmd_app(args: argparse.Namespace) -> int:
+    from twin.extras import Extra, require
+
+    require("streamlit", Extra.APP, "the explorer (twin app)")
+    from app.serve import main as serve
+
+    serve(
+        [
+            "--server.address", args.address, "--server.port", str(args.port),
+            "--server.headless", "true", "--browser.gatherUsageStats", "false",
+        ]
+    )  # fmt: skip
     return EXIT_OK
 
 
@@ -214,8 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_set_argument(p, "workload.loop=closed")
     p.add_argument(
         "--engine",
-        default=DEFAULT_ENGINE,
-        choices=sorted(ENGINES),
+        default=DEFAULT_ENGINE_NAME,
+        choices=ENGINE_NAMES,
         help="fast (compiled, default) or des (the SimPy reference)",
     )
     p.add_argument(
@@ -273,8 +308,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_scenarios)
 
     p = sub.add_parser("demo", help="the four tiers at 10k and 400k msg/s, one table")
-    p.add_argument("--engine", default=DEFAULT_ENGINE, choices=sorted(ENGINES))
+    p.add_argument("--engine", default=DEFAULT_ENGINE_NAME, choices=ENGINE_NAMES)
     p.set_defaults(run=cmd_demo)
+
+    p = sub.add_parser("app", help="start the what-if explorer (Streamlit; needs the [app] extra)")
+    p.add_argument(
+        "--address", default="127.0.0.1", help="address to listen on (default: this host only)"
+    )
+    p.add_argument("--port", type=int, default=8501, help="port to listen on (default: 8501)")
+    p.set_defaults(run=cmd_app)
 
     inspect_cmd.add_parser(sub)
     testbed_cli.add_parser(sub)
@@ -290,13 +332,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.run(args)
         return code
-    except (TwinError, EngineError) as exc:
+    except Exception as exc:
+        if not _deliberate(exc):
+            raise
         # Every deliberate error, bad input or a run that cannot be done here: one line, exit 2.
         print(f"twin {args.command}: {one_line(str(exc))}", file=sys.stderr)  # EngineError too
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"twin {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _deliberate(exc: BaseException) -> bool:
+    """A TwinError, or the matching engine's EngineError when a command loaded the engine (it
+    is not imported for the check: that would load Numba)."""
+    if isinstance(exc, TwinError):
+        return True
+    errors = sys.modules.get("engine_ext.errors")
+    return errors is not None and isinstance(exc, errors.EngineError)
 
 
 def entry() -> Any:

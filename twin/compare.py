@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from twin.jsontext import dumps
 from twin.scenario import Scenario, load_scenario
 from twin.simulation import DEFAULT_ENGINE, run
 
@@ -24,7 +25,9 @@ def compare(
     changes: Mapping[str, Any] | None = None,
     engine: str = DEFAULT_ENGINE,
 ) -> Any:
-    """Run each scenario (with the same dotted ``changes``) and return a tidy polars frame."""
+    """Run each scenario (with the same dotted ``changes``) and return a tidy polars frame: one
+    row per scenario, kind and statistic, saying what ran (``duration_s``, and ``overrides``:
+    the fields changed from each file, as JSON text)."""
     import polars as pl
 
     frames = []
@@ -46,7 +49,12 @@ def compare(
                 pl.lit(result.rate_msgs_per_s).alias("rate_msgs_per_s"),
                 pl.lit(engine).alias("engine"),
                 pl.lit(result.stable).alias("stable"),
+                pl.lit(result.duration_s, dtype=pl.Float64).alias("duration_s"),
+                pl.lit(dumps(result.overrides)).alias("overrides"),
             )
         )
-    columns = ["scenario", "source", "rate_msgs_per_s", "engine", "stable", "kind", "statistic"]
+    columns = [
+        "scenario", "source", "rate_msgs_per_s", "engine", "stable", "duration_s", "overrides",
+        "kind", "statistic",
+    ]  # fmt: skip
     return pl.concat(frames).select([*columns, "value_us"])

@@ -19,16 +19,41 @@ from twin.results import RunResult
 from twin.uncertainty import Varied, bounds_text, few_samples, few_samples_note
 
 
+def note_compiling(engine: str) -> None:
+    """On a terminal, say that the compiled engine's kernels are about to be compiled, once for
+    this version of the sources (``make setup`` compiles them ahead); a log gets nothing."""
+    import sys
+
+    if engine != "fast" or not sys.stderr.isatty():
+        return
+    from engine_ext.jit_cache import is_cold
+
+    if is_cold():
+        print(
+            "twin: compiling the simulator's kernels (once for this version; 20-60 s, longer "
+            "on a busy host)...",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def format_statistics(rtt: Mapping[str, float]) -> str:
     """Round-trip statistics on one line: ``p50 69.5  p90 84.3 ...``."""
     return "  ".join(f"{label(k)} {v:,.1f}" for k, v in rtt.items())
 
 
+def _run_length(result: RunResult) -> str:
+    """``  for 1 s after a 0.2 s warm-up`` (simulated time), or nothing when not known."""
+    if result.duration_s is None:
+        return ""
+    return f"  for {result.duration_s:g} s after a {result.warmup_s or 0:g} s warm-up"
+
+
 def format_result(result: RunResult) -> str:
     """A human-readable report of one run."""
     lines = [
-        f"scenario {result.scenario}  engine {result.engine}  seed {result.seed}",
-        f"target {result.rate_msgs_per_s:,.0f} msg/s",
+        f"scenario {result.title}  engine {result.engine}  seed {result.seed}",
+        f"target {result.rate_msgs_per_s:,.0f} msg/s" + _run_length(result),
     ]
     if result.path_rate_msgs_per_s is not None:
         lines.append(
@@ -97,7 +122,10 @@ def format_intervals(
 def format_bands(bands: Mapping[str, Band]) -> str:
     """A small table: statistic, prediction, band."""
     level = next(iter(bands.values())).level
-    lines = [f"round trip (us) with {100 * level:.0f}% bands (parameter uncertainty):"]
+    lines = [
+        f"round trip (us) with {100 * level:.0f}% calibration bands (the fit's parameter "
+        "uncertainty, the wider):"
+    ]
     for b in bands.values():
         lines.append(
             f"  {label(b.statistic):6s} {b.predicted_us:10.1f}   "

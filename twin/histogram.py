@@ -17,7 +17,10 @@ from hdrh.histogram import HdrHistogram
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
 
+from engine_ext.jit_cache import configure as _configure_jit_cache
 from twin.errors import ModelError
+
+_configure_jit_cache()  # before this module's kernels are defined
 
 LOWEST_NS = 1
 HIGHEST_NS = 3_600_000_000_000

@@ -47,7 +47,7 @@ from twin.results import (
     summarise,
     unstable_result,
 )
-from twin.simulation import DEFAULT_ENGINE, Prepared, with_path_rate
+from twin.simulation import DEFAULT_ENGINE, Prepared, described, with_path_rate
 from twin.uncertainty import Varied
 
 T = TypeVar("T")
@@ -352,7 +352,7 @@ def run_prepared_replicated(
         )
     if prepared.is_saturated():
         unstable = unstable_result(name, engine, prepared.path, prepared.load, prepared.placements)
-        return unstable, None
+        return described(unstable, prepared), None
     same_path = varied is Varied.SEED
     load = prepared.load
     if target_ci_pct is not None:
@@ -385,7 +385,12 @@ def run_prepared_replicated(
             for role, where in placements.items()
         }
     result = summarise(name, engine, shown.path, load, replicated.output, placements)
-    return with_path_rate(result, shown), replicated
+    # The path rate of the replication shown, the rest of the scenario as run; each
+    # replication's length (behind a CI target, target_replication_load's, not the scenario's).
+    result = with_path_rate(result, shown)
+    shown_rate = result.path_rate_msgs_per_s
+    result = replace(described(result, prepared), path_rate_msgs_per_s=shown_rate)
+    return replace(result, duration_s=load.duration_us / 1e6), replicated
 
 
 def _replaced(prepared: Prepared, k: int) -> Prepared:

@@ -17,6 +17,7 @@ from hdrh.histogram import HdrHistogram
 
 from twin.errors import ModelError
 from twin.histogram import cdf_points_us, to_hdr
+from twin.jsontext import dumps
 from twin.load import Load
 from twin.path import CompiledPath
 from twin.percentiles import ALL_PERCENTILES, PERCENTILES
@@ -157,6 +158,22 @@ class RunResult:
     # The rate the path's load-dependent parts were built for (msg/s): a closed loop's own
     # throughput (twin.operating_point); None: ``rate_msgs_per_s``.
     path_rate_msgs_per_s: float | None = None
+    # What was run (twin.simulation.described): the scenario's whole table as run (its TOML
+    # shape, every change applied), the dotted fields changed from its file, and the run length
+    # (measured window after the warm-up, in seconds of simulated time).
+    scenario_as_run: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    overrides: dict[str, Any] = field(default_factory=dict)
+    duration_s: float | None = None
+    warmup_s: float | None = None
+
+    @property
+    def title(self) -> str:
+        """The scenario's name, with its changes when it was run changed (``tier1_peering_cpg
+        with connectivity.tier=privatelink``): a result never passes for its file's."""
+        if not self.overrides:
+            return self.scenario
+        changes = ", ".join(f"{k}={v}" for k, v in self.overrides.items())
+        return f"{self.scenario} with {changes}"
 
     def cdf(self) -> tuple[np.ndarray, np.ndarray]:
         """The round trips' empirical CDF: (bucket floor in us, share of messages at or below).
@@ -169,7 +186,9 @@ class RunResult:
     def to_polars(self) -> dict[str, Any]:
         """Tidy frames of the result: ``percentiles`` (statistic, value_us: every message, then
         per kind), ``hops`` (name, component, mean_us, utilization) and ``histogram``
-        (value_us: bucket floor, count, cdf), as :mod:`polars` DataFrames."""
+        (value_us: bucket floor, count, cdf), and ``run`` (one row: scenario, engine,
+        rate_msgs_per_s, seed, duration_s, warmup_s, overrides as JSON text), as :mod:`polars`
+        DataFrames."""
         import polars as pl
 
         rows = [("all", k, v) for k, v in self.rtt_us.items()] + [
@@ -201,6 +220,28 @@ class RunResult:
                 orient="row",
             ),
             "histogram": histogram,
+            "run": pl.DataFrame(
+                [
+                    {
+                        "scenario": self.scenario,
+                        "engine": self.engine,
+                        "rate_msgs_per_s": float(self.rate_msgs_per_s),
+                        "seed": self.seed,
+                        "duration_s": self.duration_s,
+                        "warmup_s": self.warmup_s,
+                        "overrides": dumps(self.overrides),
+                    }
+                ],
+                schema={
+                    "scenario": pl.Utf8,
+                    "engine": pl.Utf8,
+                    "rate_msgs_per_s": pl.Float64,
+                    "seed": pl.Int64,
+                    "duration_s": pl.Float64,
+                    "warmup_s": pl.Float64,
+                    "overrides": pl.Utf8,
+                },
+            ),
         }
 
     def to_pandas(self) -> dict[str, Any]:
@@ -248,6 +289,10 @@ class RunResult:
                 {"hour": h.hour, "messages": h.messages, "rtt_us": dict(h.rtt_us), "sd_us": h.sd_us}
                 for h in self.by_hour
             ],
+            "overrides": dict(self.overrides),
+            "duration_s": self.duration_s,
+            "warmup_s": self.warmup_s,
+            "scenario_as_run": self.scenario_as_run,
         }
 
     @property

@@ -9,10 +9,11 @@ result validated by exactly the same rules (:meth:`Scenario.with_fields`).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
@@ -259,6 +260,9 @@ class Scenario:
     raw: Mapping[str, Any]
     day: Day | None = None
     feed: Feed = Feed()
+    # The dotted fields changed since the file was read (:meth:`with_fields`, ``--set``,
+    # ``--rate``...), in the order given: what a result reports as its changes.
+    overrides: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def base_dir(self) -> Path | None:
@@ -271,9 +275,18 @@ class Scenario:
         return "engine" not in self.roles
 
     def with_fields(self, changes: Mapping[str, Any]) -> Scenario:
-        """A new scenario with dotted fields changed, validated by the same rules."""
+        """A new scenario with dotted fields changed, validated by the same rules.
+
+        Values are made plain at this edge (:func:`plain_value`: a numpy number from
+        ``np.linspace`` becomes a Python float, an array a list); a value TOML cannot hold is
+        refused in one line naming the field. The changes are kept in :attr:`overrides`.
+        """
         raw = copy.deepcopy(dict(self.raw))
-        for dotted, value in changes.items():
+        plain = {
+            dotted: plain_value(value, f"{self.source}: {dotted}")
+            for dotted, value in changes.items()
+        }
+        for dotted, value in plain.items():
             table = raw
             parts = dotted.split(".")
             for part in parts[:-1]:
@@ -282,7 +295,8 @@ class Scenario:
                     raise ScenarioError(f"{self.source}: {dotted}: {part!r} is not a table")
                 table = nxt
             table[parts[-1]] = value
-        return parse(raw, source=self.source)
+        changed = parse(raw, source=self.source)
+        return replace(changed, overrides=MappingProxyType({**self.overrides, **plain}))
 
     def to_toml(self) -> str:
         """The scenario as TOML text (what a user downloads or saves next to results)."""
@@ -896,6 +910,34 @@ def parse(data: Mapping[str, Any], source: str = "<memory>") -> Scenario:
     )
 
 
+def plain_value(value: Any, where: str) -> Any:
+    """``value`` as a plain TOML value: numpy scalars (``np.float64``, ``np.int64``,
+    ``np.bool_``) become Python's, arrays and tuples lists, mappings dicts; anything else that
+    is not bool, int, float or str raises :class:`ScenarioError` naming ``where``. numpy is not
+    imported: its values are recognised by their type's module and ``tolist``."""
+    kind = type(value)
+    if kind in (bool, int, float, str):
+        return value
+    if kind.__module__ == "numpy" and hasattr(value, "tolist"):
+        return plain_value(value.tolist(), where)  # a scalar's is Python's, an array's a list
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [plain_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, Mapping):
+        return {str(k): plain_value(v, f"{where}.{k}") for k, v in value.items()}
+    raise ScenarioError(
+        f"{where} = {value!r}: a {kind.__name__} is not a scenario value "
+        "(allowed: bool, int, float, str, a list or a table of them)"
+    )
+
+
 def scenarios_dir() -> Path:
     """The folder of shipped scenarios: package data of ``twin`` (``twin/scenarios``; a checkout
     also reaches it as ``scenarios/``)."""
@@ -907,6 +949,24 @@ def shipped_scenarios() -> list[Path]:
     return sorted(scenarios_dir().glob("*.toml"))
 
 
+def scenario_path(path: str | Path) -> Path:
+    """The file ``path`` names: itself when it exists or names a folder, else the shipped
+    scenario of that name (``tier1_peering_cpg`` or ``tier1_peering_cpg.toml``, as ``twin
+    scenarios`` lists them), so a listed name runs from any directory."""
+    path = Path(path)
+    if path.exists() or path.parent != Path(".") or path.name in ("", ".", ".."):
+        return path
+    shipped = scenarios_dir() / (path.name if path.suffix == ".toml" else f"{path.name}.toml")
+    return shipped if shipped.is_file() else path
+
+
 def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario TOML file."""
+    """Read and validate a scenario TOML file, or a shipped scenario by its listed name
+    (:func:`scenario_path`)."""
+    path = scenario_path(path)
+    if not path.exists() and path.parent == Path(".") and path.suffix != ".toml":
+        raise ScenarioError(
+            f"{path}: scenario file not found, nor a shipped scenario of that name "
+            "(twin scenarios lists them)"
+        )
     return parse(read_toml(path, "scenario", ScenarioError), source=str(path))

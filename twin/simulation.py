@@ -7,6 +7,7 @@ of them give the same number for the same scenario and seed. Engines register th
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -220,12 +221,30 @@ def run_prepared(
         raise ScenarioError(f"engine = {engine!r}: allowed: {', '.join(sorted(ENGINES))}")
     name = prepared.scenario.name
     if prepared.by_hour:
-        return _run_day(prepared, engine, progress)
+        return described(_run_day(prepared, engine, progress), prepared)
     if prepared.is_saturated():
-        return unstable_result(name, engine, prepared.path, prepared.load, prepared.placements)
+        return described(
+            unstable_result(name, engine, prepared.path, prepared.load, prepared.placements),
+            prepared,
+        )
     out = ENGINES[engine](prepared.path, prepared.load, progress)
     result = summarise(name, engine, prepared.path, prepared.load, out, prepared.placements)
-    return with_path_rate(result, prepared)
+    return described(result, prepared)
+
+
+def described(result: RunResult, prepared: Prepared) -> RunResult:
+    """``result`` saying what was run: the scenario's table as run, the fields changed from its
+    file (:attr:`twin.scenario.Scenario.overrides`), its run length and warm-up, and the rate
+    its path was built for (:func:`with_path_rate`). Every front end's result goes through
+    here (``twin run``'s JSON and ``--out`` folder, the API's frames, the explorer)."""
+    scenario = prepared.scenario
+    return replace(
+        with_path_rate(result, prepared),
+        scenario_as_run=copy.deepcopy(dict(scenario.raw)),
+        overrides=dict(scenario.overrides),
+        duration_s=scenario.workload.duration_s,
+        warmup_s=scenario.workload.warmup_s,
+    )
 
 
 def with_path_rate(result: RunResult, prepared: Prepared) -> RunResult:

@@ -8,7 +8,6 @@ Writing (:func:`dump_toml`) produces TOML that :mod:`tomllib` reads back to the 
 
 from __future__ import annotations
 
-import json
 import stat
 import tomllib
 from collections.abc import Mapping
@@ -84,45 +83,14 @@ def read_toml(path: str | Path, what: str, error: type[TwinError]) -> dict[str, 
     return parse_toml(read_toml_bytes(path, what, error), str(path), error)
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return _toml_string(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, Mapping):  # a table inside a list: an inline table
-        items = ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items())
-        return "{ " + items + " }" if items else "{}"
-    return repr(value)
+def dump_toml(data: Mapping[str, Any]) -> str:
+    """Write a nested mapping of plain values (bool, int, float, str, lists, tables) as TOML.
 
+    The maintained writer tomli-w does the quoting and escaping (the hand-written one before it
+    wrote any other value by ``repr``, so a numpy number became ``np.float64(...)``, which no
+    reader takes); a value of another type raises ``TypeError``: values are made plain where
+    they enter (:meth:`twin.scenario.Scenario.with_fields`).
+    """
+    import tomli_w
 
-def dump_toml(data: Mapping[str, Any], prefix: str = "") -> str:
-    """Write a nested mapping of plain values as TOML (scalars first, then sub-tables)."""
-    lines = []
-    tables = []
-    for key, value in data.items():
-        if isinstance(value, Mapping):
-            tables.append((key, value))
-        else:
-            lines.append(f"{_toml_key(key)} = {_toml_value(value)}")
-    for key, value in tables:
-        name = f"{prefix}{_toml_key(key)}"
-        has_scalars = any(not isinstance(v, Mapping) for v in value.values())
-        body = dump_toml(value, prefix=f"{name}.")
-        if has_scalars or not value:
-            lines.append(f"\n[{name}]")
-        lines.append(body)
-    return "\n".join(line for line in lines if line != "").strip() + "\n"
-
-
-def _toml_key(key: str) -> str:
-    """A bare key where TOML allows one, else a quoted key."""
-    bare = key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
-    return key if bare else _toml_string(key)
-
-
-def _toml_string(text: str) -> str:
-    """A TOML basic string: JSON's escapes are TOML's (quotes, backslashes, control
-    characters), except that TOML also forbids a raw DEL and JSON's surrogate pairs."""
-    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+    return tomli_w.dumps(dict(data))

@@ -740,6 +740,9 @@ def predict_campaign(
         "fit_residuals_log": residuals,
         "table": prediction_table(scenario, profile, rows, root=root),
         "measured_saturation_msgs_per_s": campaign["saturation_msgs_per_s"],
+        # Whether any rate tried saturated: if none did, the "saturation" above is only the
+        # highest rate tried (a lower bound), not a saturation measured.
+        "saturation_reached": any(bool(r.get("saturated")) for r in rows),
         "predicted_saturation_msgs_per_s": predicted_saturation(profile),
     }
 

@@ -144,17 +144,18 @@ def test_the_waterfall_switches_to_the_p99_split(app: AppTest) -> None:
     app.radio(key="hop_group").set_value("by component")
     app.run()
     assert not app.exception
-    (table,) = app.dataframe
-    assert table.value["at p99 (µs)"].sum() == pytest.approx(p99_us(app), rel=1e-3)
+    (table,) = app.table
+    shown = [float(v.replace(",", "")) for v in table.value["at p99 (µs)"]]
+    assert sum(shown) == pytest.approx(p99_us(app), rel=1e-3 + 0.05 * len(shown) / p99_us(app))
 
 
 def test_calibration_bands_reach_the_explorer(app: AppTest) -> None:
     """Issue 22: calibration bands (parameter uncertainty) were only in twin run --bands. The
     distribution view shows them on request, around the run's own p99."""
-    assert "90% calibration band (µs)" not in app.dataframe[0].value.columns
+    assert "90% calibration band (µs)" not in app.table[0].value.columns
     app.toggle(key="bands").set_value(True).run()
     assert not app.exception
-    table = app.dataframe[0].value
+    table = app.table[0].value
     band = dict(zip(table["statistic"], table["90% calibration band (µs)"], strict=True))
     low, high = (float(x.replace(",", "")) for x in band["p99"].split(" .. "))
     assert low < p99_us(app) < high
@@ -167,9 +168,12 @@ def test_a_tick_to_trade_scenario_shows_its_stage_waterfall_and_table(app: AppTe
     app.session_state["view"] = "Tick to trade"
     app.run()
     assert not app.exception and not app.error
-    (table,) = app.dataframe
+    (table,) = app.table
     spans = list(table.value["span"])
     assert spans[:2] == ["client poll → read", "client TLS decrypt"]
     assert {"inbound", "tick to model", "decision to wire", "tick to wire"} <= set(spans)
-    assert (table.value["p99 (µs)"] >= table.value["p50 (µs)"]).all()
+    p99, p50 = (
+        [float(v.replace(",", "")) for v in table.value[c]] for c in ("p99 (µs)", "p50 (µs)")
+    )
+    assert all(a >= b for a, b in zip(p99, p50, strict=True))
     assert any("leaving it" in c.value for c in app.caption)

@@ -116,7 +116,7 @@ def test_bands_with_out_and_replications_does_all_three(capsys, tmp_path: Path) 
     assert code == 0
     printed = capsys.readouterr().out
     assert "replications 4 (seed noise, placement fixed), 95% confidence intervals (us):" in printed
-    assert "90% bands (parameter uncertainty):" in printed
+    assert "90% calibration bands (the fit's parameter uncertainty, the wider):" in printed
     assert {"result.json", "scenario.toml", "rtt.hgrm"} <= {p.name for p in out.iterdir()}
 
 

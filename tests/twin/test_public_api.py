@@ -29,9 +29,11 @@ def test_compare_gives_one_tidy_frame_for_several_scenarios() -> None:
     changes = {"workload.duration_s": 0.1}
     frame = compare(paths, changes)
     assert frame.columns == [
-        "scenario", "source", "rate_msgs_per_s", "engine", "stable", "kind", "statistic",
-        "value_us",
+        "scenario", "source", "rate_msgs_per_s", "engine", "stable", "duration_s", "overrides",
+        "kind", "statistic", "value_us",
     ]  # fmt: skip
+    assert set(frame["overrides"]) == {'{"workload.duration_s": 0.1}'}
+    assert set(frame["duration_s"]) == {0.1}
     assert set(frame["scenario"]) == {"tier1_peering_cpg", "tier3_privatelink"}
     alone = run(load_scenario(paths[1]).with_fields(changes))
     row = frame.filter(

@@ -139,7 +139,7 @@ def test_a_result_gives_tidy_frames_and_its_cdf() -> None:
     values, share = result.cdf()
     assert (np.diff(values) > 0).all() and (np.diff(share) > 0).all() and share[-1] == 1.0
     assert np.interp(0.5, share, values) == pytest.approx(result.rtt_us["p50"], rel=0.02)
-    assert set(result.to_pandas()) == {"percentiles", "hops", "histogram"}
+    assert set(result.to_pandas()) == {"percentiles", "hops", "histogram", "run"}
     unstable = run(load_scenario(path).with_fields({"workload.rate_msgs_per_s": 5e6}))
     with pytest.raises(ModelError, match="no round-trip histogram"):
         unstable.cdf()

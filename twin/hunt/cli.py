@@ -10,9 +10,7 @@ from typing import Any
 
 from twin.argtypes import output_folder, positive_int, seed
 from twin.atomic import write_json
-from twin.hunt.classes import class_table
-from twin.hunt.plan import Rule, load_hunt
-from twin.hunt.report import HUNT_FILE
+from twin.hunt.plan import HUNT_FILE, Rule, load_hunt
 from twin.jsontext import dumps
 from twin.scenario import load_scenario
 
@@ -31,6 +29,7 @@ _COMPARED = (
 
 def hunt(path: str, trials: int | None = None, seed_: int | None = None) -> dict[str, Any]:
     """The hunt file's plan played from its seed, with every rule compared on the same plan."""
+    from twin.hunt.classes import class_table  # the model: imported when a hunt runs
     from twin.hunt.simulate import run_hunt  # scipy.stats: a second of every twin's start-up
 
     plan = load_hunt(path)

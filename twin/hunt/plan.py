@@ -15,6 +15,9 @@ from twin.errors import ConfigError
 from twin.scenario import HOURS_PER_DAY
 from twin.tomlio import read_toml
 
+# The file a hunt's --out folder holds (twin hunt writes it, twin report reads it).
+HUNT_FILE = "hunt.json"
+
 MINUTES_PER_HOUR = 60.0
 
 

@@ -17,9 +17,8 @@ import plotly.graph_objects as go
 
 from twin.atomic import write_text
 from twin.errors import ConfigError
+from twin.hunt.plan import HUNT_FILE
 from twin.sweep.report import PALETTE, STYLE
-
-HUNT_FILE = "hunt.json"
 
 
 def is_hunt_folder(folder: Path) -> bool:

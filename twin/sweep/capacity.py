@@ -89,6 +89,35 @@ class CapacityResult:
     # The lowest rate from which the mean p99 stays under the ceiling up to the answer (a p99
     # that falls with load before it rises); None when it is under from the lowest rate tried.
     under_ceiling_from_msgs_per_s: float | None = None
+    # The scenario's fields changed from its file (twin.scenario.Scenario.overrides).
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def bound(self) -> str | None:
+        """Whether the answer is a bound rather than a crossing: ``"at least"`` when p99 stayed
+        under the ceiling at every rate tried (the capacity is the highest rate tried or more),
+        ``"below"`` when it was over at every rate (the capacity is under the lowest rate
+        tried), None when the p99 curve crosses the ceiling between two rates tried."""
+        if not self.ceiling_reached:
+            return "at least"
+        if self.max_rate_msgs_per_s == 0.0:
+            return "below"
+        return None
+
+    @property
+    def answer(self) -> str:
+        """The answer in words, saying when it is a bound (:attr:`bound`): what the explorer
+        shows and ``twin capacity`` prints."""
+        lowest = self.curve[0].rate_msgs_per_s if self.curve else 0.0
+        if self.bound == "below":
+            return f"below {lowest:,.0f} msg/s: p99 is over the ceiling at every rate tried"
+        rate = f"{self.max_rate_msgs_per_s:,.0f} msg/s"
+        if self.bound == "at least":
+            return (
+                f"at least {rate}: p99 stayed under the ceiling up to the highest rate tried "
+                "(a bound, not a crossing)"
+            )
+        return f"{rate}: where p99 crosses the ceiling"
 
     @property
     def utilization_at_capacity(self) -> float | None:
@@ -140,6 +169,9 @@ class CapacityResult:
             "duration_s": self.duration_s,
             "depends_on_run_length": self.depends_on_run_length,
             "under_ceiling_from_msgs_per_s": self.under_ceiling_from_msgs_per_s,
+            "bound": self.bound,
+            "answer": self.answer,
+            "overrides": dict(self.overrides),
         }
 
 
@@ -384,6 +416,7 @@ def find_capacity(
         under_ceiling_from_msgs_per_s=(
             under_ceiling_from(r, mean, p99_ceiling_us) if found is not None else None
         ),
+        overrides=dict(scenario.overrides),
     )
     if out_dir is not None:
         _write_folder(out_dir, scenario, engine, seed, seeds, ev, result)
@@ -479,15 +512,14 @@ def format_capacity(result: CapacityResult) -> str:
         f"{result.replications} replications per rate",
         f"p99 ceiling {result.p99_ceiling_us:,.0f} us: max rate {result.max_rate_msgs_per_s:,.0f} "
         f"msg/s (95% CI {lo:,.0f} .. {hi:,.0f})",
+        f"answer: {result.answer}",
     ]
+    if result.overrides:
+        lines.insert(1, "changed: " + ", ".join(f"{k}={v}" for k, v in result.overrides.items()))
     if result.saturation_rate_msgs_per_s is not None:
         sat = result.saturation_rate_msgs_per_s
         lines.append(f"saturation (utilization 1) at {sat:,.0f} msg/s")
     lines += bite_statement(result.to_dict())
-    if not result.ceiling_reached:
-        lines.append("p99 never reached the ceiling: the answer is the highest rate tried")
-    elif result.max_rate_msgs_per_s == 0.0:
-        lines.append("p99 is over the ceiling at every rate tried")
     if result.under_ceiling_from_msgs_per_s is not None:
         lines.append(
             f"p99 is over the ceiling below {result.under_ceiling_from_msgs_per_s:,.0f} msg/s "

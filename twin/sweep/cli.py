@@ -129,6 +129,9 @@ def cmd_capacity(args: argparse.Namespace) -> int:
 
     if engine not in ENGINES:
         raise ScenarioError(f"--engine {engine!r}: allowed: {', '.join(sorted(ENGINES))}")
+    from twin.console import note_compiling
+
+    note_compiling(engine)
     with _tls(args):
         result = _capacity(args, scenario, engine, executor)
     if args.json:

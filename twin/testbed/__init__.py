@@ -14,7 +14,28 @@ The summary a run writes and the fit of the local profile on it live in
 :mod:`calibration.testbed`.
 """
 
-from twin.testbed.campaign import campaign, is_saturated, measure
-from twin.testbed.client import LoadConfig, LoadRun
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Each public name loads when first used (PEP 562): ``twin --help`` builds the testbed's parser
+# without loading the client, its recorder and Numba.
+_HOMES = {
+    "LoadConfig": "twin.testbed.client",
+    "LoadRun": "twin.testbed.client",
+    "campaign": "twin.testbed.campaign",
+    "is_saturated": "twin.testbed.campaign",
+    "measure": "twin.testbed.campaign",
+}
+
+if TYPE_CHECKING:
+    from twin.testbed.campaign import campaign, is_saturated, measure
+    from twin.testbed.client import LoadConfig, LoadRun
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'twin.testbed' has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)
+
 
 __all__ = ["LoadConfig", "LoadRun", "campaign", "is_saturated", "measure"]

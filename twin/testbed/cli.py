@@ -23,8 +23,7 @@ from twin.extras import Extra, require
 from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier, Transport
 from twin.profile import load_profile, resolve_profile_path, write_profile
 from twin.scenario import scenarios_dir
-from twin.testbed.sockperf import Route
-from twin.testbed.systems import Tool
+from twin.testbed.systems import Route, Tool
 
 # The campaign's burst probe (``twin.testbed.campaign.DEFAULT_PROBE_BURSTS``, not imported
 # here so that ``twin --help`` does not load the testbed).
@@ -200,7 +199,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     from twin.testbed.processes import sigterm_unwinds
 
     def progress(row: dict[str, Any]) -> None:
-        print(json.dumps(row), file=sys.stderr, flush=True)
+        print(campaign_row_text(row), file=sys.stderr, flush=True)
 
     with sigterm_unwinds():
         result = campaign(
@@ -211,8 +210,38 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             progress=progress,
             **_run_options(args),
         )
-    print(json.dumps({"saturation_msgs_per_s": result["saturation_msgs_per_s"]}))
+    saturation = result["saturation_msgs_per_s"]
+    held = "none" if saturation is None else f"{saturation:,.0f} msg/s"
+    print(f"saturation (the highest rate that held): {held}; {Path(args.out) / 'campaign.json'}")
     return 0
+
+
+def campaign_row_text(row: dict[str, Any]) -> str:
+    """A campaign's progress row as one readable line (``campaign.json`` keeps every digit):
+    numbers to a sensible precision, not 17-digit JSON."""
+    parts = []
+    for key, value in row.items():
+        if isinstance(value, bool) or value is None:
+            parts.append(f"{key} {value}")
+        elif isinstance(value, float):
+            parts.append(f"{key} {value:,.4g}" if abs(value) < 1000 else f"{key} {value:,.0f}")
+        elif isinstance(value, int):
+            parts.append(f"{key} {value:,}")
+        elif isinstance(value, dict | list):
+            parts.append(f"{key} {json.dumps(_rounded(value))}")
+        else:
+            parts.append(f"{key} {value}")
+    return "campaign: " + ", ".join(parts)
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return float(f"{value:.4g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
 
 
 def cmd_relay(args: argparse.Namespace) -> int:
@@ -583,11 +612,23 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if "veth_table" in result:
         print("veth:")
         print(predict.format_table(result["veth_table"]))
-    print(
-        f"saturation: measured {result['measured_saturation_msgs_per_s']} msg/s, "
-        f"predicted {result['predicted_saturation_msgs_per_s']:.0f} msg/s"
-    )
+    print(saturation_line(result))
     return 0
+
+
+def saturation_line(result: dict[str, Any]) -> str:
+    """The campaign's saturation against the prediction, in words: a campaign whose rates all
+    held measured no saturation, only that it lies above the highest rate tried."""
+    measured = result["measured_saturation_msgs_per_s"]
+    predicted = f"predicted {result['predicted_saturation_msgs_per_s']:,.0f} msg/s"
+    if measured is None:
+        return f"saturation: every rate tried saturated (none held); {predicted}"
+    if not result.get("saturation_reached", True):
+        return (
+            f"saturation: not reached (every rate tried held, up to {measured:,.0f} msg/s: "
+            f"saturation is above it); {predicted}"
+        )
+    return f"saturation: measured {measured:,.0f} msg/s (the highest rate that held); {predicted}"
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from twin.errors import ConfigError, SimulationError
-from twin.testbed.processes import stop
+from twin.testbed.processes import forward_collapsed, stop
 
 MAX_RATE = 1_000_000.0
 MAX_BURST = 1_000
@@ -57,8 +57,10 @@ def measure_feed(config: FeedConfig, out_dir: Path) -> dict[str, Any]:
             [sys.executable, "-m", "twin.testbed.feed_server", "127.0.0.1", "0", str(cert),
              str(key), str(config.rate_msgs_per_s), ",".join(map(str, config.bursts)),
              str(config.fault_every)],
-            stdout=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
+        assert server.stderr is not None
+        forwarder = forward_collapsed(server.stderr)  # one line per run of a repeated warning
         try:
             assert server.stdout is not None
             line = server.stdout.readline()
@@ -75,6 +77,8 @@ def measure_feed(config: FeedConfig, out_dir: Path) -> dict[str, Any]:
             return run_feed_client(run, conditions)
         finally:
             stop(server)
+            forwarder.join(timeout=5)
+            server.stderr.close()
 
 
 # The lab: one calibration run (several burst sizes at one rate, so the TLS work per message

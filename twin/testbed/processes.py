@@ -7,9 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from types import FrameType
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn
 
 
 def stop(proc: subprocess.Popen[Any], timeout_s: float = 15.0) -> None:
@@ -23,6 +24,39 @@ def stop(proc: subprocess.Popen[Any], timeout_s: float = 15.0) -> None:
             proc.wait()
     if proc.stdout is not None:
         proc.stdout.close()
+
+
+def collapse_repeats(lines: Iterable[str], out: IO[str]) -> None:
+    """Copy ``lines`` to ``out``, each run of identical lines as its first and one line saying
+    how many more there were: a child that logs the same warning for every write after its
+    peer left (asyncio's ``socket.send() raised exception.``: 45,989 lines from one
+    ``feed-lab``) costs one line and a count, not megabytes."""
+    last, repeats = None, 0
+
+    def flush_repeats() -> None:
+        if repeats:
+            out.write(f"  (the line above {repeats:,} more time{'s' if repeats > 1 else ''})\n")
+
+    for line in lines:
+        if line == last:
+            repeats += 1
+            continue
+        flush_repeats()
+        out.write(line if line.endswith("\n") else line + "\n")
+        out.flush()
+        last, repeats = line, 0
+    flush_repeats()
+    out.flush()
+
+
+def forward_collapsed(stream: IO[str], out: IO[str] | None = None) -> threading.Thread:
+    """A daemon thread copying a child's text ``stream`` (its stderr pipe) to ``out`` (stderr)
+    through :func:`collapse_repeats`, until the stream ends."""
+    thread = threading.Thread(
+        target=collapse_repeats, args=(stream, out or sys.stderr), daemon=True
+    )
+    thread.start()
+    return thread
 
 
 def start_spinner(cpu: int | None = None) -> subprocess.Popen[Any]:

@@ -34,7 +34,6 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -46,19 +45,12 @@ from twin.testbed.netns import VethPair
 from twin.testbed.placement import sampling
 from twin.testbed.processes import stop
 from twin.testbed.relay import RelayDelay
+from twin.testbed.systems import Route
 
 SOCKPERF = "sockperf"
 FULL_LOG_HEADER = "packet, txTime(sec)"
 # sockperf's own warm-up (messages it sends and discards before timing) is part of its run.
 START_WAIT_S = 0.3
-
-
-class Route(StrEnum):
-    """Where a sockperf message travels between client and server."""
-
-    LOOPBACK = "loopback"
-    VETH = "veth"
-    RELAY = "relay"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,8 @@
 """The tools whose systems the load-response lab measures (a lab system's name starts with its
-tool's: ``sockperf-udp-loopback``, ``testbed-veth``)."""
+tool's: ``sockperf-udp-loopback``, ``testbed-veth``) and the routes their messages take.
+
+Plain enums, imported by the testbed's parser without the measuring code (``twin --help``
+loads no numerical library)."""
 
 from __future__ import annotations
 
@@ -12,3 +15,11 @@ class Tool(StrEnum):
 
     SOCKPERF = "sockperf"
     TESTBED = "testbed"
+
+
+class Route(StrEnum):
+    """Where a sockperf message travels between client and server."""
+
+    LOOPBACK = "loopback"
+    VETH = "veth"
+    RELAY = "relay"
