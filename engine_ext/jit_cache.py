@@ -9,7 +9,8 @@ module that imports Numba, and every project module those import, transitively),
 a kernel or to a constant it freezes starts from a fresh cache, an edit anywhere else (the CLI,
 the scenario loader, the calibration) costs no compile, and an unchanged checkout loads at once.
 
-:func:`configure` runs when either package is imported, before any kernel is decorated. The
+:func:`configure` runs when a module that compiles is imported (``engine_ext``, ``twin.fast``,
+``twin.histogram``), before any kernel is decorated. The
 versions live in ``exchange-latency-twin/numba/`` under ``$NUMBA_CACHE_DIR`` when set, else
 under ``$XDG_CACHE_HOME`` (or ``~/.cache``); only the most recently used few are kept.
 
