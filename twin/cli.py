@@ -65,7 +65,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         format_intervals,
         format_result,
         note_compiling,
+        pacing_note,
     )
+    from twin.kinds import Loop
     from twin.output import write_run
     from twin.replicate import (
         default_workers,
@@ -125,8 +127,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         failover = failover_report(prepared)
     if args.out is not None:
         write_run(Path(args.out), result, scenario.to_toml())
+    pacing = None
+    if scenario.workload.loop == Loop.CLOSED:
+        pacing = {
+            "rate_msgs_per_s": scenario.workload.rate_msgs_per_s,
+            "set_by": "--rate" if args.rate is not None else "workload.rate_msgs_per_s",
+        }
+        note = pacing_note(
+            scenario.workload.accounts,
+            scenario.workload.rate_msgs_per_s,
+            args.rate is not None,
+            result.throughput_msgs_per_s,
+        )
+        print(note, file=sys.stderr)
     if args.json:
         payload = result.to_dict()
+        if pacing is not None:
+            payload["closed_loop_pacing"] = pacing
         if replications is not None:
             payload["replications"] = replications
             thin = few_samples(ci95, result.messages // replications)  # per replication

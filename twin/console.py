@@ -37,6 +37,16 @@ def note_compiling(engine: str) -> None:
         )
 
 
+def pacing_note(accounts: int, rate_msgs_per_s: float, from_flag: bool, achieved: float) -> str:
+    """What paces a closed loop: its accounts share the target rate, given by ``--rate`` or,
+    silently before, by the scenario's ``workload.rate_msgs_per_s``."""
+    source = "--rate" if from_flag else "the scenario's workload.rate_msgs_per_s; --rate sets it"
+    return (
+        f"twin: a closed loop of {accounts:,} account{'s' if accounts != 1 else ''} paced to "
+        f"share {rate_msgs_per_s:,.0f} msg/s ({source}); it achieved {achieved:,.0f} msg/s"
+    )
+
+
 def format_statistics(rtt: Mapping[str, float]) -> str:
     """Round-trip statistics on one line: ``p50 69.5  p90 84.3 ...``."""
     return "  ".join(f"{label(k)} {v:,.1f}" for k, v in rtt.items())

@@ -329,3 +329,26 @@ def test_no_shipped_scenarios_is_an_error_not_an_empty_list(capsys, tmp_path, mo
     assert main(["scenarios"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert str(tmp_path) in line and "no shipped scenarios" in line
+
+
+def test_a_closed_loop_says_what_paces_it(capsys) -> None:
+    """Issue 71: --set workload.loop=closed paced the loop at the scenario's rate, silently."""
+    args = ["run", TIER1, "--duration", "0.02", "--set", "workload.loop=closed", "--json"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    payload = json.loads(captured.out)
+    rate = load_scenario(TIER1).workload.rate_msgs_per_s
+    assert payload["closed_loop_pacing"] == {
+        "rate_msgs_per_s": rate,
+        "set_by": "workload.rate_msgs_per_s",
+    }
+    assert (
+        f"paced to share {rate:,.0f} msg/s (the scenario's workload.rate_msgs_per_s" in captured.err
+    )
+    assert main([*args, "--rate", "5000"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["closed_loop_pacing"]["set_by"] == "--rate"
+    assert "share 5,000 msg/s (--rate)" in captured.err
+    assert main(["run", TIER1, "--duration", "0.02", "--json"]) == 0  # an open loop: no note
+    captured = capsys.readouterr()
+    assert "closed_loop_pacing" not in json.loads(captured.out) and "paced" not in captured.err
