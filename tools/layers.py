@@ -36,6 +36,7 @@ FRONT_ENDS = (
     "twin.demo",
     "twin.hunt.cli",
     "twin.hunt.report",
+    "twin.replay_cli",
     "twin.sweep",
     "twin.testbed",
     "app",

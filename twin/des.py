@@ -32,6 +32,7 @@ import simpy
 from twin import dtypes
 from twin.dists import Draw
 from twin.fast._hiccup import finish, hiccup_state
+from twin.flow import Arrivals, ReplayOutput, exchange_hop
 from twin.histogram import empty_counts, record_us
 from twin.load import Load
 from twin.path import CompiledPath, HaltPolling
@@ -108,6 +109,11 @@ class _Model:
     def __init__(self, path: CompiledPath, load: Load):
         self.env = simpy.Environment()
         self.load = load
+        self.path = path
+        # A replay's per-request times (twin.flow), filled by run(arrivals=...).
+        self.exchange_hop = -1
+        self.replay_exchange_us = np.zeros(0)
+        self.replay_done_us = np.zeros(0)
         self.rng = np.random.default_rng([load.seed, DES_STREAM])
         hops = path.hops
         self.n_hops = path.n_hops
@@ -262,9 +268,9 @@ class _Model:
         self.resources[station].release(req)
         self.last_free[station] = self.env.now
 
-    def message(self, kind: int, conn: int) -> Generator[Any, Any, None]:
+    def message(self, kind: int, conn: int, request: int = -1) -> Generator[Any, Any, None]:
         """One client message's round trip through every hop (``kind``: its place in the cycle,
-        ``conn``: the connection it travels on)."""
+        ``conn``: the connection it travels on; ``request``: its row of a replay, -1 none)."""
         env = self.env
         sent = env.now
         record = self.in_window(sent)
@@ -298,7 +304,11 @@ class _Model:
             if hop_times is not None:
                 hop_times[i] = env.now - entered
                 self.close_spans(i, env.now, span_start)
+            if request >= 0 and i == self.exchange_hop:
+                self.replay_exchange_us[request] = env.now
             i += 1
+        if request >= 0:
+            self.replay_done_us[request] = env.now
         if hop_times is not None:
             self.samples[kind].append(env.now - sent)
             self.hop_sum += hop_times
@@ -494,6 +504,14 @@ class _Model:
                 self.env.process(self.cycle(self.cycles_started % self.load.accounts))
                 self.cycles_started += 1
 
+    def replay(self, arrivals: Arrivals) -> Generator[Any, Any, None]:
+        """Send each request of ``arrivals`` at its time, on its connection."""
+        env = self.env
+        for r, (t, conn) in enumerate(zip(arrivals.send_us, arrivals.connection, strict=True)):
+            if t > env.now:
+                yield env.timeout(float(t) - env.now)
+            env.process(self.message(0, int(conn), r))
+
     def closed_account(self, account: int, phase_us: float) -> Generator[Any, Any, None]:
         """One account's paced loop on its own connection: a cycle, then wait for its next slot
         (if still ahead)."""
@@ -535,8 +553,15 @@ class _Model:
             env.step()
         progress(1.0)
 
-    def run(self, progress: Progress | None = None) -> EngineOutput:
-        if self.load.loop == dtypes.LOOP_OPEN:
+    def run(
+        self, progress: Progress | None = None, arrivals: Arrivals | None = None
+    ) -> EngineOutput:
+        if arrivals is not None:
+            self.exchange_hop = exchange_hop(self.path)
+            self.replay_exchange_us = np.full(len(arrivals), np.nan)
+            self.replay_done_us = np.full(len(arrivals), np.nan)
+            self.env.process(self.replay(arrivals))
+        elif self.load.loop == dtypes.LOOP_OPEN:
             self.env.process(self.open_loop())
         else:
             period = self.load.accounts / self.load.cycle_rate_per_us
@@ -575,3 +600,13 @@ def simulate(path: CompiledPath, load: Load, progress: Progress | None = None) -
     ``progress(fraction of the simulated time)`` is called every few thousand messages.
     """
     return _Model(path, load).run(progress)
+
+
+def replay(
+    path: CompiledPath, load: Load, arrivals: Arrivals, progress: Progress | None = None
+) -> ReplayOutput:
+    """Run the given arrivals over ``path`` in SimPy (``load`` from
+    :func:`twin.flow.replay_load`): each request's exchange and reply times, and the totals."""
+    model = _Model(path, load)
+    totals = model.run(progress, arrivals)
+    return ReplayOutput(totals, model.replay_exchange_us, model.replay_done_us)

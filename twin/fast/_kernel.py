@@ -121,8 +121,10 @@ SF_ENTER, SF_SEND, SF_NEXT_START, SF_EXIT, SF_SPAN = 0, 1, 2, 3, 4  # float64 sl
 # int64 slot_i; SI_LED: whether the message took a new batch at the last batching station;
 # SI_CONN: the connection its cycle travels on; SI_STALLED: 1 while it waits out a stall;
 # SI_WAITING: 1 while a closed loop's account, free, waits for its turn (in_turn).
+# SI_REQUEST: in a replay, the request the slot carries (its row of replay_f).
 SI_HOP, SI_MSG, SI_RECORD, SI_AUX, SI_NEXT, SI_LED, SI_CONN, SI_STALLED, SI_WAITING = range(9)
-SLOT_F_COLS, SLOT_I_COLS = SF_SPAN + MAX_SPANS, 9
+SI_REQUEST = 9
+SLOT_F_COLS, SLOT_I_COLS = SF_SPAN + MAX_SPANS, 10
 HOP_START = -1  # slot_i[:, SI_HOP] value for "a cycle starts at the slot's event time"
 # slot_i[:, SI_HOP] values of a reader's events: the slot (first of a read) triggers the read
 # of station SI_AUX; the slot resumes its walk at hop SI_AUX (it has left the reader).
@@ -142,9 +144,14 @@ SLOT_MASK = MAX_SLOTS - 1
 # Entries of the scalar state arrays.
 F_NEXT_CYCLE, F_RTT_SUM, F_RTT_MAX = 0, 1, 2
 FSTATE_LEN = 3
-# I_TURN: the account whose cycle a closed loop in turn sends next.
+# I_TURN: the account whose cycle a closed loop in turn sends next; I_ARRIVAL: in a replay, the
+# next request of the given arrival times to send.
 I_HEAP_N, I_FREE_N, I_SEQ, I_MESSAGES, I_STARTED, I_GROUP_LEFT, I_CYCLES, I_TURN = range(8)
-ISTATE_LEN = 8
+I_ARRIVAL = 8
+ISTATE_LEN = 9
+# Columns of replay_f, one row per request of a replay: when it left the matching engine (the
+# exchange's timestamp; the path's exchange hop) and when its reply reached the client.
+RF_EXCH, RF_DONE = 0, 1
 
 _INF = np.inf
 
@@ -477,8 +484,18 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     hiccup_gap_us: np.ndarray,
     hiccup_q: np.ndarray,
     hiccup_row: np.ndarray,
+    arrivals_us: np.ndarray,
+    arrival_conn: np.ndarray,
+    exchange_hop: int,
+    replay_f: np.ndarray,
 ) -> int:
-    """Advance the simulation until done, paused at ``horizon_us``, or out of slots."""
+    """Advance the simulation until done, paused at ``horizon_us``, or out of slots.
+
+    A replay gives its cycles' start times (``arrivals_us``, sorted, one message each, on the
+    connections ``arrival_conn``) in place of the generated schedule, and gets each request's
+    exchange and reply times in ``replay_f``; ``arrivals_us`` empty: the generated schedule.
+    """
+    replay = arrivals_us.shape[0] > 0
     n_hops = hop_i.shape[0]
     # Flat views of the row-major tables: a row start is a shift, where 2-D indexing multiplies
     # by a run-time row length on every access.
@@ -511,6 +528,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     heap_n = _push(heap_t, heap_k, heap_n, phase, (seq << SLOT_BITS) | a)
                     seq += 1
             next_cycle = _INF
+        elif replay:
+            next_cycle = arrivals_us[0]
+            group_left = 1
         else:
             # Groups of ``burst`` cycles arrive ``burst`` times less often (the mean rate holds).
             gap = mean_gap_us * burst
@@ -539,11 +559,21 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             record = False
             enter = t
             send = t
-            # Cycles are dealt to the connections in turn.
-            slot_i[slot, SI_CONN] = istate[I_CYCLES] % connections
+            if replay:  # the given request, on its own connection
+                pos = istate[I_ARRIVAL]
+                slot_i[slot, SI_CONN] = arrival_conn[pos]
+                slot_i[slot, SI_REQUEST] = pos
+                pos += 1
+                istate[I_ARRIVAL] = pos
+                next_cycle = arrivals_us[pos] if pos < arrivals_us.shape[0] else _INF
+            else:
+                # Cycles are dealt to the connections in turn.
+                slot_i[slot, SI_CONN] = istate[I_CYCLES] % connections
             istate[I_CYCLES] += 1
             group_left -= 1
-            if group_left == 0:  # the group is out: the next one's arrival
+            if replay:
+                group_left = 1
+            elif group_left == 0:  # the group is out: the next one's arrival
                 gap = mean_gap_us * burst
                 if poisson:
                     e, s0, s1, s2, s3 = _exponential(s0, s1, s2, s3)
@@ -772,6 +802,8 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     if flags & FLAG_LINGER_YIELDS:  # awake through it, no server held
                         station_held_us[st] = max(station_held_us[st], done_t + linger)
                         linger = 0.0
+                    if replay and h == np.uint64(exchange_hop):
+                        replay_f[slot_i[slot, SI_REQUEST], RF_EXCH] = done_t
                     if record:
                         hop_sum_us[h] += done_t - enter
                         closes = hop_il[hi + np.uint64(HI_SPAN_CLOSE)]
@@ -852,6 +884,8 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 keep = True
                 break
             # Round trip complete.
+            if replay:
+                replay_f[slot_i[slot, SI_REQUEST], RF_DONE] = t
             if record:
                 rtt = t - send
                 counts[msg, counts_index(np.int64(np.rint(rtt * 1e3)))] += 1

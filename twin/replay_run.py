@@ -1,0 +1,300 @@
+"""Replaying an order flow through a scenario: per-request latency, its summary, its folder.
+
+:func:`replay_output` runs a prepared scenario's path on either engine with the flow's arrivals
+(:mod:`twin.flow`); :func:`replay_table` turns the result into the contract's table (one row
+per request, in the flow's order):
+
+==============  ======  =========================================================
+``send_ns``     int64   when the client sent it (the flow file's epoch)
+``kind``        string  ``new``, ``cancel`` or ``modify``
+``entry_ns``    int64   send to the matching engine's done (exchange timestamp)
+``response_ns`` int64   exchange timestamp to the reply at the client
+``rtt_ns``      int64   send to reply (``entry_ns + response_ns``)
+``rejected``    bool    the venue refused it (a throttle); its reply is the reject
+``exch_ns``     int64   the exchange timestamp, ``send_ns + entry_ns``
+``connection``  int64   the session it travelled on (0-based, in order of first use)
+``payload_bytes`` int64 as in the flow file, -1 where it gives none
+==============  ======  =========================================================
+
+:func:`replay_to_folder` writes ``DIR/replay.parquet`` and ``DIR/summary.json`` atomically. On
+the fast engine a long flow is run in chunks of requests: after each, the finished rows go to
+``DIR/parts/`` and the engine's state to ``DIR/replay_state.npz``, recorded in
+``DIR/manifest.json``; a rerun with the same flow, scenario and engine continues from there
+(same draws as an uninterrupted run). The reference engine runs a flow whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from twin.atomic import atomic_write, write_json
+from twin.errors import ConfigError, SimulationError
+from twin.flow import KIND_NAMES, Arrivals, ReplayOutput, replay_load
+from twin.percentiles import PERCENTILES
+from twin.results import Progress
+from twin.simulation import Prepared
+
+#: Requests per saved chunk of a resumable replay (a few seconds of the fast engine).
+CHUNK_REQUESTS = 250_000
+MANIFEST_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Flow:
+    """What a replay sends and reports back: the arrivals, each request's ``send_ns`` as the
+    flow gives it and its payload (-1: none). From :func:`twin.flowfile.read_order_flow` or
+    :meth:`from_arrivals` (a rate trace's)."""
+
+    arrivals: Arrivals
+    send_ns: np.ndarray
+    payload_bytes: np.ndarray
+    source: str
+
+    @classmethod
+    def from_arrivals(cls, arrivals: Arrivals, source: str, origin_ns: int = 0) -> Flow:
+        send_ns = origin_ns + np.rint(arrivals.send_us * 1e3).astype(np.int64)
+        return cls(arrivals, send_ns, np.full(len(arrivals), -1, dtype=np.int64), source)
+
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for array in (self.send_ns, self.arrivals.connection, self.arrivals.kind):
+            h.update(np.ascontiguousarray(array).tobytes())
+        h.update(np.ascontiguousarray(self.payload_bytes).tobytes())
+        return h.hexdigest()
+
+
+def _replayers() -> dict[str, Callable[..., ReplayOutput]]:
+    from twin import des
+    from twin.fast import engine as fast
+
+    return {"des": des.replay, "fast": fast.replay}
+
+
+def replay_output(
+    prepared: Prepared, arrivals: Arrivals, engine: str = "fast", progress: Progress | None = None
+) -> ReplayOutput:
+    """Each request's exchange and reply times through ``prepared``'s path on ``engine``."""
+    replayers = _replayers()
+    if engine not in replayers:
+        raise ConfigError(f"engine = {engine!r}: allowed: {', '.join(sorted(replayers))}")
+    if prepared.by_hour:
+        raise ConfigError(f"{prepared.scenario.source}: a whole-day scenario cannot replay a flow")
+    load = replay_load(prepared.load, arrivals)
+    return replayers[engine](prepared.path, load, arrivals, progress)
+
+
+def replay_columns(
+    flow: Flow, exchange_us: np.ndarray, done_us: np.ndarray, start: int = 0
+) -> dict[str, np.ndarray]:
+    """The contract's columns for requests ``start ..`` (as many as ``done_us`` has)."""
+    stop = start + len(done_us)
+    send_us = flow.arrivals.send_us[start:stop]
+    if np.isnan(done_us).any() or np.isnan(exchange_us).any():
+        raise SimulationError("A replayed request has no reply time (the run did not finish)")
+    entry = np.rint((exchange_us - send_us) * 1e3).astype(np.int64)
+    rtt = np.rint((done_us - send_us) * 1e3).astype(np.int64)
+    send_ns = flow.send_ns[start:stop]
+    return {
+        "send_ns": send_ns,
+        "kind": np.asarray(KIND_NAMES, dtype=object)[flow.arrivals.kind[start:stop]],
+        "entry_ns": entry,
+        "response_ns": rtt - entry,
+        "rtt_ns": rtt,
+        "rejected": np.zeros(len(rtt), dtype=bool),
+        "exch_ns": send_ns + entry,
+        "connection": flow.arrivals.connection[start:stop],
+        "payload_bytes": flow.payload_bytes[start:stop],
+    }
+
+
+def replay_table(columns: dict[str, np.ndarray]) -> Any:
+    """The columns as a pyarrow table, in the contract's order and types."""
+    import pyarrow as pa
+
+    return pa.table(
+        {
+            name: pa.array(values, pa.string() if name == "kind" else None)
+            for name, values in columns.items()
+        }
+    )
+
+
+def lag1_autocorrelation(values: np.ndarray) -> float | None:
+    """The correlation of each value with the next (in send order); None under 3 values or
+    when they do not vary."""
+    x = np.asarray(values, dtype=np.float64)
+    if len(x) < 3:
+        return None
+    a, b = x[:-1] - x[:-1].mean(), x[1:] - x[1:].mean()
+    denominator = float(np.sqrt((a * a).sum() * (b * b).sum()))
+    return float((a * b).sum() / denominator) if denominator > 0 else None
+
+
+def _stats_us(ns: np.ndarray) -> dict[str, float | None]:
+    if len(ns) == 0:
+        return {**{k: None for k in PERCENTILES}, "mean": None, "max": None}
+    us = ns.astype(np.float64) / 1e3
+    out: dict[str, float | None] = {
+        k: float(v)
+        for k, v in zip(PERCENTILES, np.percentile(us, list(PERCENTILES.values())), strict=True)
+    }
+    out.update(mean=float(us.mean()), max=float(us.max()))
+    return out
+
+
+def summarise_replay(columns: dict[str, np.ndarray], scenario: str, engine: str) -> dict[str, Any]:
+    """The replay's summary: requests, rejects, percentiles (us) of the round trip, entry and
+    response, the round trip's lag-1 autocorrelation beside them, and each kind's round trip."""
+    rtt = columns["rtt_ns"]
+    kinds = columns["kind"]
+    return {
+        "scenario": scenario,
+        "engine": engine,
+        "requests": int(len(rtt)),
+        "rejected": int(columns["rejected"].sum()),
+        "rtt_us": _stats_us(rtt),
+        "entry_us": _stats_us(columns["entry_ns"]),
+        "response_us": _stats_us(columns["response_ns"]),
+        "rtt_lag1_autocorrelation": lag1_autocorrelation(rtt),
+        "rtt_by_kind_us": {k: _stats_us(rtt[kinds == k]) for k in KIND_NAMES if (kinds == k).any()},
+    }
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object from ``path``; None when absent, damaged or not an object (a manifest
+    that is not ours: the replay starts afresh)."""
+    import json
+
+    try:
+        value = json.loads(path.read_text())
+    except (ValueError, OSError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def replay_to_folder(
+    prepared: Prepared,
+    flow: Flow,
+    out_dir: Path,
+    engine: str = "fast",
+    progress: Progress | None = None,
+    chunk_requests: int = CHUNK_REQUESTS,
+    stop_after_chunks: int | None = None,
+) -> dict[str, Any]:
+    """Replay ``flow`` and write ``out_dir/replay.parquet`` and ``summary.json``; return the
+    summary. Resumable on the fast engine (see the module's docstring); ``stop_after_chunks``
+    stops after that many new chunks (an interruption, for tests), returning ``{}``."""
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    scenario = prepared.scenario
+    key = hashlib.sha256(f"{scenario.to_toml()}\n{engine}\n{flow.digest()}".encode()).hexdigest()
+    manifest_path = out_dir / "manifest.json"
+    n = len(flow.arrivals)
+    if engine != "fast":
+        out = replay_output(prepared, flow.arrivals, engine, progress)
+        return _finish(out_dir, flow, out.exchange_us, out.done_us, scenario.name, engine, key)
+    from twin.fast.engine import Replayer
+
+    manifest = _read_json(manifest_path)
+    if manifest is not None and manifest.get("key") == key and manifest.get("complete"):
+        summary = _read_json(out_dir / "summary.json")
+        if summary is not None and (out_dir / "replay.parquet").is_file():
+            return summary  # done before, with the same flow, scenario and engine
+        manifest = None
+    replayer = Replayer(prepared.path, replay_load(prepared.load, flow.arrivals), flow.arrivals)
+    parts: list[dict[str, Any]] = []
+    next_index = 0
+    if manifest is not None and manifest.get("key") == key and "state" in manifest:
+        state_path = out_dir / str(manifest["state"])
+        with np.load(state_path) as saved:
+            replayer.restore({name: saved[name] for name in saved.files})
+        parts = list(manifest["parts"])
+        next_index = int(manifest["next_index"])
+    written = parts[-1]["stop"] if parts else 0
+    new_chunks = 0
+    done = False
+    send_us = flow.arrivals.send_us
+    while not done:
+        next_index = min(next_index + chunk_requests, n)
+        done = replayer.advance(float(send_us[next_index]) if next_index < n else np.inf)
+        finished = replayer.done_us()
+        pending = np.flatnonzero(np.isnan(finished[written:]))
+        prefix = n if done else written + (int(pending[0]) if len(pending) else n - written)
+        if progress is not None:
+            progress(prefix / n)
+        if prefix == written or done:
+            continue
+        out = replayer.output()
+        columns = replay_columns(
+            flow, out.exchange_us[written:prefix], out.done_us[written:prefix], written
+        )
+        part_name = f"parts/part-{len(parts):05d}.parquet"
+        _write_parquet(out_dir / part_name, replay_table(columns))
+        parts.append({"file": part_name, "start": written, "stop": prefix})
+        written = prefix
+        state_name = f"replay_state-{len(parts):05d}.npz"
+        atomic_write(out_dir / state_name, lambda tmp: _save_state(tmp, replayer.state()))
+        old = manifest.get("state") if manifest else None
+        manifest = {
+            "version": MANIFEST_VERSION,
+            "key": key,
+            "requests": n,
+            "next_index": next_index,
+            "parts": parts,
+            "state": state_name,
+        }
+        write_json(manifest_path, manifest)
+        if old and old != state_name:
+            (out_dir / str(old)).unlink(missing_ok=True)
+        new_chunks += 1
+        if stop_after_chunks is not None and new_chunks >= stop_after_chunks:
+            return {}
+    out = replayer.output()
+    summary = _finish(out_dir, flow, out.exchange_us, out.done_us, scenario.name, engine, key)
+    for part in parts:
+        (out_dir / part["file"]).unlink(missing_ok=True)
+    if manifest is not None and "state" in manifest:
+        (out_dir / str(manifest["state"])).unlink(missing_ok=True)
+    parts_dir = out_dir / "parts"
+    if parts_dir.is_dir() and not any(parts_dir.iterdir()):
+        os.rmdir(parts_dir)
+    return summary
+
+
+def _write_parquet(path: Path, table: Any) -> None:
+    import pyarrow.parquet as pq
+
+    atomic_write(path, lambda tmp: pq.write_table(table, tmp))
+
+
+def _save_state(tmp: Path, state: dict[str, np.ndarray]) -> None:
+    with tmp.open("wb") as f:
+        np.savez(f, **state)  # type: ignore[arg-type]
+
+
+def _finish(
+    out_dir: Path,
+    flow: Flow,
+    exchange_us: np.ndarray,
+    done_us: np.ndarray,
+    scenario: str,
+    engine: str,
+    key: str,
+) -> dict[str, Any]:
+    """Write the whole replay's table, summary and a complete manifest."""
+
+    columns = replay_columns(flow, exchange_us, done_us)
+    _write_parquet(out_dir / "replay.parquet", replay_table(columns))
+    summary = summarise_replay(columns, scenario, engine)
+    summary["flow"] = flow.source
+    write_json(out_dir / "summary.json", summary)
+    manifest = {"version": MANIFEST_VERSION, "key": key, "requests": len(done_us), "complete": True}
+    write_json(out_dir / "manifest.json", manifest)
+    return summary
