@@ -36,6 +36,7 @@ from twin.flow import Arrivals, ReplayOutput, exchange_hop
 from twin.histogram import empty_counts, record_us
 from twin.load import Load
 from twin.path import CompiledPath, HaltPolling
+from twin.protections import throttle_hops
 from twin.results import EngineOutput, Progress
 
 # Stream id separating the engine's draws from placement's (same seed, different streams).
@@ -114,6 +115,18 @@ class _Model:
         self.exchange_hop = -1
         self.replay_exchange_us = np.zeros(0)
         self.replay_done_us = np.zeros(0)
+        self.replay_rejected = np.zeros(0, dtype=bool)
+        self.arrival_kind = np.zeros(0, dtype=np.int64)
+        # The venue's throttle (twin.protections.Throttle): where it acts, and its buckets'
+        # tokens, when they were counted and until when each session is cut off.
+        self.throttle = path.throttle
+        self.throttle_hop, self.reject_hop = (
+            (-1, -1) if path.throttle is None else throttle_hops(path.hop_names)
+        )
+        buckets = load.accounts if path.throttle is not None and path.throttle.per_session else 1
+        burst = path.throttle.burst if path.throttle is not None else 0.0
+        self.bucket = [[burst, 0.0, 0.0] for _ in range(buckets)]
+        self.rejected = 0
         self.rng = np.random.default_rng([load.seed, DES_STREAM])
         hops = path.hops
         self.n_hops = path.n_hops
@@ -298,6 +311,14 @@ class _Model:
                 holder = -1
             if wait > 0:
                 yield env.timeout(wait)
+            if i == self.throttle_hop and not self.admitted(conn, kind, request):
+                if record:
+                    self.rejected += 1
+                if request >= 0:
+                    self.replay_rejected[request] = True
+                    self.replay_exchange_us[request] = env.now
+                i = self.reject_hop  # the gateway answers it at once
+                continue
             if st >= 0:
                 led, kept = yield from self.serve(i, st, led, conn, kept)
                 holder = st if self.holds[i] else -1
@@ -504,6 +525,24 @@ class _Model:
                 self.env.process(self.cycle(self.cycles_started % self.load.accounts))
                 self.cycles_started += 1
 
+    def admitted(self, conn: int, kind: int, request: int) -> bool:
+        """The venue's lazy-fill token bucket, now: refill, then take the request's weight
+        (True), or refuse it, cutting its session off where the throttle disconnects."""
+        throttle = self.throttle
+        assert throttle is not None
+        now = self.env.now
+        bucket = self.bucket[conn if throttle.per_session else 0]
+        tokens = min(bucket[0] + (now - bucket[1]) * throttle.rate_per_s / 1e6, throttle.burst)
+        bucket[1] = now
+        weight = throttle.weights[int(self.arrival_kind[request]) if request >= 0 else kind]
+        if now < bucket[2] or tokens < weight:
+            bucket[0] = tokens
+            if throttle.disconnect_us > 0 and now >= bucket[2]:
+                bucket[2] = now + throttle.disconnect_us
+            return False
+        bucket[0] = tokens - weight
+        return True
+
     def replay(self, arrivals: Arrivals) -> Generator[Any, Any, None]:
         """Send each request of ``arrivals`` at its time, on its connection."""
         env = self.env
@@ -560,6 +599,8 @@ class _Model:
             self.exchange_hop = exchange_hop(self.path)
             self.replay_exchange_us = np.full(len(arrivals), np.nan)
             self.replay_done_us = np.full(len(arrivals), np.nan)
+            self.replay_rejected = np.zeros(len(arrivals), dtype=bool)
+            self.arrival_kind = np.asarray(arrivals.kind, dtype=np.int64)
             self.env.process(self.replay(arrivals))
         elif self.load.loop == dtypes.LOOP_OPEN:
             self.env.process(self.open_loop())
@@ -591,6 +632,7 @@ class _Model:
             station_busy_us=self.busy,
             duration_us=self.load.duration_us,
             span_counts=span_counts,
+            rejected=self.rejected,
         )
 
 
@@ -609,4 +651,6 @@ def replay(
     :func:`twin.flow.replay_load`): each request's exchange and reply times, and the totals."""
     model = _Model(path, load)
     totals = model.run(progress, arrivals)
-    return ReplayOutput(totals, model.replay_exchange_us, model.replay_done_us)
+    return ReplayOutput(
+        totals, model.replay_exchange_us, model.replay_done_us, model.replay_rejected
+    )

@@ -69,19 +69,22 @@ class ReplayOutput:
     :attr:`Arrivals.send_us`) and the totals an engine run gives (histograms, hop times)."""
 
     totals: EngineOutput
-    exchange_us: np.ndarray  # float64, when each request left the exchange hop
+    exchange_us: np.ndarray  # float64, when each request left the exchange hop (or was rejected)
     done_us: np.ndarray  # float64, when each reply reached the client
+    rejected: np.ndarray | None = None  # bool, where the venue's throttle refused it (None: none)
 
 
 def exchange_hop(path: CompiledPath) -> int:
     """The hop whose completion is a request's exchange timestamp: the matching engine's (its
-    last hop of component ``engine`` with a queue), else the last venue gateway hop before the
-    path turns back (an echo), else the middle hop."""
+    last hop of component ``engine`` with a queue), else the venue gateway's first queue (an
+    echo's), else the middle hop."""
     stations = path.hops["station"]
     for h in range(path.n_hops - 1, -1, -1):
         if path.hop_components[h] == "engine" and stations[h] >= 0:
             return h
-    gateway = [h for h in range(path.n_hops) if path.hop_components[h] == "gateway"]
+    gateway = [
+        h for h in range(path.n_hops) if path.hop_components[h] == "gateway" and stations[h] >= 0
+    ]
     if gateway:
         return gateway[0]
     return path.n_hops // 2

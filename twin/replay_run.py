@@ -91,7 +91,11 @@ def replay_output(
 
 
 def replay_columns(
-    flow: Flow, exchange_us: np.ndarray, done_us: np.ndarray, start: int = 0
+    flow: Flow,
+    exchange_us: np.ndarray,
+    done_us: np.ndarray,
+    rejected: np.ndarray | None,
+    start: int = 0,
 ) -> dict[str, np.ndarray]:
     """The contract's columns for requests ``start ..`` (as many as ``done_us`` has)."""
     stop = start + len(done_us)
@@ -107,7 +111,7 @@ def replay_columns(
         "entry_ns": entry,
         "response_ns": rtt - entry,
         "rtt_ns": rtt,
-        "rejected": np.zeros(len(rtt), dtype=bool),
+        "rejected": np.zeros(len(rtt), dtype=bool) if rejected is None else rejected,
         "exch_ns": send_ns + entry,
         "connection": flow.arrivals.connection[start:stop],
         "payload_bytes": flow.payload_bytes[start:stop],
@@ -199,7 +203,7 @@ def replay_to_folder(
     n = len(flow.arrivals)
     if engine != "fast":
         out = replay_output(prepared, flow.arrivals, engine, progress)
-        return _finish(out_dir, flow, out.exchange_us, out.done_us, scenario.name, engine, key)
+        return _finish(out_dir, flow, out, scenario.name, engine, key)
     from twin.fast.engine import Replayer
 
     manifest = _read_json(manifest_path)
@@ -233,7 +237,11 @@ def replay_to_folder(
             continue
         out = replayer.output()
         columns = replay_columns(
-            flow, out.exchange_us[written:prefix], out.done_us[written:prefix], written
+            flow,
+            out.exchange_us[written:prefix],
+            out.done_us[written:prefix],
+            None if out.rejected is None else out.rejected[written:prefix],
+            written,
         )
         part_name = f"parts/part-{len(parts):05d}.parquet"
         _write_parquet(out_dir / part_name, replay_table(columns))
@@ -256,8 +264,7 @@ def replay_to_folder(
         new_chunks += 1
         if stop_after_chunks is not None and new_chunks >= stop_after_chunks:
             return {}
-    out = replayer.output()
-    summary = _finish(out_dir, flow, out.exchange_us, out.done_us, scenario.name, engine, key)
+    summary = _finish(out_dir, flow, replayer.output(), scenario.name, engine, key)
     for part in parts:
         (out_dir / part["file"]).unlink(missing_ok=True)
     if manifest is not None and "state" in manifest:
@@ -280,21 +287,19 @@ def _save_state(tmp: Path, state: dict[str, np.ndarray]) -> None:
 
 
 def _finish(
-    out_dir: Path,
-    flow: Flow,
-    exchange_us: np.ndarray,
-    done_us: np.ndarray,
-    scenario: str,
-    engine: str,
-    key: str,
+    out_dir: Path, flow: Flow, out: ReplayOutput, scenario: str, engine: str, key: str
 ) -> dict[str, Any]:
     """Write the whole replay's table, summary and a complete manifest."""
-
-    columns = replay_columns(flow, exchange_us, done_us)
+    columns = replay_columns(flow, out.exchange_us, out.done_us, out.rejected)
     _write_parquet(out_dir / "replay.parquet", replay_table(columns))
     summary = summarise_replay(columns, scenario, engine)
     summary["flow"] = flow.source
     write_json(out_dir / "summary.json", summary)
-    manifest = {"version": MANIFEST_VERSION, "key": key, "requests": len(done_us), "complete": True}
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "key": key,
+        "requests": len(flow.arrivals),
+        "complete": True,
+    }
     write_json(out_dir / "manifest.json", manifest)
     return summary

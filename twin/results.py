@@ -58,6 +58,9 @@ class EngineOutput:
     counts_by_kind: np.ndarray | None = None
     # One histogram per span of the path (twin.path.Span), in the path's order; None: not kept.
     span_counts: np.ndarray | None = None
+    # Recorded messages the venue's throttle rejected (twin.protections.Throttle); among
+    # ``messages``, their round trip the reject's.
+    rejected: int = 0
 
     def merge(self, other: EngineOutput) -> EngineOutput:
         """Pool two independent runs of the same path (replications or batches)."""
@@ -71,6 +74,7 @@ class EngineOutput:
             duration_us=self.duration_us + other.duration_us,
             counts_by_kind=self._kinds_with(other),
             span_counts=self._spans_with(other),
+            rejected=self.rejected + other.rejected,
         )
 
     def merge_round_trips(self, other: EngineOutput) -> EngineOutput:
@@ -89,6 +93,7 @@ class EngineOutput:
             duration_us=duration,
             counts_by_kind=self._kinds_with(other),
             span_counts=self._spans_with(other),
+            rejected=self.rejected + other.rejected,
         )
 
     def _spans_with(self, other: EngineOutput) -> np.ndarray | None:
@@ -157,6 +162,8 @@ class RunResult:
     # The rate the path's load-dependent parts were built for (msg/s): a closed loop's own
     # throughput (twin.operating_point); None: ``rate_msgs_per_s``.
     path_rate_msgs_per_s: float | None = None
+    # Recorded messages the venue's throttle rejected (twin.protections.Throttle).
+    rejected: int = 0
 
     def cdf(self) -> tuple[np.ndarray, np.ndarray]:
         """The round trips' empirical CDF: (bucket floor in us, share of messages at or below).
@@ -220,6 +227,7 @@ class RunResult:
             "rate_msgs_per_s": self.rate_msgs_per_s,
             "seed": self.seed,
             "messages": self.messages,
+            "rejected": self.rejected,
             "stable": self.stable,
             "saturated_stations": list(self.saturated_stations),
             "rtt_us": dict(self.rtt_us) if self.stable else None,
@@ -390,4 +398,5 @@ def summarise(
         rtt_by_kind_us=by_kind,
         spans_us=spans,
         span_counts=span_counts,
+        rejected=out.rejected,
     )

@@ -147,11 +147,19 @@ FSTATE_LEN = 3
 # I_TURN: the account whose cycle a closed loop in turn sends next; I_ARRIVAL: in a replay, the
 # next request of the given arrival times to send.
 I_HEAP_N, I_FREE_N, I_SEQ, I_MESSAGES, I_STARTED, I_GROUP_LEFT, I_CYCLES, I_TURN = range(8)
-I_ARRIVAL = 8
-ISTATE_LEN = 9
+# I_REJECTED: recorded messages a throttle rejected.
+I_ARRIVAL, I_REJECTED = 8, 9
+ISTATE_LEN = 10
 # Columns of replay_f, one row per request of a replay: when it left the matching engine (the
-# exchange's timestamp; the path's exchange hop) and when its reply reached the client.
-RF_EXCH, RF_DONE = 0, 1
+# exchange's timestamp; the path's exchange hop; a reject's: when the throttle refused it),
+# when its reply reached the client, and 1 where a throttle rejected it.
+RF_EXCH, RF_DONE, RF_REJECTED = 0, 1, 2
+# The throttle (twin.protections.Throttle): throttle_p holds its refill rate (tokens/us), burst,
+# how long a rejected session is cut off (us; 0: reject only) and each kind's weight (new,
+# cancel, modify); throttle_f one row per bucket (per session: one per connection): its tokens,
+# when they were counted, and until when its session is cut off.
+TP_RATE, TP_BURST, TP_DISCONNECT, TP_WEIGHT = 0, 1, 2, 3
+TF_TOKENS, TF_AT, TF_CUT = 0, 1, 2
 
 _INF = np.inf
 
@@ -488,6 +496,12 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     arrival_conn: np.ndarray,
     exchange_hop: int,
     replay_f: np.ndarray,
+    arrival_kind: np.ndarray,
+    throttle_hop: int,
+    reject_hop: int,
+    throttle_per_session: bool,
+    throttle_p: np.ndarray,
+    throttle_f: np.ndarray,
 ) -> int:
     """Advance the simulation until done, paused at ``horizon_us``, or out of slots.
 
@@ -678,6 +692,30 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 # nearly always free below saturation) before scanning for the earliest free.
                 # Which free server is taken cannot matter: all later arrivals at this station
                 # are at or after ``t``, so they see each free server as free.
+                if hop == throttle_hop and slot_i[slot, SI_STALLED] == 0:
+                    # The venue's lazy-fill token bucket: refill, then take the kind's weight
+                    # or reject (the gateway answers it at its reply hop, now).
+                    b = slot_i[slot, SI_CONN] if throttle_per_session else 0
+                    kind = arrival_kind[slot_i[slot, SI_REQUEST]] if replay else msg
+                    tokens = (
+                        throttle_f[b, TF_TOKENS] + (t - throttle_f[b, TF_AT]) * throttle_p[TP_RATE]
+                    )
+                    tokens = min(tokens, throttle_p[TP_BURST])
+                    throttle_f[b, TF_AT] = t
+                    weight = throttle_p[TP_WEIGHT + kind]
+                    if t < throttle_f[b, TF_CUT] or tokens < weight:
+                        throttle_f[b, TF_TOKENS] = tokens
+                        if throttle_p[TP_DISCONNECT] > 0 and t >= throttle_f[b, TF_CUT]:
+                            throttle_f[b, TF_CUT] = t + throttle_p[TP_DISCONNECT]
+                        if record:
+                            istate[I_REJECTED] += 1
+                        if replay:
+                            replay_f[slot_i[slot, SI_REQUEST], RF_REJECTED] = 1.0
+                            replay_f[slot_i[slot, SI_REQUEST], RF_EXCH] = t
+                        hop = reject_hop
+                        enter = t
+                        continue
+                    throttle_f[b, TF_TOKENS] = tokens - weight
                 h = np.uint64(hop)  # unsigned: no negative-index fix-up on each access
                 hi = h * np.uint64(HOP_I_COLS)  # row start in the flat hop array
                 st = np.uint64(hop_il[hi + np.uint64(HI_STATION)])

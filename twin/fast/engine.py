@@ -23,6 +23,7 @@ from twin.flow import Arrivals, ReplayOutput, exchange_hop
 from twin.histogram import empty_counts
 from twin.load import Load
 from twin.path import CompiledPath
+from twin.protections import throttle_hops
 from twin.results import EngineOutput, Progress
 
 # Stream id separating the fast engine's draws from the other users of the scenario seed.
@@ -190,12 +191,33 @@ class _Run:
         if arrivals is None:
             self.arrivals_us = np.zeros(0)
             self.arrival_conn = np.zeros(0, dtype=np.int64)
+            self.arrival_kind = np.zeros(0, dtype=np.int64)
             self.exchange_hop = -1
         else:
             self.arrivals_us = np.ascontiguousarray(arrivals.send_us, dtype=np.float64)
             self.arrival_conn = np.ascontiguousarray(arrivals.connection, dtype=np.int64)
+            self.arrival_kind = np.ascontiguousarray(arrivals.kind, dtype=np.int64)
             self.exchange_hop = exchange_hop(path)
-        self.replay_f = np.full((len(self.arrivals_us), 2), np.nan)
+        self.replay_f = np.full((len(self.arrivals_us), 3), np.nan)
+        self.replay_f[:, k.RF_REJECTED] = 0.0
+        # The venue's throttle (twin.protections.Throttle): its parameters and buckets, full.
+        throttle = path.throttle
+        self.throttle_hop, self.reject_hop = (
+            (-1, -1) if throttle is None else throttle_hops(path.hop_names)
+        )
+        self.throttle_p = np.zeros(6)
+        buckets = 1
+        if throttle is not None:
+            self.throttle_p[:] = [
+                throttle.rate_per_s / 1e6,
+                throttle.burst,
+                throttle.disconnect_us,
+                *throttle.weights,
+            ]
+            buckets = load.accounts if throttle.per_session else 1
+        self.throttle_per_session = throttle is not None and throttle.per_session
+        self.throttle_f = np.zeros((buckets, 3))
+        self.throttle_f[:, k.TF_TOKENS] = self.throttle_p[k.TP_BURST]
         self.hop_i, self.station_wake_i, self.station_cold, self.quantiles = hop_tables(path, load)
         self.station_next = np.zeros(path.n_stations, dtype=np.int64)
         self.closed = load.loop == dtypes.LOOP_CLOSED
@@ -312,6 +334,12 @@ class _Run:
                 self.arrival_conn,
                 int(self.exchange_hop),
                 self.replay_f,
+                self.arrival_kind,
+                int(self.throttle_hop),
+                int(self.reject_hop),
+                bool(self.throttle_per_session),
+                self.throttle_p,
+                self.throttle_f,
             )
         )
 
@@ -326,6 +354,7 @@ class _Run:
             station_busy_us=self.busy_us,
             duration_us=self.load.duration_us,
             span_counts=self.span_counts,
+            rejected=int(self.istate[k.I_REJECTED]),
         )
 
 
@@ -388,6 +417,7 @@ class Replayer:
             totals=run.output(),
             exchange_us=run.replay_f[:, k.RF_EXCH].copy(),
             done_us=run.replay_f[:, k.RF_DONE].copy(),
+            rejected=run.replay_f[:, k.RF_REJECTED] != 0,
         )
 
 
