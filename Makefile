@@ -19,7 +19,17 @@ $(STAMP): requirements/dev.lock pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-setup: $(STAMP)
+# The backtesters that read twin replay's exports (hftbacktest, NautilusTrader) pin numpy and
+# pandas below dev's, so they live in an environment of their own (requirements/backtest.lock);
+# tests/backtest runs them there on the twin's files.
+BT_VENV := .venv-backtest
+BT_STAMP := $(BT_VENV)/.installed-stamp
+$(BT_STAMP): requirements/backtest.lock
+	test -x $(BT_VENV)/bin/python || $(PYTHON) -m venv $(BT_VENV)
+	$(BT_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements/backtest.lock
+	touch $(BT_STAMP)
+
+setup: $(STAMP) $(BT_STAMP)
 
 # Debian's Chromium drives the browser tests (Playwright never downloads its own browser here).
 browser:
@@ -69,4 +79,4 @@ app: setup
 	$(PY) -m app.serve --server.address $${TWIN_APP_ADDRESS:-127.0.0.1}
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BT_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -68,7 +68,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for export in args.export or ():
         from twin import backtest_export
 
-        written = backtest_export.export(export, prepared, flow, out_dir)
+        written = backtest_export.export(export, out_dir)
         summary.setdefault("exports", {})[export] = [str(p) for p in written]
     if args.json:
         print(dumps(summary))

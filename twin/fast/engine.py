@@ -371,6 +371,10 @@ def replay(
     return Replayer(path, load, arrivals).finish(progress)
 
 
+# Arrays of a run that only its path and flow determine: not part of a saved replay state.
+_REBUILT = frozenset({"arrivals_us", "arrival_conn", "arrival_kind", "quantiles", "tables"})
+
+
 class Replayer:
     """A replay that can stop at a time and resume, in this process or another: its state is a
     dict of arrays (:meth:`state`, :meth:`restore`), so a long flow is run chunk by chunk and an
@@ -402,7 +406,12 @@ class Replayer:
         return self._run.replay_f[:, k.RF_DONE]
 
     def state(self) -> dict[str, np.ndarray]:
-        return {n: a for n, a in vars(self._run).items() if isinstance(a, np.ndarray)}
+        """The arrays the run changes (those built from the path and the flow are rebuilt)."""
+        return {
+            n: a
+            for n, a in vars(self._run).items()
+            if isinstance(a, np.ndarray) and n not in _REBUILT
+        }
 
     def restore(self, state: dict[str, np.ndarray]) -> None:
         mine = self.state()
