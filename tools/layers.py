@@ -37,6 +37,7 @@ FRONT_ENDS = (
     "twin.hunt.cli",
     "twin.hunt.report",
     "twin.replay_cli",
+    "twin.replay_report",
     "twin.sweep",
     "twin.testbed",
     "app",

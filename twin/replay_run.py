@@ -17,16 +17,16 @@ per request, in the flow's order):
 ==============  ======  =========================================================
 
 :func:`replay_to_folder` writes ``DIR/replay.parquet`` and ``DIR/summary.json`` atomically. On
-the fast engine a long flow is run in chunks of requests: after each, the finished rows go to
-``DIR/parts/`` and the engine's state to ``DIR/replay_state.npz``, recorded in
-``DIR/manifest.json``; a rerun with the same flow, scenario and engine continues from there
-(same draws as an uninterrupted run). The reference engine runs a flow whole.
+the fast engine a long flow is run in chunks of requests: after each, the engine's state (every
+request answered so far included) goes to ``DIR/replay_state-NNNNN.npz``, named by
+``DIR/manifest.json`` with the chunks done; a rerun with the same flow, scenario and engine
+continues from there (same draws as an uninterrupted run) and the state goes once the table
+is written. The reference engine runs a flow whole.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +41,10 @@ from twin.percentiles import PERCENTILES
 from twin.results import Progress
 from twin.simulation import Prepared
 
-#: Requests per saved chunk of a resumable replay (a few seconds of the fast engine).
-CHUNK_REQUESTS = 250_000
+#: Requests per saved chunk of a resumable replay: a few seconds of the fast engine (about 1.5
+#: CPU s per million requests here), so an interruption loses little and saving the state (tens
+#: of MB) stays a small share of the work.
+CHUNK_REQUESTS = 2_000_000
 MANIFEST_VERSION = 1
 
 
@@ -107,7 +109,7 @@ def replay_columns(
     send_ns = flow.send_ns[start:stop]
     return {
         "send_ns": send_ns,
-        "kind": np.asarray(KIND_NAMES, dtype=object)[flow.arrivals.kind[start:stop]],
+        "kind": flow.arrivals.kind[start:stop],  # codes: replay_table names them
         "entry_ns": entry,
         "response_ns": rtt - entry,
         "rtt_ns": rtt,
@@ -119,12 +121,14 @@ def replay_columns(
 
 
 def replay_table(columns: dict[str, np.ndarray]) -> Any:
-    """The columns as a pyarrow table, in the contract's order and types."""
+    """The columns as a pyarrow table, in the contract's order and types (``kind`` named)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
+    names = pa.array(KIND_NAMES, pa.string())
     return pa.table(
         {
-            name: pa.array(values, pa.string() if name == "kind" else None)
+            name: pc.take(names, pa.array(values)) if name == "kind" else pa.array(values)
             for name, values in columns.items()
         }
     )
@@ -157,7 +161,7 @@ def summarise_replay(columns: dict[str, np.ndarray], scenario: str, engine: str)
     """The replay's summary: requests, rejects, percentiles (us) of the round trip, entry and
     response, the round trip's lag-1 autocorrelation beside them, and each kind's round trip."""
     rtt = columns["rtt_ns"]
-    kinds = columns["kind"]
+    codes = columns["kind"]
     return {
         "scenario": scenario,
         "engine": engine,
@@ -167,7 +171,9 @@ def summarise_replay(columns: dict[str, np.ndarray], scenario: str, engine: str)
         "entry_us": _stats_us(columns["entry_ns"]),
         "response_us": _stats_us(columns["response_ns"]),
         "rtt_lag1_autocorrelation": lag1_autocorrelation(rtt),
-        "rtt_by_kind_us": {k: _stats_us(rtt[kinds == k]) for k in KIND_NAMES if (kinds == k).any()},
+        "rtt_by_kind_us": {
+            k: _stats_us(rtt[codes == c]) for c, k in enumerate(KIND_NAMES) if (codes == c).any()
+        },
     }
 
 
@@ -213,41 +219,29 @@ def replay_to_folder(
             return summary  # done before, with the same flow, scenario and engine
         manifest = None
     replayer = Replayer(prepared.path, replay_load(prepared.load, flow.arrivals), flow.arrivals)
-    parts: list[dict[str, Any]] = []
+    chunks: list[dict[str, int]] = []
     next_index = 0
     if manifest is not None and manifest.get("key") == key and "state" in manifest:
-        state_path = out_dir / str(manifest["state"])
-        with np.load(state_path) as saved:
+        with np.load(out_dir / str(manifest["state"])) as saved:
             replayer.restore({name: saved[name] for name in saved.files})
-        parts = list(manifest["parts"])
+        chunks = list(manifest["chunks"])
         next_index = int(manifest["next_index"])
-    written = parts[-1]["stop"] if parts else 0
     new_chunks = 0
     done = False
     send_us = flow.arrivals.send_us
     while not done:
         next_index = min(next_index + chunk_requests, n)
         done = replayer.advance(float(send_us[next_index]) if next_index < n else np.inf)
-        finished = replayer.done_us()
-        pending = np.flatnonzero(np.isnan(finished[written:]))
-        prefix = n if done else written + (int(pending[0]) if len(pending) else n - written)
+        pending = np.flatnonzero(np.isnan(replayer.done_us()))
+        answered = n if done or not len(pending) else int(pending[0])
         if progress is not None:
-            progress(prefix / n)
-        if prefix == written or done:
-            continue
-        out = replayer.output()
-        columns = replay_columns(
-            flow,
-            out.exchange_us[written:prefix],
-            out.done_us[written:prefix],
-            None if out.rejected is None else out.rejected[written:prefix],
-            written,
-        )
-        part_name = f"parts/part-{len(parts):05d}.parquet"
-        _write_parquet(out_dir / part_name, replay_table(columns))
-        parts.append({"file": part_name, "start": written, "stop": prefix})
-        written = prefix
-        state_name = f"replay_state-{len(parts):05d}.npz"
+            progress(answered / n)
+        if done:
+            break
+        # A chunk: the engine's state once every request before ``next_index`` was sent (the
+        # rows answered so far are in it), and the manifest naming it.
+        chunks.append({"sent": next_index, "answered": answered})
+        state_name = f"replay_state-{len(chunks):05d}.npz"
         atomic_write(out_dir / state_name, lambda tmp: _save_state(tmp, replayer.state()))
         old = manifest.get("state") if manifest else None
         manifest = {
@@ -255,7 +249,7 @@ def replay_to_folder(
             "key": key,
             "requests": n,
             "next_index": next_index,
-            "parts": parts,
+            "chunks": chunks,
             "state": state_name,
         }
         write_json(manifest_path, manifest)
@@ -265,20 +259,17 @@ def replay_to_folder(
         if stop_after_chunks is not None and new_chunks >= stop_after_chunks:
             return {}
     summary = _finish(out_dir, flow, replayer.output(), scenario.name, engine, key)
-    for part in parts:
-        (out_dir / part["file"]).unlink(missing_ok=True)
     if manifest is not None and "state" in manifest:
         (out_dir / str(manifest["state"])).unlink(missing_ok=True)
-    parts_dir = out_dir / "parts"
-    if parts_dir.is_dir() and not any(parts_dir.iterdir()):
-        os.rmdir(parts_dir)
     return summary
 
 
 def _write_parquet(path: Path, table: Any) -> None:
+    """Written atomically; a dictionary for ``kind`` only (the numbers would not gain from one,
+    and trying costs more than half the write)."""
     import pyarrow.parquet as pq
 
-    atomic_write(path, lambda tmp: pq.write_table(table, tmp))
+    atomic_write(path, lambda tmp: pq.write_table(table, tmp, use_dictionary=["kind"]))
 
 
 def _save_state(tmp: Path, state: dict[str, np.ndarray]) -> None:
@@ -303,3 +294,33 @@ def _finish(
     }
     write_json(out_dir / "manifest.json", manifest)
     return summary
+
+
+def latency_over_time(
+    send_ns: np.ndarray, rtt_ns: np.ndarray, rejected: np.ndarray, bins: int = 200
+) -> dict[str, np.ndarray]:
+    """A replay's latency beside its rate, in ``bins`` equal slices of its span: each slice's
+    start (s from the first request), offered rate (msg/s), round trip p50 and p99 (us; NaN
+    where it is empty) and rejected share (the explorer's and the report's chart)."""
+    t = (np.asarray(send_ns, dtype=np.int64) - int(send_ns[0])).astype(np.float64) / 1e9
+    span = max(float(t[-1]), 1e-9)
+    edges = np.linspace(0.0, span, bins + 1)
+    which = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, bins - 1)
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(bins + 1))
+    rtt_us = np.asarray(rtt_ns, dtype=np.float64)[order] / 1e3
+    rej = np.asarray(rejected, dtype=bool)[order]
+    p50, p99, share = np.full(bins, np.nan), np.full(bins, np.nan), np.zeros(bins)
+    for b in range(bins):
+        part = rtt_us[bounds[b] : bounds[b + 1]]
+        if len(part):
+            p50[b], p99[b] = np.percentile(part, [50, 99])
+            share[b] = rej[bounds[b] : bounds[b + 1]].mean()
+    counts = np.diff(bounds).astype(np.float64)
+    return {
+        "start_s": edges[:-1],
+        "rate_msgs_per_s": counts / (span / bins),
+        "rtt_p50_us": p50,
+        "rtt_p99_us": p99,
+        "rejected_share": share,
+    }
