@@ -13,7 +13,7 @@ replayed per update yet).
 
 **NautilusTrader** (``DIR/nautilus_latency.json``): the arguments of its
 ``nautilus_trader.backtest.models.LatencyModel`` built from the twin, per command: the entry
-latency's median of the replay's new orders (insert), modifies (update) and cancels (delete),
+latency's median of the replay's new orders (insert), modifies (update) and cancels (cancel),
 nanoseconds, plus each kind's entry percentiles for a reader who wants another statistic.
 :func:`nautilus_latency_model` builds the model itself where the package is installed.
 """
@@ -35,7 +35,7 @@ ORDER_LATENCY_DTYPE = np.dtype(
 )
 #: The feed pairs: an exchange timestamp and when it reached the client.
 FEED_LATENCY_DTYPE = np.dtype([("exch_ts", "i8"), ("local_ts", "i8")], align=True)
-NAUTILUS_KINDS = {"insert": "new", "update": "modify", "delete": "cancel"}
+NAUTILUS_KINDS = {"insert": "new", "update": "modify", "cancel": "cancel"}
 
 
 def order_latency_rows(table: dict[str, np.ndarray]) -> np.ndarray:

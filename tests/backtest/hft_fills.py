@@ -21,13 +21,13 @@ from hftbacktest import (
     BUY_EVENT,
     DEPTH_EVENT,
     EXCH_EVENT,
-    IOC,
     LIMIT,
     LOCAL_EVENT,
     SELL_EVENT,
     BacktestAsset,
     HashMapMarketDepthBacktest,
 )
+from hftbacktest.order import IOC
 from hftbacktest.types import event_dtype
 
 FEED_LATENCY_NS = 1_000
@@ -60,9 +60,11 @@ def main() -> None:
     lo, hi = int(latency["req_ts"][0]), int(latency["req_ts"][-1])
     gap = (hi - lo) // (trials + 1)
     times = lo + gap * np.arange(1, trials + 1)
+    # hftbacktest keeps a pointer to the arrays, not a reference: they must outlive it.
+    feed = market(times, window_ns, gap)
     asset = (
         BacktestAsset()
-        .data([market(times, window_ns, gap)])
+        .data([feed])
         .linear_asset(1.0)
         .intp_order_latency(latency)
         .power_prob_queue_model(2.0)
@@ -72,6 +74,7 @@ def main() -> None:
         .lot_size(1.0)
     )
     hbt = HashMapMarketDepthBacktest([asset])
+    hbt.elapse(FEED_LATENCY_NS * 2)  # the clock starts at the first event
     now = hbt.current_timestamp
     fills = 0
     for i, t in enumerate(times):
