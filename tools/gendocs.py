@@ -142,6 +142,31 @@ def small_benchmarks() -> str:
     return _table(("benchmark", "measured"), "lr", rows)
 
 
+def replay() -> str:
+    r = _load("benchmarks/results/replay.json")
+    rows = [
+        (
+            f"round {i + 1}",
+            _num(x["steady_msgs_per_cpu_s"]),
+            _num(x["replay_msgs_per_cpu_s"]),
+            f"{x['ratio']:.2f}",
+            f"{x['load_avg_1m_before']:.1f}",
+        )
+        for i, x in enumerate(r["rounds"])
+    ]
+    rows.append(
+        (
+            "median",
+            _num(r["steady_msgs_per_cpu_s_median"]),
+            _num(r["replay_msgs_per_cpu_s_median"]),
+            f"**{r['ratio_median']:.2f}** (target {r['target_ratio']:.1f})",
+            "",
+        )
+    )
+    header = ("run", "fast steady state, msg/CPU s", f"replay of {r['requests']:,}, msg/CPU s")
+    return _table((*header, "ratio", "load avg"), "lrrrr", rows)
+
+
 def _validation_rows(rows: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     out = []
     for r in rows:
@@ -1637,6 +1662,7 @@ def api() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "api": api,
+    "replay": replay,
     "explorer": explorer,
     "startup": startup,
     "feed": feed,
