@@ -85,3 +85,22 @@ def test_nautilus_fills_later_and_higher_through_the_slower_tier(exports: dict[s
         assert abs(result["fill_px"] - result["expected_px"]) <= 1.5e-5, (tier, result)
         px[tier] = result["fill_px"]
     assert px[TIERS[1]] > px[TIERS[0]] + 5e-5, px
+
+
+def test_rejects_reach_hftbacktest_as_its_rejections(tmp_path: Path) -> None:
+    """A throttled session's rejects are rows with ``exch_ts = 0``, which hftbacktest's
+    ``IntpOrderLatency`` reads as an exchange rejection (a negative latency): the IOC orders
+    placed next to them are refused, so fewer fill than through the same tier unthrottled."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("time_ns,rate_msgs_per_s\n0,10000\n300000000,0\n")
+    folder = tmp_path / "throttled"
+    argv = ["replay", str(SCENARIOS / "tier1_peering_cpg.toml"), "--rate-trace", str(trace)]
+    argv += ["--out", str(folder), "--export", "hftbacktest"]
+    argv += ["--set", "exchange.throttle.rate_per_s=20", "--set", "exchange.throttle.burst=5"]
+    assert main(argv) == 0
+    data = np.load(folder / "order_latency.npz")["data"]
+    rejected = data["exch_ts"] == 0
+    assert 0.5 < rejected.mean() < 1.0
+    assert (data["resp_ts"][rejected] > data["req_ts"][rejected]).all()
+    result = backtest("hft_fills.py", str(folder / "order_latency.npz"), str(WINDOW_NS), "200")
+    assert result["fills"] < 100, result
