@@ -110,7 +110,11 @@ def replay_load(load: Load, arrivals: Arrivals) -> Load:
 
 
 def rate_trace_arrivals(
-    start_us: np.ndarray, rate_msgs_per_s: np.ndarray, connections: int, seed: int
+    start_us: np.ndarray,
+    rate_msgs_per_s: np.ndarray,
+    connections: int,
+    seed: int,
+    source: str = "the rate trace",
 ) -> Arrivals:
     """A Poisson flow whose rate is ``rate_msgs_per_s[i]`` from ``start_us[i]`` to
     ``start_us[i + 1]`` (the last entry only ends the flow; times from the trace's start),
@@ -124,7 +128,7 @@ def rate_trace_arrivals(
         parts.append(np.sort(rng.uniform(a, b, n)))
     send = np.concatenate(parts) if parts else np.zeros(0)
     if len(send) == 0:
-        raise ConfigError("The rate trace gives no request (every segment's count is 0)")
+        raise ConfigError(f"{source}: gives no request (every segment's count is 0)")
     conn = np.arange(len(send), dtype=np.int64) % max(connections, 1)
     return Arrivals(send, conn, np.zeros(len(send), dtype=np.int8))
 

@@ -41,7 +41,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from twin.flow import rate_trace_arrivals
     from twin.flowfile import read_order_flow, read_rate_trace
     from twin.jsontext import dumps
-    from twin.replay_run import Flow, replay_to_folder
+    from twin.replay_run import Flow, check_replayable, replay_to_folder
     from twin.scenario import load_scenario
     from twin.simulation import apply_overrides, prepare, what_if
 
@@ -55,9 +55,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
         )
     else:
         start_us, rate = read_rate_trace(args.rate_trace)
-        arrivals = rate_trace_arrivals(start_us, rate, connections, scenario.workload.seed)
+        arrivals = rate_trace_arrivals(
+            start_us, rate, connections, scenario.workload.seed, str(args.rate_trace)
+        )
         flow = Flow.from_arrivals(arrivals, str(args.rate_trace))
     prepared = prepare(scenario)
+    check_replayable(prepared)
     out_dir = Path(args.out)
     with _progress_bar() as bar:
 

@@ -79,6 +79,15 @@ def _replayers() -> dict[str, Callable[..., ReplayOutput]]:
     return {"des": des.replay, "fast": fast.replay}
 
 
+def check_replayable(prepared: Prepared) -> None:
+    """Refuse a scenario a flow cannot be replayed through (a whole day's hours)."""
+    if prepared.by_hour:
+        raise ConfigError(
+            f"{prepared.scenario.source}: a whole-day scenario cannot replay a flow "
+            "(set day.hour to replay through one hour)"
+        )
+
+
 def replay_output(
     prepared: Prepared, arrivals: Arrivals, engine: str = "fast", progress: Progress | None = None
 ) -> ReplayOutput:
@@ -86,8 +95,7 @@ def replay_output(
     replayers = _replayers()
     if engine not in replayers:
         raise ConfigError(f"engine = {engine!r}: allowed: {', '.join(sorted(replayers))}")
-    if prepared.by_hour:
-        raise ConfigError(f"{prepared.scenario.source}: a whole-day scenario cannot replay a flow")
+    check_replayable(prepared)
     load = replay_load(prepared.load, arrivals)
     return replayers[engine](prepared.path, load, arrivals, progress)
 
@@ -201,6 +209,7 @@ def replay_to_folder(
     """Replay ``flow`` and write ``out_dir/replay.parquet`` and ``summary.json``; return the
     summary. Resumable on the fast engine (see the module's docstring); ``stop_after_chunks``
     stops after that many new chunks (an interruption, for tests), returning ``{}``."""
+    check_replayable(prepared)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     scenario = prepared.scenario
