@@ -417,7 +417,7 @@ def cached_replay(toml_text: str, source: str, flow_bytes: bytes, suffix: str) -
         order_flow = read_order_flow(path, scenario.workload.accounts)
     flow = Flow(order_flow.arrivals, order_flow.send_ns, order_flow.payload_bytes, "flow")
     out = replay_output(prepare(scenario), flow.arrivals, DEFAULT_ENGINE)
-    columns = replay_columns(flow, out.exchange_us, out.done_us, out.rejected)
+    columns = replay_columns(flow, out.exchange_us, out.done_us, out.rejected, 0, out.model_us)
     return {
         "series": latency_over_time(columns["send_ns"], columns["rtt_ns"], columns["rejected"]),
         "summary": summarise_replay(columns, scenario.name, DEFAULT_ENGINE),

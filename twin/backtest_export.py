@@ -5,11 +5,10 @@ one per replayed request, the structured dtype of ``hftbacktest.data.utils.feed_
 (``req_ts``, ``exch_ts``, ``resp_ts``, ``_padding``; int64 ns, aligned) saved as ``data``, which
 ``BacktestAsset.intp_order_latency`` reads. A rejected request has ``exch_ts = 0``: its
 ``IntpOrderLatency`` then returns a negative latency, "an order rejection by the exchange",
-whose size is the round trip to the reject (``resp_ts - req_ts``). The feed file pairs each
-request's exchange timestamp with when the exchange's answer reached the client
-(``exch_ts``, ``local_ts``): the path from the venue back to the client at that moment, which
-is what a market-data update over the same path meets (a scenario's own feed stages are not
-replayed per update yet).
+whose size is the round trip to the reject (``resp_ts - req_ts``). The feed file pairs
+(``exch_ts``, ``local_ts``): through a feed scenario, each update's publication and its arrival
+at the client's model (``md_latency_ns``); else each request's exchange timestamp and when the
+answer reached the client, the path from the venue back at that moment.
 
 **NautilusTrader** (``DIR/nautilus_latency.json``): the arguments of its
 ``nautilus_trader.backtest.models.LatencyModel`` built from the twin, per command: the entry
@@ -49,7 +48,15 @@ def order_latency_rows(table: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def feed_latency_rows(table: dict[str, np.ndarray]) -> np.ndarray:
+    """(``exch_ts``, ``local_ts``) pairs: on a feed path each update's publication and its
+    arrival at the client's model (``md_latency_ns``); else each request's exchange timestamp
+    and its answer's arrival at the client (the same path back)."""
     rows = np.zeros(len(table["send_ns"]), dtype=FEED_LATENCY_DTYPE)
+    if "md_latency_ns" in table:
+        exch = np.asarray(table["send_ns"], dtype=np.int64)
+        rows["exch_ts"] = exch
+        rows["local_ts"] = exch + np.asarray(table["md_latency_ns"], dtype=np.int64)
+        return rows
     exch = np.asarray(table["exch_ns"], dtype=np.int64)
     rows["exch_ts"] = exch
     rows["local_ts"] = exch + np.asarray(table["response_ns"], dtype=np.int64)

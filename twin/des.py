@@ -32,7 +32,7 @@ import simpy
 from twin import dtypes
 from twin.dists import Draw
 from twin.fast._hiccup import finish, hiccup_state
-from twin.flow import Arrivals, ReplayOutput, exchange_hop
+from twin.flow import Arrivals, ReplayOutput, exchange_hop, model_hop
 from twin.histogram import empty_counts, record_us
 from twin.load import Load
 from twin.path import CompiledPath, HaltPolling
@@ -116,6 +116,8 @@ class _Model:
         self.replay_exchange_us = np.zeros(0)
         self.replay_done_us = np.zeros(0)
         self.replay_rejected = np.zeros(0, dtype=bool)
+        self.model_hop = -1
+        self.replay_model_us = np.zeros(0)
         self.arrival_kind = np.zeros(0, dtype=np.int64)
         # The venue's throttle (twin.protections.Throttle): where it acts, and its buckets'
         # tokens, when they were counted and until when each session is cut off.
@@ -300,6 +302,8 @@ class _Model:
             if reader is not None:
                 stages = yield from self.read_stages(reader, st, sent)
                 self.close_reader_stages(reader, stages, hop_times, span_start)
+                if request >= 0 and reader.first <= self.model_hop <= reader.last:
+                    self.replay_model_us[request] = stages[self.model_hop - reader.first + 1][1]
                 i = reader.last + 1
                 continue
             entered = env.now
@@ -327,6 +331,8 @@ class _Model:
                 self.close_spans(i, env.now, span_start)
             if request >= 0 and i == self.exchange_hop:
                 self.replay_exchange_us[request] = env.now
+            if request >= 0 and i == self.model_hop:
+                self.replay_model_us[request] = env.now
             i += 1
         if request >= 0:
             self.replay_done_us[request] = env.now
@@ -600,6 +606,8 @@ class _Model:
             self.replay_exchange_us = np.full(len(arrivals), np.nan)
             self.replay_done_us = np.full(len(arrivals), np.nan)
             self.replay_rejected = np.zeros(len(arrivals), dtype=bool)
+            self.model_hop = model_hop(self.path)
+            self.replay_model_us = np.full(len(arrivals), np.nan)
             self.arrival_kind = np.asarray(arrivals.kind, dtype=np.int64)
             self.env.process(self.replay(arrivals))
         elif self.load.loop == dtypes.LOOP_OPEN:
@@ -652,5 +660,9 @@ def replay(
     model = _Model(path, load)
     totals = model.run(progress, arrivals)
     return ReplayOutput(
-        totals, model.replay_exchange_us, model.replay_done_us, model.replay_rejected
+        totals,
+        model.replay_exchange_us,
+        model.replay_done_us,
+        model.replay_rejected,
+        model.replay_model_us if model.model_hop >= 0 else None,
     )

@@ -72,6 +72,8 @@ class ReplayOutput:
     exchange_us: np.ndarray  # float64, when each request left the exchange hop (or was rejected)
     done_us: np.ndarray  # float64, when each reply reached the client
     rejected: np.ndarray | None = None  # bool, where the venue's throttle refused it (None: none)
+    # float64, when a feed path's update reached the client's model (None: the path has none)
+    model_us: np.ndarray | None = None
 
 
 def exchange_hop(path: CompiledPath) -> int:
@@ -88,6 +90,15 @@ def exchange_hop(path: CompiledPath) -> int:
     if gateway:
         return gateway[0]
     return path.n_hops // 2
+
+
+def model_hop(path: CompiledPath) -> int:
+    """The hop whose completion is a market-data update reaching the client's model (a feed
+    path's ``client model update``), -1 on a path without a feed."""
+    from twin.components.feed import MODEL_UPDATE
+
+    names = path.hop_names
+    return names.index(MODEL_UPDATE) if MODEL_UPDATE in names else -1
 
 
 def replay_load(load: Load, arrivals: Arrivals) -> Load:

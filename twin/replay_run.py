@@ -106,11 +106,14 @@ def replay_columns(
     done_us: np.ndarray,
     rejected: np.ndarray | None,
     start: int = 0,
+    model_us: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """The contract's columns for requests ``start ..`` (as many as ``done_us`` has)."""
+    """The contract's columns for requests ``start ..`` (as many as ``done_us`` has); on a
+    feed path, ``md_latency_ns`` too (the update's latency to the client's model)."""
     stop = start + len(done_us)
     send_us = flow.arrivals.send_us[start:stop]
-    if np.isnan(done_us).any() or np.isnan(exchange_us).any():
+    missing = model_us is not None and bool(np.isnan(model_us).any())
+    if missing or np.isnan(done_us).any() or np.isnan(exchange_us).any():
         raise SimulationError("A replayed request has no reply time (the run did not finish)")
     entry = np.rint((exchange_us - send_us) * 1e3).astype(np.int64)
     rtt = np.rint((done_us - send_us) * 1e3).astype(np.int64)
@@ -125,6 +128,11 @@ def replay_columns(
         "exch_ns": send_ns + entry,
         "connection": flow.arrivals.connection[start:stop],
         "payload_bytes": flow.payload_bytes[start:stop],
+        **(
+            {}
+            if model_us is None
+            else {"md_latency_ns": np.rint((model_us - send_us) * 1e3).astype(np.int64)}
+        ),
     }
 
 
@@ -178,6 +186,11 @@ def summarise_replay(columns: dict[str, np.ndarray], scenario: str, engine: str)
         "rtt_us": _stats_us(rtt),
         "entry_us": _stats_us(columns["entry_ns"]),
         "response_us": _stats_us(columns["response_ns"]),
+        **(
+            {"md_latency_us": _stats_us(columns["md_latency_ns"])}
+            if "md_latency_ns" in columns
+            else {}
+        ),
         "rtt_lag1_autocorrelation": lag1_autocorrelation(rtt),
         "rtt_by_kind_us": {
             k: _stats_us(rtt[codes == c]) for c, k in enumerate(KIND_NAMES) if (codes == c).any()
@@ -290,7 +303,7 @@ def _finish(
     out_dir: Path, flow: Flow, out: ReplayOutput, scenario: str, engine: str, key: str
 ) -> dict[str, Any]:
     """Write the whole replay's table, summary and a complete manifest."""
-    columns = replay_columns(flow, out.exchange_us, out.done_us, out.rejected)
+    columns = replay_columns(flow, out.exchange_us, out.done_us, out.rejected, 0, out.model_us)
     _write_parquet(out_dir / "replay.parquet", replay_table(columns))
     summary = summarise_replay(columns, scenario, engine)
     summary["flow"] = flow.source

@@ -151,3 +151,33 @@ def test_a_bad_rate_trace_names_its_row(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["replay", TIER1, "--rate-trace", str(trace), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "row 2" in err and str(trace) in err
+
+
+def test_a_feed_scenario_gives_each_updates_market_data_latency(tmp_path: Path) -> None:
+    """Through a feed path each replayed update gets its latency to the client's model: for
+    a feed scenario that is its round trip, for tick to trade a part of it; both engines
+    agree, and hftbacktest's feed pairs are built from it."""
+    for name in ("feed_tls_websocket", "tick_to_trade_tier1"):
+        prepared = prepare(load_scenario(SCENARIOS / f"{name}.toml"))
+        arrivals = rate_trace_arrivals(np.array([0.0, 3e5]), np.array([10_000.0, 0.0]), 1, 6)
+        md = {}
+        for engine in ("fast", "des"):
+            out = replay_output(prepared, arrivals, engine)
+            assert out.model_us is not None and not np.isnan(out.model_us).any()
+            md[engine] = out.model_us - arrivals.send_us
+            rtt = out.done_us - arrivals.send_us
+            if name == "feed_tls_websocket":
+                assert np.allclose(md[engine], rtt)
+            else:
+                assert (md[engine] > 0).all() and (md[engine] < rtt).all()
+        assert np.median(md["fast"]) == pytest.approx(np.median(md["des"]), rel=0.03)
+    out_dir = tmp_path / "feed"
+    flow = Flow.from_arrivals(arrivals, "trace")
+    summary = replay_to_folder(prepared, flow, out_dir)
+    assert summary["md_latency_us"]["p50"] > 0
+    from twin import backtest_export
+
+    backtest_export.export("hftbacktest", out_dir)
+    feed = np.load(out_dir / "feed_latency.npz")["data"]
+    table = pq.read_table(out_dir / "replay.parquet").to_pydict()
+    assert np.array_equal(feed["local_ts"] - feed["exch_ts"], np.array(table["md_latency_ns"]))

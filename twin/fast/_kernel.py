@@ -153,7 +153,8 @@ ISTATE_LEN = 10
 # Columns of replay_f, one row per request of a replay: when it left the matching engine (the
 # exchange's timestamp; the path's exchange hop; a reject's: when the throttle refused it),
 # when its reply reached the client, and 1 where a throttle rejected it.
-RF_EXCH, RF_DONE, RF_REJECTED = 0, 1, 2
+# RF_MODEL: when a feed path's update reached the client's model (the path's model hop).
+RF_EXCH, RF_DONE, RF_REJECTED, RF_MODEL = 0, 1, 2, 3
 # The throttle (twin.protections.Throttle): throttle_p holds its refill rate (tokens/us), burst,
 # how long a rejected session is cut off (us; 0: reject only) and each kind's weight (new,
 # cancel, modify); throttle_f one row per bucket (per session: one per connection): its tokens,
@@ -371,6 +372,8 @@ def _read(  # noqa: PLR0913
     s1,
     s2,
     s3,
+    replay_f,
+    model_hop,
 ):  # noqa: ANN001, ANN202
     """Take the read gathered at the reader whose first stage is hop ``first`` (see
     twin.path.Station.reader): work out
@@ -428,6 +431,8 @@ def _read(  # noqa: PLR0913
                         span = left - slot_f[m, SF_SPAN + b]
                         span_counts[b, counts_index(np.int64(np.rint(span * 1e3)))] += 1
             slot_f[m, SF_ENTER] = left  # the next stage's entry
+            if h == model_hop and replay_f.shape[0] > 0:
+                replay_f[slot_i[m, SI_REQUEST], RF_MODEL] = left
             m = slot_i[m, SI_NEXT]
         t = done
     linger = station_cold[st, WC_LINGER]
@@ -502,6 +507,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     throttle_per_session: bool,
     throttle_p: np.ndarray,
     throttle_f: np.ndarray,
+    model_hop: int,
 ) -> int:
     """Advance the simulation until done, paused at ``horizon_us``, or out of slots.
 
@@ -648,7 +654,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     slot_i[slot, SI_AUX], hop_i, station_wake_i, station_cold, hop_record_us,
                     server_free_us, reader_i, reader_f, quantiles, tables, table_lengths,
                     slot_f, slot_i, span_counts, hop_sum_us, busy_us, heap_t, heap_k, heap_n,
-                    seq, warmup_us, end_us, s0, s1, s2, s3,
+                    seq, warmup_us, end_us, s0, s1, s2, s3, replay_f, model_hop,
                 )  # fmt: skip
                 parked = True  # every member, this slot too, now has a resume event
                 break
@@ -842,6 +848,8 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                         linger = 0.0
                     if replay and h == np.uint64(exchange_hop):
                         replay_f[slot_i[slot, SI_REQUEST], RF_EXCH] = done_t
+                    if replay and h == np.uint64(model_hop):
+                        replay_f[slot_i[slot, SI_REQUEST], RF_MODEL] = done_t
                     if record:
                         hop_sum_us[h] += done_t - enter
                         closes = hop_il[hi + np.uint64(HI_SPAN_CLOSE)]
@@ -906,6 +914,8 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     holder = np.int64(-1)
                 if hop_il[hi + np.uint64(HI_STATION)] >= 0:
                     break
+                if replay and h == np.uint64(model_hop):
+                    replay_f[slot_i[slot, SI_REQUEST], RF_MODEL] = t
                 if record:
                     hop_sum_us[h] += t - enter
                     closes = hop_il[hi + np.uint64(HI_SPAN_CLOSE)]

@@ -19,7 +19,7 @@ from twin.fast import _kernel as k
 from twin.fast import _quantile
 from twin.fast._hiccup import hiccup_state
 from twin.fast._rng import seed_state
-from twin.flow import Arrivals, ReplayOutput, exchange_hop
+from twin.flow import Arrivals, ReplayOutput, exchange_hop, model_hop
 from twin.histogram import empty_counts
 from twin.load import Load
 from twin.path import CompiledPath
@@ -198,7 +198,8 @@ class _Run:
             self.arrival_conn = np.ascontiguousarray(arrivals.connection, dtype=np.int64)
             self.arrival_kind = np.ascontiguousarray(arrivals.kind, dtype=np.int64)
             self.exchange_hop = exchange_hop(path)
-        self.replay_f = np.full((len(self.arrivals_us), 3), np.nan)
+        self.model_hop = -1 if arrivals is None else model_hop(path)
+        self.replay_f = np.full((len(self.arrivals_us), 4), np.nan)
         self.replay_f[:, k.RF_REJECTED] = 0.0
         # The venue's throttle (twin.protections.Throttle): its parameters and buckets, full.
         throttle = path.throttle
@@ -340,6 +341,7 @@ class _Run:
                 bool(self.throttle_per_session),
                 self.throttle_p,
                 self.throttle_f,
+                int(self.model_hop),
             )
         )
 
@@ -427,6 +429,7 @@ class Replayer:
             exchange_us=run.replay_f[:, k.RF_EXCH].copy(),
             done_us=run.replay_f[:, k.RF_DONE].copy(),
             rejected=run.replay_f[:, k.RF_REJECTED] != 0,
+            model_us=run.replay_f[:, k.RF_MODEL].copy() if run.model_hop >= 0 else None,
         )
 
 
