@@ -19,9 +19,19 @@ $(STAMP): requirements/dev.lock pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
+# The backtesters that read twin replay's exports (hftbacktest, NautilusTrader) pin numpy and
+# pandas below dev's, so they live in an environment of their own (requirements/backtest.lock);
+# tests/backtest runs them there on the twin's files.
+BT_VENV := .venv-backtest
+BT_STAMP := $(BT_VENV)/.installed-stamp
+$(BT_STAMP): requirements/backtest.lock
+	test -x $(BT_VENV)/bin/python || $(PYTHON) -m venv $(BT_VENV)
+	$(BT_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements/backtest.lock
+	touch $(BT_STAMP)
+
 # Then the compiled engine's kernels, when this version of the sources has none cached yet, so
 # the first `twin run` does not spend 20-60 s compiling (engine_ext/jit_cache.py).
-setup: $(STAMP)
+setup: $(STAMP) $(BT_STAMP)
 	@if $(PY) -c 'from engine_ext.jit_cache import is_cold; raise SystemExit(not is_cold())'; then \
 		echo "compiling the simulator's kernels (once for this version of the sources)..."; \
 		$(VENV)/bin/twin run tier1_peering_cpg --duration 0.01 --json >/dev/null; \
@@ -75,4 +85,4 @@ app: setup
 	$(PY) -m app.serve --server.address $${TWIN_APP_ADDRESS:-127.0.0.1}
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BT_VENV) .pytest_cache .mypy_cache .ruff_cache

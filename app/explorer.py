@@ -405,6 +405,69 @@ def calibration_tab(scenario: Scenario) -> None:
     show_table(tables.profile_display_rows(charts.profile_rows(profile)))
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def cached_replay(toml_text: str, source: str, flow_bytes: bytes, suffix: str) -> dict:
+    """A flow replayed through the scenario on the fast engine: latency over time and the
+    replay's summary (the same functions as ``twin replay``)."""
+    import tempfile
+
+    from twin.flowfile import read_order_flow
+    from twin.replay_run import (
+        Flow,
+        latency_over_time,
+        replay_columns,
+        replay_output,
+        summarise_replay,
+    )
+    from twin.simulation import prepare
+
+    scenario = runner.scenario_from_toml(toml_text, source)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"flow{suffix}"
+        path.write_bytes(flow_bytes)
+        order_flow = read_order_flow(path, scenario.workload.accounts)
+    flow = Flow(order_flow.arrivals, order_flow.send_ns, order_flow.payload_bytes, "flow")
+    out = replay_output(prepare(scenario), flow.arrivals, DEFAULT_ENGINE)
+    columns = replay_columns(flow, out.exchange_us, out.done_us, out.rejected, 0, out.model_us)
+    return {
+        "series": latency_over_time(columns["send_ns"], columns["rtt_ns"], columns["rejected"]),
+        "summary": summarise_replay(columns, scenario.name, DEFAULT_ENGINE),
+    }
+
+
+def flow_tab(scenario: Scenario) -> None:
+    upload = st.file_uploader(
+        "An order flow (CSV or Parquet: send_ns, kind, optional account, payload_bytes)",
+        type=["csv", "parquet"],
+        key="flow_upload",
+    )
+    if upload is not None:
+        data, suffix = upload.getvalue(), Path(upload.name).suffix
+    else:
+        example = SCENARIOS / "flows" / "quiet_burst.parquet"
+        data, suffix = example.read_bytes(), ".parquet"
+        st.caption("The shipped example: a quiet second, then 100 ms at ten times the rate.")
+    try:
+        with st.spinner("Replaying the flow…"):
+            replay = cached_replay(scenario.to_toml(), scenario.source, data, suffix)
+    except TwinError as exc:
+        st.error(f"The flow cannot be replayed: {exc}", icon=":material/warning:")
+        return
+    summary = replay["summary"]
+    rtt = summary["rtt_us"]
+    left, mid, right, last = st.columns(4)
+    left.metric("requests", f"{summary['requests']:,}")
+    mid.metric("rejected", f"{summary['rejected']:,}")
+    right.metric("p99", charts.format_us(rtt["p99"]))
+    lag1 = summary["rtt_lag1_autocorrelation"]
+    last.metric("lag-1 autocorrelation", "-" if lag1 is None else f"{lag1:.3f}")
+    st.plotly_chart(charts.flow_figure(replay["series"]))
+    st.caption(
+        "Latency over time as the flow replays through this deployment, the offered rate beside "
+        "it: a burst raises latency, which decays as the queues drain."
+    )
+
+
 def downloads(scenario: Scenario, summary: runner.Summary) -> None:
     left, right, _ = st.columns([2, 2, 3])
     left.download_button(
@@ -464,6 +527,7 @@ def main() -> None:
         "Where the time goes",
         "Calibration",
         "Scenario",
+        "Order flow",
     ]
     feed = scenario.workload.kind.has_feed
     if feed:
@@ -488,9 +552,12 @@ def main() -> None:
         if tabs[5].open:
             st.code(scenario.to_toml(), language="toml")
             st.json(summary.placements)
+    with tabs[6]:
+        if tabs[6].open:
+            flow_tab(scenario)
     if feed:
-        with tabs[6]:
-            if tabs[6].open:
+        with tabs[7]:
+            if tabs[7].open:
                 tick_tab(summary, scenario)
 
 

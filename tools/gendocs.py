@@ -41,6 +41,7 @@ TABLES: dict[str, Callable[..., str]] = {
     "api": api,
     "explorer": bench.explorer,
     "startup": bench.startup,
+    "replay": bench.replay,
     "feed": validation.feed,
     "feed-findings": bench.feed_findings,
     "load-summary": load.load_summary,

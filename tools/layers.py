@@ -36,6 +36,8 @@ FRONT_ENDS = (
     "twin.demo",
     "twin.hunt.cli",
     "twin.hunt.report",
+    "twin.replay_cli",
+    "twin.replay_report",
     "twin.sweep",
     "twin.testbed",
     "app",

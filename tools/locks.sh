@@ -16,6 +16,10 @@ for extra in core app dask testbed dev; do
         --python-version 3.11 --python-platform x86_64-unknown-linux-gnu --quiet \
         --custom-compile-command "tools/locks.sh" -o "requirements/$extra.lock.new"
 done
-for extra in core app dask testbed dev; do
+# The backtesters' own environment (.venv-backtest): resolved alone, their pins differ from dev's.
+"$UV" pip compile pyproject.toml --extra backtest --generate-hashes \
+    --python-version 3.11 --python-platform x86_64-unknown-linux-gnu --quiet \
+    --custom-compile-command "tools/locks.sh" -o "requirements/backtest.lock.new"
+for extra in core app dask testbed dev backtest; do
     mv "requirements/$extra.lock.new" "requirements/$extra.lock"
 done

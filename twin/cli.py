@@ -234,6 +234,7 @@ def cmd_app(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from calibration import calibrate_cmd, inspect_cmd
+    from twin import replay_cli
     from twin.hunt import cli as hunt_cli
     from twin.sweep import cli as sweep_cli
     from twin.testbed import cli as testbed_cli
@@ -340,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate_cmd.add_parser(sub)
     sweep_cli.add_parsers(sub)
     hunt_cli.add_parser(sub)
+    replay_cli.add_parser(sub)
     return parser
 
 

@@ -32,9 +32,11 @@ import simpy
 from twin import dtypes
 from twin.dists import Draw
 from twin.fast._hiccup import finish, hiccup_state
+from twin.flow import Arrivals, ReplayOutput, exchange_hop, model_hop
 from twin.histogram import empty_counts, record_us
 from twin.load import Load
 from twin.path import CompiledPath, HaltPolling
+from twin.protections import throttle_hops
 from twin.results import EngineOutput, Progress
 
 # Stream id separating the engine's draws from placement's (same seed, different streams).
@@ -108,6 +110,25 @@ class _Model:
     def __init__(self, path: CompiledPath, load: Load):
         self.env = simpy.Environment()
         self.load = load
+        self.path = path
+        # A replay's per-request times (twin.flow), filled by run(arrivals=...).
+        self.exchange_hop = -1
+        self.replay_exchange_us = np.zeros(0)
+        self.replay_done_us = np.zeros(0)
+        self.replay_rejected = np.zeros(0, dtype=bool)
+        self.model_hop = -1
+        self.replay_model_us = np.zeros(0)
+        self.arrival_kind = np.zeros(0, dtype=np.int64)
+        # The venue's throttle (twin.protections.Throttle): where it acts, and its buckets'
+        # tokens, when they were counted and until when each session is cut off.
+        self.throttle = path.throttle
+        self.throttle_hop, self.reject_hop = (
+            (-1, -1) if path.throttle is None else throttle_hops(path.hop_names)
+        )
+        buckets = load.accounts if path.throttle is not None and path.throttle.per_session else 1
+        burst = path.throttle.burst if path.throttle is not None else 0.0
+        self.bucket = [[burst, 0.0, 0.0] for _ in range(buckets)]
+        self.rejected = 0
         self.rng = np.random.default_rng([load.seed, DES_STREAM])
         hops = path.hops
         self.n_hops = path.n_hops
@@ -262,9 +283,9 @@ class _Model:
         self.resources[station].release(req)
         self.last_free[station] = self.env.now
 
-    def message(self, kind: int, conn: int) -> Generator[Any, Any, None]:
+    def message(self, kind: int, conn: int, request: int = -1) -> Generator[Any, Any, None]:
         """One client message's round trip through every hop (``kind``: its place in the cycle,
-        ``conn``: the connection it travels on)."""
+        ``conn``: the connection it travels on; ``request``: its row of a replay, -1 none)."""
         env = self.env
         sent = env.now
         record = self.in_window(sent)
@@ -281,6 +302,8 @@ class _Model:
             if reader is not None:
                 stages = yield from self.read_stages(reader, st, sent)
                 self.close_reader_stages(reader, stages, hop_times, span_start)
+                if request >= 0 and reader.first <= self.model_hop <= reader.last:
+                    self.replay_model_us[request] = stages[self.model_hop - reader.first + 1][1]
                 i = reader.last + 1
                 continue
             entered = env.now
@@ -292,13 +315,27 @@ class _Model:
                 holder = -1
             if wait > 0:
                 yield env.timeout(wait)
+            if i == self.throttle_hop and not self.admitted(conn, kind, request):
+                if record:
+                    self.rejected += 1
+                if request >= 0:
+                    self.replay_rejected[request] = True
+                    self.replay_exchange_us[request] = env.now
+                i = self.reject_hop  # the gateway answers it at once
+                continue
             if st >= 0:
                 led, kept = yield from self.serve(i, st, led, conn, kept)
                 holder = st if self.holds[i] else -1
             if hop_times is not None:
                 hop_times[i] = env.now - entered
                 self.close_spans(i, env.now, span_start)
+            if request >= 0 and i == self.exchange_hop:
+                self.replay_exchange_us[request] = env.now
+            if request >= 0 and i == self.model_hop:
+                self.replay_model_us[request] = env.now
             i += 1
+        if request >= 0:
+            self.replay_done_us[request] = env.now
         if hop_times is not None:
             self.samples[kind].append(env.now - sent)
             self.hop_sum += hop_times
@@ -494,6 +531,32 @@ class _Model:
                 self.env.process(self.cycle(self.cycles_started % self.load.accounts))
                 self.cycles_started += 1
 
+    def admitted(self, conn: int, kind: int, request: int) -> bool:
+        """The venue's lazy-fill token bucket, now: refill, then take the request's weight
+        (True), or refuse it, cutting its session off where the throttle disconnects."""
+        throttle = self.throttle
+        assert throttle is not None
+        now = self.env.now
+        bucket = self.bucket[conn if throttle.per_session else 0]
+        tokens = min(bucket[0] + (now - bucket[1]) * throttle.rate_per_s / 1e6, throttle.burst)
+        bucket[1] = now
+        weight = throttle.weights[int(self.arrival_kind[request]) if request >= 0 else kind]
+        if now < bucket[2] or tokens < weight:
+            bucket[0] = tokens
+            if throttle.disconnect_us > 0 and now >= bucket[2]:
+                bucket[2] = now + throttle.disconnect_us
+            return False
+        bucket[0] = tokens - weight
+        return True
+
+    def replay(self, arrivals: Arrivals) -> Generator[Any, Any, None]:
+        """Send each request of ``arrivals`` at its time, on its connection."""
+        env = self.env
+        for r, (t, conn) in enumerate(zip(arrivals.send_us, arrivals.connection, strict=True)):
+            if t > env.now:
+                yield env.timeout(float(t) - env.now)
+            env.process(self.message(0, int(conn), r))
+
     def closed_account(self, account: int, phase_us: float) -> Generator[Any, Any, None]:
         """One account's paced loop on its own connection: a cycle, then wait for its next slot
         (if still ahead)."""
@@ -535,8 +598,19 @@ class _Model:
             env.step()
         progress(1.0)
 
-    def run(self, progress: Progress | None = None) -> EngineOutput:
-        if self.load.loop == dtypes.LOOP_OPEN:
+    def run(
+        self, progress: Progress | None = None, arrivals: Arrivals | None = None
+    ) -> EngineOutput:
+        if arrivals is not None:
+            self.exchange_hop = exchange_hop(self.path)
+            self.replay_exchange_us = np.full(len(arrivals), np.nan)
+            self.replay_done_us = np.full(len(arrivals), np.nan)
+            self.replay_rejected = np.zeros(len(arrivals), dtype=bool)
+            self.model_hop = model_hop(self.path)
+            self.replay_model_us = np.full(len(arrivals), np.nan)
+            self.arrival_kind = np.asarray(arrivals.kind, dtype=np.int64)
+            self.env.process(self.replay(arrivals))
+        elif self.load.loop == dtypes.LOOP_OPEN:
             self.env.process(self.open_loop())
         else:
             period = self.load.accounts / self.load.cycle_rate_per_us
@@ -566,6 +640,7 @@ class _Model:
             station_busy_us=self.busy,
             duration_us=self.load.duration_us,
             span_counts=span_counts,
+            rejected=self.rejected,
         )
 
 
@@ -575,3 +650,19 @@ def simulate(path: CompiledPath, load: Load, progress: Progress | None = None) -
     ``progress(fraction of the simulated time)`` is called every few thousand messages.
     """
     return _Model(path, load).run(progress)
+
+
+def replay(
+    path: CompiledPath, load: Load, arrivals: Arrivals, progress: Progress | None = None
+) -> ReplayOutput:
+    """Run the given arrivals over ``path`` in SimPy (``load`` from
+    :func:`twin.flow.replay_load`): each request's exchange and reply times, and the totals."""
+    model = _Model(path, load)
+    totals = model.run(progress, arrivals)
+    return ReplayOutput(
+        totals,
+        model.replay_exchange_us,
+        model.replay_done_us,
+        model.replay_rejected,
+        model.replay_model_us if model.model_hop >= 0 else None,
+    )

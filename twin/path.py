@@ -22,35 +22,7 @@ import numpy as np
 from twin import dtypes
 from twin.dists import ZERO, Dist, Empirical, decode
 from twin.errors import ModelError
-
-
-@dataclass(frozen=True)
-class Allowance:
-    """A token bucket: an EC2 instance's packet-per-second or bandwidth allowance, which lets a
-    burst through at line rate while it has credit and holds what exceeds it in a queue (AWS:
-    "packets queued or dropped because the bidirectional PPS exceeded the maximum",
-    ``pps_allowance_exceeded``). Hops that name the same allowance share its bucket (both
-    directions of one instance's NIC).
-
-    Credit is counted in microseconds of the sustained rate: it refills at one microsecond per
-    microsecond up to ``depth_us``; a message takes its hop's :attr:`Hop.allowance_us` of it on
-    arriving at the hop's station and joins the servers' queue once the credit is there, in
-    arrival order, waiting for the refill when the bucket is short. The bucket is full when the
-    run starts (what it held before only shows in the warm-up: under the sustained rate it
-    refills, above it the queue grows either way).
-
-    Invariants: ``depth_us > 0``; a bucket one message deep is a deterministic server of that
-    message's cost (its wait is an M/D/1 queue's), a deeper one waits that queue's wait less
-    ``depth_us - allowance_us``, never less than zero; at most ``1 / allowance_us`` messages per
-    microsecond pass in the long run, whatever the depth.
-    """
-
-    name: str
-    depth_us: float
-
-    def __post_init__(self) -> None:
-        if not (self.depth_us > 0 and math.isfinite(self.depth_us)):
-            raise ModelError(f"Allowance {self.name!r}: depth_us must be > 0, got {self.depth_us}")
+from twin.protections import Allowance, Throttle  # noqa: F401 (Allowance: re-exported)
 
 
 @dataclass(frozen=True)
@@ -480,6 +452,7 @@ class CompiledPath:
     span_hops: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
     allowance_names: tuple[str, ...] = ()
     allowance_depth_us: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per allowance
+    throttle: Throttle | None = None  # the venue's order-rate limit (twin.protections)
 
     @property
     def n_spans(self) -> int:

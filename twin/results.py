@@ -59,6 +59,9 @@ class EngineOutput:
     counts_by_kind: np.ndarray | None = None
     # One histogram per span of the path (twin.path.Span), in the path's order; None: not kept.
     span_counts: np.ndarray | None = None
+    # Recorded messages the venue's throttle rejected (twin.protections.Throttle); among
+    # ``messages``, their round trip the reject's.
+    rejected: int = 0
 
     def merge(self, other: EngineOutput) -> EngineOutput:
         """Pool two independent runs of the same path (replications or batches)."""
@@ -72,6 +75,7 @@ class EngineOutput:
             duration_us=self.duration_us + other.duration_us,
             counts_by_kind=self._kinds_with(other),
             span_counts=self._spans_with(other),
+            rejected=self.rejected + other.rejected,
         )
 
     def merge_round_trips(self, other: EngineOutput) -> EngineOutput:
@@ -90,6 +94,7 @@ class EngineOutput:
             duration_us=duration,
             counts_by_kind=self._kinds_with(other),
             span_counts=self._spans_with(other),
+            rejected=self.rejected + other.rejected,
         )
 
     def _spans_with(self, other: EngineOutput) -> np.ndarray | None:
@@ -158,6 +163,8 @@ class RunResult:
     # The rate the path's load-dependent parts were built for (msg/s): a closed loop's own
     # throughput (twin.operating_point); None: ``rate_msgs_per_s``.
     path_rate_msgs_per_s: float | None = None
+    # Recorded messages the venue's throttle rejected (twin.protections.Throttle).
+    rejected: int = 0
     # What was run (twin.simulation.described): the scenario's whole table as run (its TOML
     # shape, every change applied), the dotted fields changed from its file, and the run length
     # (measured window after the warm-up, in seconds of simulated time).
@@ -261,6 +268,7 @@ class RunResult:
             "rate_msgs_per_s": self.rate_msgs_per_s,
             "seed": self.seed,
             "messages": self.messages,
+            "rejected": self.rejected,
             "stable": self.stable,
             "saturated_stations": list(self.saturated_stations),
             "rtt_us": dict(self.rtt_us) if self.stable else None,
@@ -435,4 +443,5 @@ def summarise(
         rtt_by_kind_us=by_kind,
         spans_us=spans,
         span_counts=span_counts,
+        rejected=out.rejected,
     )

@@ -40,6 +40,7 @@ from twin.kinds import (
     Turns,
     WorkloadKind,
 )
+from twin.protections import Throttle, parse_throttle
 from twin.tomlio import dump_toml, read_toml
 
 E = TypeVar("E", bound=StrEnum)
@@ -220,6 +221,8 @@ class Exchange:
     gateway_service_us: float | None
     risk_match_service_us: float | None
     replication: Replication | None = None
+    throttle: Throttle | None = None  # the venue's order-rate limit (twin.protections)
+    speed_bump_us: float = 0.0  # a fixed delay before the gateway, order kept
 
 
 HOURS_PER_DAY = 24
@@ -624,6 +627,7 @@ def _parse_replication(source: str, data: Any) -> Replication:
 def _parse_exchange(source: str, data: Any) -> Exchange:
     t = _Table(source, "exchange.", data)
     raw_replication = t.table("replication", required=False)
+    raw_throttle = t.table("throttle", required=False)
     exchange = Exchange(
         gateway_threads=t.number(
             "gateway_threads", 4, check=lambda v: 1 <= v <= 1024, allowed="1..1024", integer=True
@@ -635,6 +639,14 @@ def _parse_exchange(source: str, data: Any) -> Exchange:
             "risk_match_service_us", None, check=_service_time, allowed=SERVICE_ALLOWED
         ),
         replication=_parse_replication(source, raw_replication) if raw_replication else None,
+        throttle=(
+            parse_throttle(_Table(source, "exchange.throttle.", raw_throttle))
+            if raw_throttle
+            else None
+        ),
+        speed_bump_us=t.number(
+            "speed_bump_us", 0.0, check=lambda v: 0 <= v <= 1e6, allowed="0..1e6"
+        ),
     )
     t.done()
     return exchange

@@ -186,6 +186,8 @@ def prepare(
     rate = operating_rate(scenario, profile, placements, engine_service)
     hops = build_path(scenario, profile, placements, engine_service, rate)
     path = compile_path(hops, build_spans(scenario, hops))
+    if scenario.exchange.throttle is not None:
+        path = replace(path, throttle=scenario.exchange.throttle)
     return Prepared(
         scenario=scenario,
         profile=profile,

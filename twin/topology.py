@@ -304,6 +304,9 @@ class _PathBuilder:
         return hops
 
     def exchange_work(self, engine: Dist | None) -> list[Hop]:
+        return exchange.speed_bump(self.s.exchange) + self._exchange_work(engine)
+
+    def _exchange_work(self, engine: Dist | None) -> list[Hop]:
         inbound = exchange.inbound_hops(self.s.exchange, self.profile, engine)
         if self.s.engine_colocated:
             decode, match = inbound

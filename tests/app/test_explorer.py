@@ -116,6 +116,7 @@ def test_a_saturating_rate_says_unstable_and_names_the_station(app: AppTest) -> 
         ("Where the time goes", "Means are measured per hop"),
         ("Calibration", "Measured vs fitted, per calibration target"),
         ("Scenario", None),
+        ("Order flow", "a burst raises latency, which decays as the queues drain"),
     ],
 )
 def test_every_view_renders(app: AppTest, view: str, expect: str | None) -> None:

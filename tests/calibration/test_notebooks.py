@@ -16,6 +16,7 @@ OURS = (
     "04_local_testbed",
     "05_load_response",
     "06_hunt",
+    "07_replay_backtest",
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from scipy.optimize import brentq
 
 
@@ -96,3 +97,46 @@ def preemptive_priority_sojourn_mean_us(
     rho = arrival_per_us * service_mean_us
     second = high_per_us * high_second_moment + arrival_per_us * service_second_moment
     return service_mean_us / (1 - rho_h) + second / (2 * (1 - rho_h) * (1 - rho_h - rho))
+
+
+def mm1_transient_number(
+    p0: np.ndarray, arrival_per_us: float, service_per_us: float, times_us: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """M/M/1 with a constant rate from a start distribution ``p0`` (over 0 .. K-1 in system, K
+    large enough that the mass at K-1 stays negligible): the mean number in system at each of
+    ``times_us`` (increasing, from 0), and the distribution at the last of them.
+
+    The Kolmogorov forward equations p' = p Q of the birth-death chain, solved by
+    uniformisation: p(t) = sum_n Poisson(n; q t) p0 P^n, with P = I + Q / q and q = lambda + mu.
+    """
+    k = len(p0)
+    q = arrival_per_us + service_per_us
+    step = np.zeros((k, k))
+    for i in range(k):
+        up = arrival_per_us / q if i < k - 1 else 0.0
+        down = service_per_us / q if i > 0 else 0.0
+        if i < k - 1:
+            step[i, i + 1] = up
+        if i > 0:
+            step[i, i - 1] = down
+        step[i, i] = 1.0 - up - down
+    means = np.empty(len(times_us))
+    p = np.asarray(p0, dtype=np.float64)
+    now = 0.0
+    for j, t in enumerate(times_us):
+        dt = float(t) - now
+        if dt > 0:
+            # Terms of Poisson(q dt) up to well past its mean, each p P^n accumulated.
+            lam = q * dt
+            n_terms = int(lam + 12.0 * math.sqrt(lam) + 30)
+            term = p.copy()
+            weight = math.exp(-lam)
+            acc = weight * term
+            for n in range(1, n_terms):
+                term = term @ step
+                weight *= lam / n
+                acc += weight * term
+            p = acc / acc.sum()
+            now = float(t)
+        means[j] = float(np.arange(k) @ p)
+    return means, p

@@ -225,3 +225,29 @@ def curves_points(files: Sequence[str]) -> str:
     header = ("scenario", "msg/s", "share", "p50 us", "p90 us", "p99 us", "busiest station",
               "what bends (mean growth since 10k)")  # fmt: skip
     return md_table(header, "lrrrrrll", rows)
+
+
+def replay(files: Sequence[str]) -> str:
+    """The replay of a shipped flow against the fast engine's steady state, per round."""
+    r = load(files[0])
+    rows = [
+        (
+            f"round {i + 1}",
+            num(x["steady_msgs_per_cpu_s"]),
+            num(x["replay_msgs_per_cpu_s"]),
+            f"{x['ratio']:.2f}",
+            f"{x['load_avg_1m_before']:.1f}",
+        )
+        for i, x in enumerate(r["rounds"])
+    ]
+    rows.append(
+        (
+            "median",
+            num(r["steady_msgs_per_cpu_s_median"]),
+            num(r["replay_msgs_per_cpu_s_median"]),
+            f"**{r['ratio_median']:.2f}** (target {r['target_ratio']:.1f})",
+            "",
+        )
+    )
+    header = ("run", "fast steady state, msg/CPU s", f"replay of {r['requests']:,}, msg/CPU s")
+    return md_table((*header, "ratio", "load avg"), "lrrrr", rows)

@@ -47,6 +47,21 @@ def inbound_hops(exchange: Exchange, profile: Profile, engine: Dist | None = Non
     ]
 
 
+def speed_bump(exchange: Exchange) -> list[Hop]:
+    """The venue's speed bump, if it has one: a fixed delay before its gateway, which keeps
+    the order requests reach it in (twin.protections; IEX's is 350 us)."""
+    if exchange.speed_bump_us <= 0:
+        return []
+    return [
+        Hop(
+            "speed bump",
+            "gateway",
+            fixed_us=exchange.speed_bump_us,
+            source="scenario exchange.speed_bump_us (IEX: 350 us)",
+        )
+    ]
+
+
 def reply_hop(exchange: Exchange, profile: Profile) -> Hop:
     """Gateway encoding the ack (or cancel ack) on its thread pool."""
     return Hop(

@@ -120,8 +120,10 @@ SF_ENTER, SF_SEND, SF_NEXT_START, SF_EXIT, SF_SPAN = 0, 1, 2, 3, 4  # float64 sl
 # int64 slot_i; SI_LED: whether the message took a new batch at the last batching station;
 # SI_CONN: the connection its cycle travels on; SI_STALLED: 1 while it waits out a stall;
 # SI_WAITING: 1 while a closed loop's account, free, waits for its turn (in_turn).
+# SI_REQUEST: in a replay, the request the slot carries (its row of replay_f).
 SI_HOP, SI_MSG, SI_RECORD, SI_AUX, SI_NEXT, SI_LED, SI_CONN, SI_STALLED, SI_WAITING = range(9)
-SLOT_F_COLS, SLOT_I_COLS = SF_SPAN + MAX_SPANS, 9
+SI_REQUEST = 9
+SLOT_F_COLS, SLOT_I_COLS = SF_SPAN + MAX_SPANS, 10
 HOP_START = -1  # slot_i[:, SI_HOP] value for "a cycle starts at the slot's event time"
 # slot_i[:, SI_HOP] values of a reader's events: the slot (first of a read) triggers the read
 # of station SI_AUX; the slot resumes its walk at hop SI_AUX (it has left the reader).
@@ -141,9 +143,23 @@ SLOT_MASK = MAX_SLOTS - 1
 # Entries of the scalar state arrays.
 F_NEXT_CYCLE, F_RTT_SUM, F_RTT_MAX = 0, 1, 2
 FSTATE_LEN = 3
-# I_TURN: the account whose cycle a closed loop in turn sends next.
+# I_TURN: the account whose cycle a closed loop in turn sends next; I_ARRIVAL: in a replay, the
+# next request of the given arrival times to send.
 I_HEAP_N, I_FREE_N, I_SEQ, I_MESSAGES, I_STARTED, I_GROUP_LEFT, I_CYCLES, I_TURN = range(8)
-ISTATE_LEN = 8
+# I_REJECTED: recorded messages a throttle rejected.
+I_ARRIVAL, I_REJECTED = 8, 9
+ISTATE_LEN = 10
+# Columns of replay_f, one row per request of a replay: when it left the matching engine (the
+# exchange's timestamp; the path's exchange hop; a reject's: when the throttle refused it),
+# when its reply reached the client, and 1 where a throttle rejected it.
+# RF_MODEL: when a feed path's update reached the client's model (the path's model hop).
+RF_EXCH, RF_DONE, RF_REJECTED, RF_MODEL = 0, 1, 2, 3
+# The throttle (twin.protections.Throttle): throttle_p holds its refill rate (tokens/us), burst,
+# how long a rejected session is cut off (us; 0: reject only) and each kind's weight (new,
+# cancel, modify); throttle_f one row per bucket (per session: one per connection): its tokens,
+# when they were counted, and until when its session is cut off.
+TP_RATE, TP_BURST, TP_DISCONNECT, TP_WEIGHT = 0, 1, 2, 3
+TF_TOKENS, TF_AT, TF_CUT = 0, 1, 2
 
 _INF = np.inf
 
@@ -355,6 +371,8 @@ def _read(  # noqa: PLR0913
     s1,
     s2,
     s3,
+    replay_f,
+    model_hop,
 ):  # noqa: ANN001, ANN202
     """Take the read gathered at the reader whose first stage is hop ``first`` (see
     twin.path.Station.reader): work out
@@ -412,6 +430,8 @@ def _read(  # noqa: PLR0913
                         span = left - slot_f[m, SF_SPAN + b]
                         span_counts[b, counts_index(np.int64(np.rint(span * 1e3)))] += 1
             slot_f[m, SF_ENTER] = left  # the next stage's entry
+            if h == model_hop and replay_f.shape[0] > 0:
+                replay_f[slot_i[m, SI_REQUEST], RF_MODEL] = left
             m = slot_i[m, SI_NEXT]
         t = done
     linger = station_cold[st, WC_LINGER]
@@ -476,8 +496,25 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
     hiccup_gap_us: np.ndarray,
     hiccup_q: np.ndarray,
     hiccup_row: np.ndarray,
+    arrivals_us: np.ndarray,
+    arrival_conn: np.ndarray,
+    exchange_hop: int,
+    replay_f: np.ndarray,
+    arrival_kind: np.ndarray,
+    throttle_hop: int,
+    reject_hop: int,
+    throttle_per_session: bool,
+    throttle_p: np.ndarray,
+    throttle_f: np.ndarray,
+    model_hop: int,
 ) -> int:
-    """Advance the simulation until done, paused at ``horizon_us``, or out of slots."""
+    """Advance the simulation until done, paused at ``horizon_us``, or out of slots.
+
+    A replay gives its cycles' start times (``arrivals_us``, sorted, one message each, on the
+    connections ``arrival_conn``) in place of the generated schedule, and gets each request's
+    exchange and reply times in ``replay_f``; ``arrivals_us`` empty: the generated schedule.
+    """
+    replay = arrivals_us.shape[0] > 0
     n_hops = hop_i.shape[0]
     # Flat views of the row-major tables: a row start is a shift, where 2-D indexing multiplies
     # by a run-time row length on every access.
@@ -510,6 +547,9 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     heap_n = _push(heap_t, heap_k, heap_n, phase, (seq << SLOT_BITS) | a)
                     seq += 1
             next_cycle = _INF
+        elif replay:
+            next_cycle = arrivals_us[0]
+            group_left = 1
         else:
             # Groups of ``burst`` cycles arrive ``burst`` times less often (the mean rate holds).
             gap = mean_gap_us * burst
@@ -538,11 +578,21 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
             record = False
             enter = t
             send = t
-            # Cycles are dealt to the connections in turn.
-            slot_i[slot, SI_CONN] = istate[I_CYCLES] % connections
+            if replay:  # the given request, on its own connection
+                pos = istate[I_ARRIVAL]
+                slot_i[slot, SI_CONN] = arrival_conn[pos]
+                slot_i[slot, SI_REQUEST] = pos
+                pos += 1
+                istate[I_ARRIVAL] = pos
+                next_cycle = arrivals_us[pos] if pos < arrivals_us.shape[0] else _INF
+            else:
+                # Cycles are dealt to the connections in turn.
+                slot_i[slot, SI_CONN] = istate[I_CYCLES] % connections
             istate[I_CYCLES] += 1
             group_left -= 1
-            if group_left == 0:  # the group is out: the next one's arrival
+            if replay:
+                group_left = 1
+            elif group_left == 0:  # the group is out: the next one's arrival
                 gap = mean_gap_us * burst
                 if poisson:
                     e, s0, s1, s2, s3 = _exponential(s0, s1, s2, s3)
@@ -603,7 +653,7 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     slot_i[slot, SI_AUX], hop_i, station_wake_i, station_cold, hop_record_us,
                     server_free_us, reader_i, reader_f, quantiles, tables, table_lengths,
                     slot_f, slot_i, span_counts, hop_sum_us, busy_us, heap_t, heap_k, heap_n,
-                    seq, warmup_us, end_us, s0, s1, s2, s3,
+                    seq, warmup_us, end_us, s0, s1, s2, s3, replay_f, model_hop,
                 )  # fmt: skip
                 parked = True  # every member, this slot too, now has a resume event
                 break
@@ -647,6 +697,30 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 # nearly always free below saturation) before scanning for the earliest free.
                 # Which free server is taken cannot matter: all later arrivals at this station
                 # are at or after ``t``, so they see each free server as free.
+                if hop == throttle_hop and slot_i[slot, SI_STALLED] == 0:
+                    # The venue's lazy-fill token bucket: refill, then take the kind's weight
+                    # or reject (the gateway answers it at its reply hop, now).
+                    b = slot_i[slot, SI_CONN] if throttle_per_session else 0
+                    kind = arrival_kind[slot_i[slot, SI_REQUEST]] if replay else msg
+                    tokens = (
+                        throttle_f[b, TF_TOKENS] + (t - throttle_f[b, TF_AT]) * throttle_p[TP_RATE]
+                    )
+                    tokens = min(tokens, throttle_p[TP_BURST])
+                    throttle_f[b, TF_AT] = t
+                    weight = throttle_p[TP_WEIGHT + kind]
+                    if t < throttle_f[b, TF_CUT] or tokens < weight:
+                        throttle_f[b, TF_TOKENS] = tokens
+                        if throttle_p[TP_DISCONNECT] > 0 and t >= throttle_f[b, TF_CUT]:
+                            throttle_f[b, TF_CUT] = t + throttle_p[TP_DISCONNECT]
+                        if record:
+                            istate[I_REJECTED] += 1
+                        if replay:
+                            replay_f[slot_i[slot, SI_REQUEST], RF_REJECTED] = 1.0
+                            replay_f[slot_i[slot, SI_REQUEST], RF_EXCH] = t
+                        hop = reject_hop
+                        enter = t
+                        continue
+                    throttle_f[b, TF_TOKENS] = tokens - weight
                 h = np.uint64(hop)  # unsigned: no negative-index fix-up on each access
                 hi = h * np.uint64(HOP_I_COLS)  # row start in the flat hop array
                 st = np.uint64(hop_il[hi + np.uint64(HI_STATION)])
@@ -771,6 +845,10 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     if flags & FLAG_LINGER_YIELDS:  # awake through it, no server held
                         station_held_us[st] = max(station_held_us[st], done_t + linger)
                         linger = 0.0
+                    if replay and h == np.uint64(exchange_hop):
+                        replay_f[slot_i[slot, SI_REQUEST], RF_EXCH] = done_t
+                    if replay and h == np.uint64(model_hop):
+                        replay_f[slot_i[slot, SI_REQUEST], RF_MODEL] = done_t
                     if record:
                         hop_sum_us[h] += done_t - enter
                         closes = hop_il[hi + np.uint64(HI_SPAN_CLOSE)]
@@ -835,6 +913,8 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                     holder = np.int64(-1)
                 if hop_il[hi + np.uint64(HI_STATION)] >= 0:
                     break
+                if replay and h == np.uint64(model_hop):
+                    replay_f[slot_i[slot, SI_REQUEST], RF_MODEL] = t
                 if record:
                     hop_sum_us[h] += t - enter
                     closes = hop_il[hi + np.uint64(HI_SPAN_CLOSE)]
@@ -851,6 +931,8 @@ def run_kernel(  # noqa: PLR0912, PLR0913, PLR0915, C901
                 keep = True
                 break
             # Round trip complete.
+            if replay:
+                replay_f[slot_i[slot, SI_REQUEST], RF_DONE] = t
             if record:
                 rtt = t - send
                 counts[msg, counts_index(np.int64(np.rint(rtt * 1e3)))] += 1

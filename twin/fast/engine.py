@@ -19,9 +19,11 @@ from twin.fast import _kernel as k
 from twin.fast import _quantile
 from twin.fast._hiccup import hiccup_state
 from twin.fast._rng import seed_state
+from twin.flow import Arrivals, ReplayOutput, exchange_hop, model_hop
 from twin.histogram import empty_counts
 from twin.load import Load
 from twin.path import CompiledPath
+from twin.protections import throttle_hops
 from twin.results import EngineOutput, Progress
 
 # Stream id separating the fast engine's draws from the other users of the scenario seed.
@@ -180,11 +182,43 @@ def in_order_hops(path: CompiledPath, load: Load) -> np.ndarray:
 
 
 class _Run:
-    """All the state of one run, in arrays the kernel reads and writes."""
+    """All the state of one run, in arrays the kernel reads and writes; a replay's given
+    arrivals (:class:`twin.flow.Arrivals`) in place of the generated schedule."""
 
-    def __init__(self, path: CompiledPath, load: Load):
+    def __init__(self, path: CompiledPath, load: Load, arrivals: Arrivals | None = None):
         self.path = path
         self.load = load
+        if arrivals is None:
+            self.arrivals_us = np.zeros(0)
+            self.arrival_conn = np.zeros(0, dtype=np.int64)
+            self.arrival_kind = np.zeros(0, dtype=np.int64)
+            self.exchange_hop = -1
+        else:
+            self.arrivals_us = np.ascontiguousarray(arrivals.send_us, dtype=np.float64)
+            self.arrival_conn = np.ascontiguousarray(arrivals.connection, dtype=np.int64)
+            self.arrival_kind = np.ascontiguousarray(arrivals.kind, dtype=np.int64)
+            self.exchange_hop = exchange_hop(path)
+        self.model_hop = -1 if arrivals is None else model_hop(path)
+        self.replay_f = np.full((len(self.arrivals_us), 4), np.nan)
+        self.replay_f[:, k.RF_REJECTED] = 0.0
+        # The venue's throttle (twin.protections.Throttle): its parameters and buckets, full.
+        throttle = path.throttle
+        self.throttle_hop, self.reject_hop = (
+            (-1, -1) if throttle is None else throttle_hops(path.hop_names)
+        )
+        self.throttle_p = np.zeros(6)
+        buckets = 1
+        if throttle is not None:
+            self.throttle_p[:] = [
+                throttle.rate_per_s / 1e6,
+                throttle.burst,
+                throttle.disconnect_us,
+                *throttle.weights,
+            ]
+            buckets = load.accounts if throttle.per_session else 1
+        self.throttle_per_session = throttle is not None and throttle.per_session
+        self.throttle_f = np.zeros((buckets, 3))
+        self.throttle_f[:, k.TF_TOKENS] = self.throttle_p[k.TP_BURST]
         self.hop_i, self.station_wake_i, self.station_cold, self.quantiles = hop_tables(path, load)
         self.station_next = np.zeros(path.n_stations, dtype=np.int64)
         self.closed = load.loop == dtypes.LOOP_CLOSED
@@ -297,6 +331,17 @@ class _Run:
                 self.hiccup_gap_us,
                 self.hiccup_q,
                 self.hiccup_row,
+                self.arrivals_us,
+                self.arrival_conn,
+                int(self.exchange_hop),
+                self.replay_f,
+                self.arrival_kind,
+                int(self.throttle_hop),
+                int(self.reject_hop),
+                bool(self.throttle_per_session),
+                self.throttle_p,
+                self.throttle_f,
+                int(self.model_hop),
             )
         )
 
@@ -311,12 +356,86 @@ class _Run:
             station_busy_us=self.busy_us,
             duration_us=self.load.duration_us,
             span_counts=self.span_counts,
+            rejected=int(self.istate[k.I_REJECTED]),
         )
 
 
 def simulate(path: CompiledPath, load: Load, progress: Progress | None = None) -> EngineOutput:
     """Run ``load`` over ``path`` compiled; ``progress(fraction)`` is called between chunks."""
-    run = _Run(path, load)
+    return _drive(_Run(path, load), progress).output()
+
+
+def replay(
+    path: CompiledPath, load: Load, arrivals: Arrivals, progress: Progress | None = None
+) -> ReplayOutput:
+    """Run the given arrivals over ``path`` compiled (``load`` from :func:`twin.flow.replay_load`):
+    each request's exchange and reply times, and the run's totals."""
+    return Replayer(path, load, arrivals).finish(progress)
+
+
+# Arrays of a run that only its path and flow determine: not part of a saved replay state.
+_REBUILT = frozenset({"arrivals_us", "arrival_conn", "arrival_kind", "quantiles", "tables"})
+
+
+class Replayer:
+    """A replay that can stop at a time and resume, in this process or another: its state is a
+    dict of arrays (:meth:`state`, :meth:`restore`), so a long flow is run chunk by chunk and an
+    interrupted one continues where its last saved state stopped (:mod:`twin.replay`). The same
+    draws as one uninterrupted :func:`replay`."""
+
+    def __init__(self, path: CompiledPath, load: Load, arrivals: Arrivals):
+        self._run = _Run(path, load, arrivals)
+
+    def advance(self, horizon_us: float) -> bool:
+        """Run until every event before ``horizon_us`` is done; True when the replay is over."""
+        while True:
+            status = self._run.advance(horizon_us)
+            if status == k.STATUS_DONE:
+                return True
+            if status == k.STATUS_PAUSED:
+                return False
+            if status == k.STATUS_FULL:
+                self._run.grow()
+            else:
+                raise SimulationError(f"fast engine kernel returned unknown status {status}")
+
+    def finish(self, progress: Progress | None = None) -> ReplayOutput:
+        _drive(self._run, progress)
+        return self.output()
+
+    def done_us(self) -> np.ndarray:
+        """When each request's reply reached the client so far (NaN: not yet)."""
+        return self._run.replay_f[:, k.RF_DONE]
+
+    def state(self) -> dict[str, np.ndarray]:
+        """The arrays the run changes (those built from the path and the flow are rebuilt)."""
+        return {
+            n: a
+            for n, a in vars(self._run).items()
+            if isinstance(a, np.ndarray) and n not in _REBUILT
+        }
+
+    def restore(self, state: dict[str, np.ndarray]) -> None:
+        mine = self.state()
+        if set(state) != set(mine):
+            raise SimulationError("A saved replay state from another version of the engine")
+        for name, array in state.items():
+            setattr(self._run, name, np.ascontiguousarray(array, dtype=mine[name].dtype))
+
+    def output(self) -> ReplayOutput:
+        run = self._run
+        return ReplayOutput(
+            totals=run.output(),
+            exchange_us=run.replay_f[:, k.RF_EXCH].copy(),
+            done_us=run.replay_f[:, k.RF_DONE].copy(),
+            rejected=run.replay_f[:, k.RF_REJECTED] != 0,
+            model_us=run.replay_f[:, k.RF_MODEL].copy() if run.model_hop >= 0 else None,
+        )
+
+
+def _drive(run: _Run, progress: Progress | None) -> _Run:
+    """Advance ``run`` to its end, growing its slots as needed and reporting progress."""
+    load = run.load
     chunk_us = load.span_us(MESSAGES_PER_CHUNK)
     horizon = chunk_us if progress is not None else np.inf
     while True:
@@ -334,4 +453,4 @@ def simulate(path: CompiledPath, load: Load, progress: Progress | None = None) -
             raise SimulationError(f"fast engine kernel returned unknown status {status}")
     if progress is not None:
         progress(1.0)
-    return run.output()
+    return run

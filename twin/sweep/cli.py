@@ -162,11 +162,14 @@ def _capacity(args: argparse.Namespace, scenario: Any, engine: str, executor: st
 
 def cmd_report(args: argparse.Namespace) -> int:
     from twin.hunt.report import is_hunt_folder, write_hunt_report
+    from twin.replay_report import is_replay_folder, write_replay_report
     from twin.sweep.report import write_report
 
     folder = Path(args.results_dir)
     if is_hunt_folder(folder):
         path = write_hunt_report(folder, Path(args.output))
+    elif is_replay_folder(folder):
+        path = write_replay_report(folder, Path(args.output))
     else:
         path = write_report(folder, Path(args.output), args.p99_ceiling_us)
     print(f"twin report: wrote {path.resolve()}", file=sys.stderr)
@@ -235,7 +238,8 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(run=cmd_capacity)
 
     p = sub.add_parser(
-        "report", help="self-contained HTML report of a sweep (or twin hunt --out) results folder"
+        "report",
+        help="self-contained HTML report of a sweep (or twin hunt or twin replay --out) folder",
     )
     p.add_argument("results_dir", metavar="RESULTS_DIR")
     p.add_argument("-o", "--output", default="report.html", type=output_file, metavar="report.html")
