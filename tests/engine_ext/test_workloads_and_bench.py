@@ -10,9 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from engine_ext import Engine, ReferenceEngine, WorkloadError
+from engine_ext import Engine, ReferenceEngine, WorkloadError, workloads
 from engine_ext import bench as bench_cli
-from engine_ext import workloads
 from engine_ext.reference import events_as_tuples
 from engine_ext.service_time import measure_service_ns, service_time_samples_us, write_hgrm
 from engine_ext.types import EV_ACK, EV_REJECT, MSG_CANCEL, REJ_UNKNOWN_ORDER
