@@ -54,6 +54,7 @@ TABLES: dict[str, Callable[..., str]] = {
     "load-socket-halt": load.load_socket_halt,
     "load-relay-work": load.load_relay_work,
     "load-run-agreement": load.load_run_agreement,
+    "load-noise": load.load_noise,
     "load-repeat": load.load_repeat,
     "crosscheck": bench.crosscheck,
     "crosscheck-spans": bench.crosscheck_spans,

@@ -416,3 +416,34 @@ def load_repeat(files: Sequence[str]) -> str:
               "one run within (p50 / p99 / both)",
               f"the median of {subset} within (p50 / p99 / both)")  # fmt: skip
     return md_table(header, "lrrrrrrr", rows)
+
+
+def load_noise(files: Sequence[str]) -> str:
+    """Per system of the canonical matrix: the model's median |error| over its runs' own
+    (``repeat_ratio``, calibration.judge) and the share of points predicted within what their
+    runs allow (``consistent_share``), then all systems together."""
+
+    def ratio(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f}"
+
+    def row(name: str, judged: Mapping[str, Any], points: int) -> tuple[str, ...]:
+        r = judged["repeat_ratio"]
+        share = judged["consistent_share"]
+        return (
+            name,
+            ratio(r["p50"]),
+            ratio(r["p99"]),
+            ratio(r["throughput"]),
+            "-" if share is None else f"{100 * share:.0f}% of {points}",
+        )
+
+    matrix = load(files[0])
+    rows = [
+        row(s["system"], s, s["noise"]["consistent_points"])
+        for s in matrix["systems"]
+        if "repeat_ratio" in s
+    ]
+    summary = matrix["summary"]
+    rows.append(row("**all systems**", summary, summary["consistent_points"]))
+    header = ("system", "repeat ratio p50", "p99", "throughput", "within their runs' spread")
+    return md_table(header, "lrrrr", rows)
