@@ -76,12 +76,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(summary))
     else:
-        rtt = summary["rtt_us"]
+        rtt, lag1 = summary["rtt_us"], summary["rtt_lag1_autocorrelation"]
         print(
             f"{summary['scenario']}: {summary['requests']:,} requests, "
             f"{summary['rejected']:,} rejected; rtt p50 {rtt['p50']:.1f} us, "
             f"p99 {rtt['p99']:.1f} us, p99.9 {rtt['p99_9']:.1f} us; lag-1 autocorrelation "
-            f"{summary['rtt_lag1_autocorrelation']}",
+            f"{'-' if lag1 is None else f'{lag1:.3f}'}",
         )
         print(f"wrote {out_dir / 'replay.parquet'}", file=sys.stderr)
     return EXIT_OK
