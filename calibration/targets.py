@@ -305,7 +305,7 @@ def measurement_targets(path: Path, where: str, t: Mapping[str, Any]) -> list[Ta
     except TwinError as exc:
         raise ProfileError(f"{path}: {where} ({tid}): {exc}") from None
     _check_agreement(path, f"{where} ({tid})", measured, scenario)
-    common = {
+    common: dict[str, Any] = {
         "row": f"{tid} ({file})",
         "scenario": scenario_path,
         "overrides": MappingProxyType(dict(overrides)),
