@@ -281,7 +281,7 @@ def measurement_targets(path: Path, where: str, t: Mapping[str, Any]) -> list[Ta
 
     tid = t["id"]
     file = t["measurement"]
-    if not isinstance(file, str) or not file:
+    if not isinstance(file, str) or not file or "\0" in file:
         raise _err(path, f"{where}.measurement", file, "a path to a measured file or folder")
     if "scenario" not in t:
         raise _err(path, f"{where}.scenario", None, "a measurement needs its scenario")
@@ -291,7 +291,7 @@ def measurement_targets(path: Path, where: str, t: Mapping[str, Any]) -> list[Ta
     tolerance = t.get("tolerance", 0.05)
     if not isinstance(tolerance, int | float) or isinstance(tolerance, bool) or tolerance <= 0:
         raise _err(path, f"{where}.tolerance", tolerance, "a number > 0")
-    if not isinstance(t["scenario"], str):
+    if not isinstance(t["scenario"], str) or "\0" in t["scenario"]:
         raise _err(path, f"{where}.scenario", t["scenario"], "a scenario file's path")
     duration_s = t.get("duration_s")
     if duration_s is not None and not (
