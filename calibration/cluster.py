@@ -36,7 +36,6 @@ commit).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -52,7 +51,7 @@ from twin.dists import ZERO, Dist, Empirical, Exponential, ShiftedGamma, Shifted
 from twin.errors import MeasurementError
 from twin.failover import outage_range_ms
 from twin.histogram import percentile_from_counts_us
-from twin.jsontext import stated_number
+from twin.jsontext import read_json, stated_number
 from twin.kinds import Batching
 from twin.load import Load
 from twin.path import Hop, Station, compile_path
@@ -109,7 +108,7 @@ def _read_json(path: Path, check: Callable[[Any], Any]) -> Any:
     """``path``'s JSON, passed through ``check`` (which raises KeyError, TypeError or ValueError
     on what it does not accept): one error naming the file otherwise."""
     try:
-        return check(json.loads(path.read_text()))
+        return check(read_json(path))
     except KeyError as exc:
         raise MeasurementError(f"{path}: not the cluster lab's (no {exc})") from None
     except (OSError, ValueError, TypeError, AttributeError) as exc:
@@ -211,7 +210,7 @@ def cold_time_constant_us(corpus: Path) -> float:
     wake-up probe's median one-way latency after each sleep ``gap``."""
     path = corpus / WAKE_PROBE
     try:
-        probe = json.loads(path.read_text())
+        probe = read_json(path)
         points = sorted(
             (stated_number(float(g), f"gap {g!r}"), stated_number(v["p50"], f"{g!r}.p50"))
             for g, v in probe["percentiles_us"].items()

@@ -14,7 +14,6 @@ A probe that did not read its CPU (older corpora) leaves the committed one,
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ import numpy as np
 from scipy import optimize
 
 from twin.errors import MeasurementError
-from twin.jsontext import stated_number
+from twin.jsontext import read_json, stated_number
 from twin.profile import Parameter
 
 # The committed probe with the receiver's CPU (this VM, 2026-11-27; gaps 10 us to 10 ms).
@@ -56,7 +55,7 @@ def probe_cpu(path: Path) -> dict[float, float] | None:
     """A wake-up probe's median receive CPU per gap (us), or None for a probe that did not
     read it."""
     try:
-        probe = json.loads(path.read_text())
+        probe = read_json(path)
         cpu = probe.get("cpu_median_us")
         if cpu is None:
             return None

@@ -13,7 +13,6 @@ that run measured.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import numpy as np
 import polars as pl
 
 from twin.errors import MeasurementError
-from twin.jsontext import stated_number
+from twin.jsontext import read_json, regular_file, stated_number
 from twin.pipeline import MESSAGE_STAGES, PipelineModel, burst_schedule, simulate_pipeline
 
 COMPARED = ("poll_to_read", "tls", *MESSAGE_STAGES, "inbound", "wire")
@@ -37,7 +36,7 @@ COLD_GAP_NS = 100_000
 
 def _summary(run_dir: Path) -> dict[str, Any]:
     try:
-        summary = json.loads((run_dir / "summary.json").read_text())
+        summary = read_json(run_dir / "summary.json")
     except (OSError, ValueError) as exc:
         raise MeasurementError(f"{run_dir}: not a twin testbed feed run ({exc})") from None
     if not isinstance(summary, dict) or not {"conditions", "stages_us"} <= summary.keys():
@@ -72,10 +71,16 @@ def _check_summary(summary: dict[str, Any]) -> None:
     stated_number(mean, "messages_per_read.mean_weighted_by_message")
 
 
+MAX_FEED_ROWS_BYTES = 1 << 30  # a feed run's raw rows (its largest committed: a few MB)
+
+
 def _frames(run_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     try:
-        reads = pl.read_parquet(run_dir / "reads.parquet")
-        messages = pl.read_parquet(run_dir / "messages.parquet")
+        # A FIFO or device in their place would block polars' reader for good.
+        reads = pl.read_parquet(regular_file(run_dir / "reads.parquet", MAX_FEED_ROWS_BYTES))
+        messages = pl.read_parquet(regular_file(run_dir / "messages.parquet", MAX_FEED_ROWS_BYTES))
+    except MeasurementError:
+        raise
     except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
         raise MeasurementError(f"{run_dir}: no raw feed rows to calibrate on ({exc})") from None
     if reads.height == 0 or messages.height == 0:

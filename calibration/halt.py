@@ -20,7 +20,6 @@ polls they are cheaper (:func:`polling_saving`).
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ import numpy as np
 from scipy import optimize
 
 from twin.errors import MeasurementError
+from twin.jsontext import read_json
 from twin.path import HaltPolling
 from twin.profile import Parameter
 
@@ -97,7 +97,7 @@ def _samples(values: Any) -> np.ndarray:
 
 def _read(path: Path) -> _HaltProbe:
     try:
-        probe = json.loads(path.read_text())
+        probe = read_json(path)
         if probe.get("waiter") != "spins":
             raise ValueError("its sender blocked for the replies (waiter is not 'spins')")
         gaps, start = {}, 0
@@ -217,7 +217,7 @@ def poll_window(path: Path) -> tuple[float, float, float]:
     polled one and the next gap; a window of 0 where the longest gap's latency is not
     :data:`MIN_POLL_SAVING` dearer (the host does not poll)."""
     try:
-        probe = json.loads(path.read_text())
+        probe = read_json(path)
         if probe.get("waiter") != "spins" or probe.get("order") != "steady":
             raise ValueError("not a spinning sender's steady gaps (waiter spins, order steady)")
         gaps = sorted(probe["latency_us"], key=float)

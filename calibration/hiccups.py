@@ -20,7 +20,6 @@ first for both, as the model did before it (whatever the other vCPU does).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -32,7 +31,7 @@ import numpy as np
 
 from twin.components.loopback import HICCUP_ALONE, HICCUP_BUSY
 from twin.errors import MeasurementError
-from twin.jsontext import stated_number
+from twin.jsontext import read_json, stated_number
 from twin.percentiles import HICCUP_QUANTILES
 from twin.profile import Parameter
 
@@ -73,7 +72,7 @@ class HiccupSummary:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
+        data = read_json(path)
     except (OSError, ValueError) as exc:
         raise MeasurementError(f"{path}: not a hiccup probe ({exc})") from exc
     if not isinstance(data, dict):

@@ -41,7 +41,6 @@ and how many of the testbed's runs lost more than :data:`STOLEN_RUN_PCT` of thei
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
@@ -78,7 +77,7 @@ from calibration.testbed.fit import (
 from calibration.testbed.summary import PROCESSES, median_summary, read_summary
 from twin.components.loopback import EVENTS_PER_MSG, events_per_msg, halt_polling
 from twin.errors import MeasurementError, TwinError
-from twin.jsontext import stated_number
+from twin.jsontext import read_json, stated_number
 from twin.kinds import Sender, Tier, Transport
 from twin.path import HaltPolling
 from twin.percentiles import ALL_PERCENTILES
@@ -185,7 +184,7 @@ def load_corpus(root: str | Path) -> list[CorpusSystem]:
     root = Path(root)
     path = root / MANIFEST
     try:
-        data = json.loads(path.read_text())
+        data = read_json(path)
     except FileNotFoundError:
         raise MeasurementError(f"{path}: no such file (not a lab corpus?)") from None
     except (OSError, ValueError) as exc:
@@ -255,7 +254,7 @@ def _probe(root: Path, name: str) -> tuple[Path, dict[float, dict[str, float]]]:
     and ``p99``) per gap."""
     path = root / name
     try:
-        probe = json.loads(path.read_text())
+        probe = read_json(path)
         return path, {
             stated_number(float(g), f"gap {g!r}"): {
                 key: stated_number(v[key], f"percentiles_us[{g!r}].{key}") for key in ("p50", "p99")
@@ -283,7 +282,7 @@ def _probe_names(root: Path) -> dict[str, Any]:
     """The manifest's entries beside a corpus ({} where it cannot be read: load_corpus says
     what is wrong with it)."""
     try:
-        names = json.loads((root / MANIFEST).read_text())
+        names = read_json(root / MANIFEST)
     except (OSError, ValueError):
         return {}
     return names if isinstance(names, dict) else {}
@@ -539,7 +538,7 @@ def _thread_costs(point: CorpusPoint, thread: NativeThread) -> tuple[float, floa
     for run in point.runs:
         path = run / SOCKPERF_HOST
         try:
-            processes = json.loads(path.read_text()).get("processes")
+            processes = read_json(path).get("processes")
             costs = thread.costs(processes) if processes is not None else None
         except FileNotFoundError:
             return None

@@ -20,7 +20,6 @@ the gap classes (older corpora) gives a flat work, its mean per event.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ import numpy as np
 
 from calibration.testbed.fit import fit_cold_start, gap_middles
 from twin.errors import MeasurementError
-from twin.jsontext import stated_number
+from twin.jsontext import read_json, stated_number
 from twin.profile import Parameter
 
 RELAY_STATS = "relay.json"
@@ -80,7 +79,7 @@ def relay_stats(run: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        stats = json.loads(path.read_text())
+        stats = read_json(path)
         stated_number(stats["work"]["mean_us"], "work.mean_us")
         for part in ("read_work", "write_work"):
             if isinstance(stats.get(part), dict) and "mean_us" in stats[part]:

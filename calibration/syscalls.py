@@ -13,11 +13,11 @@ the model of a native thread's socket calls on the lab's host.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from twin.errors import MeasurementError
+from twin.jsontext import read_json
 from twin.kinds import Transport
 from twin.profile import Parameter
 
@@ -40,7 +40,7 @@ def read_probe(path: Path = SYSCALL_PROBE) -> SyscallProbe:
     """The probe at ``path``; a file that is not such a probe's (unreadable, a part missing, a
     share outside ``[0, 1]``) raises :class:`twin.errors.MeasurementError` naming it."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = read_json(Path(path))
         parts = {t: data["transports"][str(t)] for t in Transport}
         probe = SyscallProbe(
             Path(path),

@@ -158,18 +158,35 @@ def load_targets(path: str | Path) -> TargetSet:
     data = parse_toml(raw, str(path), ProfileError)
     base = path.parent
     free = []
-    for name, g in data.get("free", {}).items():
+    free_tables = data.get("free", {})
+    if not isinstance(free_tables, dict):
+        raise _err(path, "free", free_tables, "a table of free parameter groups")
+    for name, g in free_tables.items():
+        if not isinstance(g, dict):
+            raise _err(path, f"free.{name}", g, "a table (params, bounds, why)")
         params = g.get("params")
         if not isinstance(params, list) or not params:
             raise _err(path, f"free.{name}.params", params, "a non-empty list of profile names")
-        lo, hi = g.get("bounds", [0.2, 5.0])
+        bounds = g.get("bounds", [0.2, 5.0])
+        if not (
+            isinstance(bounds, list)
+            and len(bounds) == 2
+            and all(isinstance(b, int | float) and not isinstance(b, bool) for b in bounds)
+        ):
+            raise _err(path, f"free.{name}.bounds", bounds, "two numbers [low, high]")
+        lo, hi = bounds
         if not 0 < lo < 1 < hi:
             raise _err(path, f"free.{name}.bounds", [lo, hi], "need 0 < low < 1 < high")
         free.append(FreeGroup(name, tuple(params), (float(lo), float(hi)), str(g.get("why", ""))))
     targets = []
     seen: set[str] = set()
-    for i, t in enumerate(data.get("target", [])):
+    rows = data.get("target", [])
+    if not isinstance(rows, list):
+        raise _err(path, "target", rows, "an array of tables ([[target]])")
+    for i, t in enumerate(rows):
         where = f"target[{i}]"
+        if not isinstance(t, dict):
+            raise _err(path, where, t, "a table ([[target]])")
         tid = t.get("id")
         if not isinstance(tid, str) or tid in seen:
             raise _err(path, f"{where}.id", tid, "a unique string")
@@ -264,7 +281,7 @@ def measurement_targets(path: Path, where: str, t: Mapping[str, Any]) -> list[Ta
 
     tid = t["id"]
     file = t["measurement"]
-    if not isinstance(file, str) or not file:
+    if not isinstance(file, str) or not file or "\0" in file:
         raise _err(path, f"{where}.measurement", file, "a path to a measured file or folder")
     if "scenario" not in t:
         raise _err(path, f"{where}.scenario", None, "a measurement needs its scenario")
@@ -274,6 +291,13 @@ def measurement_targets(path: Path, where: str, t: Mapping[str, Any]) -> list[Ta
     tolerance = t.get("tolerance", 0.05)
     if not isinstance(tolerance, int | float) or isinstance(tolerance, bool) or tolerance <= 0:
         raise _err(path, f"{where}.tolerance", tolerance, "a number > 0")
+    if not isinstance(t["scenario"], str) or "\0" in t["scenario"]:
+        raise _err(path, f"{where}.scenario", t["scenario"], "a scenario file's path")
+    duration_s = t.get("duration_s")
+    if duration_s is not None and not (
+        isinstance(duration_s, int | float) and not isinstance(duration_s, bool) and duration_s > 0
+    ):
+        raise _err(path, f"{where}.duration_s", duration_s, "a number of seconds > 0")
     scenario_path = (path.parent / t["scenario"]).resolve()
     try:
         measured = read(path.parent / file)
@@ -281,7 +305,7 @@ def measurement_targets(path: Path, where: str, t: Mapping[str, Any]) -> list[Ta
     except TwinError as exc:
         raise ProfileError(f"{path}: {where} ({tid}): {exc}") from None
     _check_agreement(path, f"{where} ({tid})", measured, scenario)
-    common = {
+    common: dict[str, Any] = {
         "row": f"{tid} ({file})",
         "scenario": scenario_path,
         "overrides": MappingProxyType(dict(overrides)),

@@ -38,7 +38,9 @@ SCENARIOS = sorted((REPO / "scenarios").glob("*.toml"))
 SWEEPS = sorted((REPO / "scenarios" / "sweeps").glob("*.toml"))
 FIXTURES = REPO / "tests" / "calibration" / "fixtures"
 BENCHMARKS = sorted(
-    p for p in FIXTURES.iterdir() if p.is_file() and p.suffix in (".txt", ".csv", ".hgrm", ".hdr")
+    p
+    for p in FIXTURES.iterdir()
+    if p.is_file() and p.suffix in (".txt", ".csv", ".hgrm", ".hdr", ".hlog")
 )
 EXAMPLES = int(os.environ.get("TWIN_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(

@@ -17,7 +17,6 @@ host's ``busy_pct`` / ``steal_pct`` / ``loadavg_1m`` during the run.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -29,7 +28,7 @@ from calibration.readers.hdr import read_hgrm
 from calibration.readers.sockperf import read_sockperf
 from calibration.testbed.summary import read_summary
 from twin.errors import MeasurementError
-from twin.jsontext import stated_number
+from twin.jsontext import read_json, stated_number
 
 SUMMARY, ROUND_TRIPS, SOCKPERF_SUMMARY, HOST = (
     "summary.json",
@@ -67,7 +66,7 @@ def run_host(path: Path) -> dict[str, Any]:
     elif (path / HOST).is_file():
         where = path / HOST
         try:
-            host = json.loads(where.read_text())
+            host = read_json(where)
         except (OSError, ValueError) as exc:
             raise MeasurementError(f"{where}: not JSON ({exc})") from None
         if not isinstance(host, dict):

@@ -39,20 +39,22 @@ the column agrees with it up to a power of 1000.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import math
 import re
-import zlib
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from hdrh.codec import ExternalHeader, PayloadHeader, ext_header_size, payload_header_size
-from hdrh.histogram import HdrHistogram
 
 from calibration.measurement import Measurement
 from calibration.readers._common import UNIT_OPTION, VALUE_UNIT, Source, number, unit_factor
+from calibration.readers.hdr_codec import (
+    MAX_INFLATED_BYTES,
+    MAX_TOTAL_COUNT,
+    Buckets,
+    PayloadError,
+    decode,
+)
 
 HGRM_COLUMNS = "Value Percentile TotalCount 1/(1-Percentile)"
 _HGRM_HEADER = re.compile(
@@ -201,8 +203,7 @@ def read_interval_log(source: Source, conditions: Mapping[str, Any]) -> Measurem
     wanted_tag = conditions.get("tag")
     logged_with = None
     start_time = None
-    totals: dict[int, int] = {}  # lowest equivalent value -> count, across intervals
-    widths: dict[int, int] = {}  # lowest equivalent value -> highest equivalent value
+    sums = _Sums()
     tags: dict[str | None, int] = {}
     intervals = 0
     first_line = None
@@ -231,13 +232,9 @@ def read_interval_log(source: Source, conditions: Mapping[str, Any]) -> Measurem
         column_max = number(source, line, m.group("max"), "Interval_Max")
         if wanted_tag is not None and tag != wanted_tag:
             continue
-        histogram = _decode(source, line, m.group("payload").strip())
-        _check_max_column(source, line, histogram, column_max)
-        counts = np.ctypeslib.as_array(histogram.counts)
-        for index in np.flatnonzero(counts):
-            low = int(histogram.get_value_from_index(int(index)))
-            totals[low] = totals.get(low, 0) + int(counts[index])
-            widths[low] = max(widths.get(low, low), histogram.get_highest_equivalent_value(low))
+        buckets = _decode(source, line, m.group("payload").strip())
+        _check_max_column(source, line, buckets.max_value, column_max)
+        sums.add(source, line, buckets)
         intervals += 1
         duration_s += length_s
         first_line = line if first_line is None else first_line
@@ -256,21 +253,20 @@ def read_interval_log(source: Source, conditions: Mapping[str, Any]) -> Measurem
             None,
             f"the log holds histograms of several tags ({names}): choose one with --tag (tag=)",
         )
-    total = sum(totals.values())
+    lows, highs, counts = sums.buckets()
+    total = int(counts.sum())
     if total == 0:
         raise source.error(first_line, "every interval histogram is empty (no recorded values)")
-    lows = sorted(totals)
-    cumulative = 0
+    cumulative = np.concatenate(([0], np.cumsum(counts)))
     knots: list[tuple[float, float]] = []
+    # Within a bucket, values are taken as spread uniformly from its lowest to its highest
+    # equivalent value; consecutive buckets meet at the same percentile (a jump).
     weighted_sum = 0.0
-    for low in lows:
-        high = widths[low]
-        # Within a bucket, values are taken as spread uniformly from its lowest to its highest
-        # equivalent value; consecutive buckets meet at the same percentile (a jump).
-        knots.append((100.0 * cumulative / total, low * factor))
-        cumulative += totals[low]
-        knots.append((100.0 * cumulative / total, high * factor))
-        weighted_sum += totals[low] * (low + high) / 2.0
+    rows = zip(cumulative.tolist(), lows.tolist(), highs.tolist(), counts.tolist(), strict=False)
+    for below, low, high, count in rows:
+        knots.append((100.0 * below / total, low * factor))
+        knots.append((100.0 * (below + count) / total, high * factor))
+        weighted_sum += count * (low + high) / 2.0
     found: dict[str, Any] = {"tool": "HdrHistogram", "intervals": intervals}
     if logged_with is not None:
         found["logged_with"] = logged_with
@@ -284,90 +280,70 @@ def read_interval_log(source: Source, conditions: Mapping[str, Any]) -> Measurem
         source=source.where(first_line),
         percentiles_us=tuple(knots),
         count=total,
-        min_us=lows[0] * factor,
-        max_us=widths[lows[-1]] * factor,
+        min_us=int(lows[0]) * factor,
+        max_us=int(highs[-1]) * factor,
         mean_us=weighted_sum / total * factor,
         conditions={**found, **conditions},
     )
 
 
-# Bounds checked before hdrh decodes a histogram: what its compressed counts may inflate to and
-# how many counters its header may ask for (a hostile header asks for gigabytes).
-MAX_INFLATED_BYTES = 32 * 1024 * 1024
-MAX_COUNTERS = 1 << 22
-UNDECODABLE = "cannot decode the compressed histogram"
+#: What one file's histograms may inflate to in all (the time and memory reading it costs: about
+#: a minute of decoding); hours of 5-significant-figure intervals are far below it.
+MAX_FILE_INFLATED_BYTES = 64 * MAX_INFLATED_BYTES
+_COMPACT_EVERY = 1 << 20  # buffered buckets before merging equal ones
 
 
-def _counters(significant_figures: int, lowest: int, highest: int) -> int:
-    """How many counters HdrHistogram allocates for these settings (its bucket layout)."""
-    sub_buckets = 1 << math.ceil(math.log2(2 * 10**significant_figures))
-    unit = max(1, lowest)
-    buckets = 1
-    smallest_untrackable = sub_buckets * unit
-    while smallest_untrackable <= highest and buckets < 128:
-        smallest_untrackable <<= 1
-        buckets += 1
-    return (buckets + 1) * (sub_buckets // 2)
+class _Sums:
+    """Counts per bucket (keyed by its lowest equivalent value) added up over intervals, in
+    memory that grows with the distinct buckets, not with the intervals."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.buffered = 0
+        self.inflated = 0
+        self.total = 0.0
+
+    def add(self, source: Source, line: int, buckets: Buckets) -> None:
+        self.inflated += buckets.inflated_bytes
+        if self.inflated > MAX_FILE_INFLATED_BYTES:
+            raise source.error(
+                line,
+                f"the log's histograms inflate beyond {MAX_FILE_INFLATED_BYTES:,} bytes in all "
+                "(the most one file may cost to read)",
+            )
+        self.total += float(buckets.count.astype(np.float64).sum())
+        if self.total > MAX_TOTAL_COUNT:
+            raise source.error(
+                line, f"the histograms add up to more than {MAX_TOTAL_COUNT:,} values (corrupt)"
+            )
+        self.parts.append((buckets.low, buckets.high, buckets.count))
+        self.buffered += len(buckets.low)
+        if self.buffered > _COMPACT_EVERY:
+            self.parts = [self.buckets()]
+            self.buffered = len(self.parts[0][0])
+
+    def buckets(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(lowest, highest equivalent value, count) of each distinct bucket, by value."""
+        low = np.concatenate([p[0] for p in self.parts]) if self.parts else np.zeros(0, np.int64)
+        if len(low) == 0:
+            return low, low, low
+        high = np.concatenate([p[1] for p in self.parts])
+        count = np.concatenate([p[2] for p in self.parts])
+        order = np.argsort(low, kind="stable")
+        low, high, count = low[order], high[order], count[order]
+        first = np.flatnonzero(np.concatenate(([True], low[1:] != low[:-1])))
+        return low[first], np.maximum.reduceat(high, first), np.add.reduceat(count, first)
 
 
-def _check_payload(source: Source, line: int, payload: str) -> None:
-    """Refuse a compressed histogram that would inflate, or allocate, beyond the bounds (a
-    payload that is merely corrupt is left to hdrh, whose error says so)."""
+def _decode(source: Source, line: int, payload: str) -> Buckets:
     try:
-        raw = base64.b64decode(payload.encode("ascii"), validate=True)
-    except (binascii.Error, UnicodeEncodeError):
-        return  # hdrh's decoding reports a corrupt payload
-    if len(raw) < ext_header_size:
-        return
-    length = ExternalHeader.from_buffer_copy(raw).length
-    inflater = zlib.decompressobj()
-    try:
-        data = inflater.decompress(
-            raw[ext_header_size : ext_header_size + length], MAX_INFLATED_BYTES
-        )
-    except zlib.error:
-        return
-    if inflater.unconsumed_tail:
-        raise source.error(line, f"{UNDECODABLE}: it inflates beyond {MAX_INFLATED_BYTES:,} bytes")
-    if len(data) < payload_header_size:
-        return  # hdrh reports the short payload itself
-    header = PayloadHeader.from_buffer_copy(data)
-    sig, lowest, highest = (
-        header.significant_figures,
-        header.lowest_trackable_value,
-        header.highest_trackable_value,
-    )
-    if not (0 <= sig <= 5 and 1 <= lowest and 2 * lowest <= highest):
-        raise source.error(
-            line,
-            f"{UNDECODABLE}: settings out of range (significant figures {sig}, lowest {lowest}, "
-            f"highest {highest})",
-        )
-    counters = _counters(sig, lowest, highest)
-    if counters > MAX_COUNTERS:
-        raise source.error(
-            line,
-            f"{UNDECODABLE}: it asks for {counters:,} counters "
-            f"(highest {highest:,} at {sig} significant figures); at most {MAX_COUNTERS:,}",
-        )
+        return decode(payload)
+    except PayloadError as exc:
+        raise source.error(line, str(exc)) from None
 
 
-def _decode(source: Source, line: int, payload: str) -> HdrHistogram:
-    _check_payload(source, line, payload)
-    try:
-        return HdrHistogram.decode(payload.encode("ascii"))
-    except Exception as exc:  # hdrh raises binascii, zlib, ctypes and its own errors
-        detail = str(exc) or type(exc).__name__
-        raise source.error(
-            line,
-            f"cannot decode the compressed histogram ({type(exc).__name__}: {detail}); "
-            "the log is truncated or corrupt",
-        ) from exc
-
-
-def _check_max_column(source: Source, line: int, histogram: HdrHistogram, column: float) -> None:
+def _check_max_column(source: Source, line: int, true_max: int, column: float) -> None:
     """The max column must equal the histogram's max divided by some power of 1000."""
-    true_max = histogram.get_max_value()
     if column == 0 or true_max == 0:
         return
     ratio = true_max / column

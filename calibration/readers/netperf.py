@@ -24,14 +24,13 @@ number is which?) and is reported as an unknown format. So is the column layout 
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from calibration.measurement import Measurement
-from calibration.readers._common import Source, number
+from calibration.readers._common import Source, number, split_csv
 
 _BANNER = re.compile(r"(?P<proto>TCP|UDP|SCTP)\s+REQUEST/RESPONSE TEST")
 _BURST = re.compile(r"first burst (\d+)")
@@ -168,8 +167,8 @@ def _omni_csv(
     burst: int,
     conditions: Mapping[str, Any],
 ) -> Measurement:
-    titles = next(csv.reader([header]))
-    cells = next(csv.reader([text]))
+    titles = split_csv(header)
+    cells = split_csv(text)
     if len(cells) != len(titles):
         raise source.error(
             line,

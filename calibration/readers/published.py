@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from calibration.measurement import Measurement
-from calibration.readers._common import US_PER_UNIT, Source, load
+from calibration.readers._common import US_PER_UNIT, Source, load, split_csv
 
 __all__ = ["PublishedFigure", "read_published"]
 
 COLUMNS = ("id", "source", "system", "metric", "statistic", "value", "unit", "conditions", "note")
 
-_NUM = r"[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?"
+_NUM = r"(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"  # no two ways to split
 _SINGLE = re.compile(rf"^\s*({_NUM})\s*$")
 _RANGE = re.compile(rf"^\s*({_NUM})\s*[-\u2013]\s*({_NUM})\s*$")
 _PERCENTILE = re.compile(r"\bp(\d+(?:\.\d+)?)\b", re.IGNORECASE)
@@ -85,7 +85,7 @@ class PublishedFigure:
 def looks_like_published(lines: list[tuple[int, str]]) -> bool:
     if not lines:
         return False
-    header = tuple(h.strip().lower() for h in next(csv.reader([lines[0][1]])))
+    header = tuple(h.strip().lower() for h in split_csv(lines[0][1]))
     return header[:7] == COLUMNS[:7]
 
 
@@ -96,6 +96,13 @@ def read_published(path: str | Path) -> list[PublishedFigure]:
 
 def _parse(source: Source) -> list[PublishedFigure]:
     reader = csv.reader(source.lines)
+    try:
+        return _rows(source, reader)
+    except csv.Error as exc:  # a field over the csv module's limit, a stray quote
+        raise source.error(reader.line_num, f"not a CSV row ({exc})") from None
+
+
+def _rows(source: Source, reader: Any) -> list[PublishedFigure]:
     header = [h.strip().lower() for h in next(reader)]
     if tuple(header) != COLUMNS:
         raise source.error(1, f"expected the columns {','.join(COLUMNS)}, got {','.join(header)}")

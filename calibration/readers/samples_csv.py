@@ -10,7 +10,6 @@ with ``#`` are comments.
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -25,9 +24,10 @@ from calibration.readers._common import (
     Source,
     not_a_unit,
     number,
+    split_csv,
 )
 
-_NUMBER = re.compile(r"^\s*[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\s*$")
+_NUMBER = re.compile(r"^\s*[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\s*$")
 _LATENCY_NAME = re.compile(r"latency|rtt|round.?trip", re.IGNORECASE)
 _UNIT_IN_NAME = re.compile(
     r"(?:[_\s\-]|\(|\[)(ns|us|µs|μs|ms|s|nsec|usec|msec|sec)\)?\]?\s*$", re.IGNORECASE
@@ -39,7 +39,7 @@ def _data(source: Source) -> list[tuple[int, str]]:
 
 
 def _split(text: str) -> list[str]:
-    return next(csv.reader([text]))
+    return split_csv(text)
 
 
 def looks_like_samples(lines: list[tuple[int, str]]) -> bool:

@@ -12,13 +12,12 @@ The Java client's report tool aggregates its histogram logs and writes one row p
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from calibration.measurement import Measurement
-from calibration.readers._common import Source, time_with_unit
+from calibration.readers._common import Source, split_csv, time_with_unit
 
 _PCT_HEADER = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*%\s*$")
 _MAX_HEADERS = {"w", "max", "worst"}
@@ -28,15 +27,15 @@ _KEY_COLUMNS = ("source", "destination")
 def looks_like_tlb_csv(lines: list[tuple[int, str]]) -> bool:
     if not lines:
         return False
-    fields = next(csv.reader([lines[0][1]]))
+    fields = split_csv(lines[0][1])
     return sum(bool(_PCT_HEADER.match(f)) for f in fields) >= 2
 
 
 def read_tlb_csv(source: Source, conditions: Mapping[str, Any]) -> Measurement:
     lines = source.numbered()
     header_line, header_text = lines[0]
-    header = [h.strip() for h in next(csv.reader([header_text]))]
-    rows = [(line, next(csv.reader([text]))) for line, text in lines[1:]]
+    header = [h.strip() for h in split_csv(header_text)]
+    rows = [(line, split_csv(text)) for line, text in lines[1:]]
     if not rows:
         raise source.error(
             header_line, "header without data rows: the report is empty or truncated"

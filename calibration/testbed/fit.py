@@ -27,7 +27,6 @@ are what the twin then predicts.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -48,6 +47,7 @@ from twin.components.loopback import (
     process_utilization,
 )
 from twin.errors import MeasurementError
+from twin.jsontext import read_json
 from twin.kinds import Transport
 from twin.percentiles import HICCUP_QUANTILES
 from twin.profile import Parameter, Profile
@@ -726,7 +726,7 @@ def predict_campaign(
     profile, the fit's residuals, the prediction table and the saturation rates.
     """
     root = Path(campaign_dir)
-    campaign = json.loads((root / "campaign.json").read_text())
+    campaign = read_json(root / "campaign.json")
     rows = campaign["rows"]
     summary, label = calibration_summary(root, rows, where)
     lowest = int(summary.conditions.rate_msgs_per_s)

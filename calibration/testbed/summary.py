@@ -9,7 +9,6 @@ is fine, renaming one is not.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from twin.errors import MeasurementError
-from twin.jsontext import stated_number
+from twin.jsontext import read_json, stated_number
 from twin.kinds import Arrivals, Loop
 
 TOOL = "twin testbed load"
@@ -191,7 +190,7 @@ def read_summary(run_dir: str | Path) -> LoadSummary:
     """The ``summary.json`` of one testbed measurement directory."""
     path = Path(run_dir) / "summary.json"
     try:
-        data = json.loads(path.read_text())
+        data = read_json(path)
     except (OSError, ValueError) as exc:
         raise MeasurementError(f"{path}: cannot read the summary: {exc}") from None
     return LoadSummary.from_dict(data, str(path))

@@ -118,7 +118,7 @@ def load_hunt(path: str | Path) -> HuntPlan:
     if unknown:
         raise ConfigError(f"{source}: {unknown[0]}: unknown key; allowed: {', '.join(sorted(top))}")
     scenario = data.get("scenario")
-    if not isinstance(scenario, str) or not scenario:
+    if not isinstance(scenario, str) or not scenario or "\0" in scenario:
         raise ConfigError(f"{source}: scenario = {scenario!r}: the venue scenario file to hunt on")
     scenario_path = (Path(source).parent / scenario).resolve()
     if not scenario_path.is_file():

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from twin.atomic import write_text
 from twin.errors import ConfigError
 from twin.hunt.plan import HUNT_FILE
+from twin.jsontext import read_json
 from twin.sweep.report import PALETTE, STYLE
 
 
@@ -28,7 +29,7 @@ def is_hunt_folder(folder: Path) -> bool:
 
 def _read(folder: Path) -> dict[str, Any]:
     try:
-        data = json.loads((folder / HUNT_FILE).read_text())
+        data = read_json(folder / HUNT_FILE)
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{folder / HUNT_FILE}: not a readable hunt result ({exc})") from None
     if not isinstance(data, dict) or "levels" not in data or "rules" not in data:

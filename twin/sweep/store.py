@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 
 from twin.atomic import atomic_write, write_json
 from twin.errors import ScenarioError
+from twin.jsontext import read_json
 from twin.profile import resolve_profile_path
 from twin.provenance import code_version
 from twin.sweep.spec import Sweep
@@ -103,7 +104,7 @@ def read_manifest(out_dir: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        manifest: dict[str, Any] = json.loads(path.read_text())
+        manifest: dict[str, Any] = read_json(path)
     except (OSError, json.JSONDecodeError) as exc:
         raise ScenarioError(f"{path}: unreadable sweep manifest: {exc}") from None
     return manifest

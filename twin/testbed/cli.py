@@ -20,6 +20,7 @@ from twin.argtypes import (
 from twin.atomic import write_json
 from twin.errors import ConfigError
 from twin.extras import Extra, require
+from twin.jsontext import read_json
 from twin.kinds import TESTBED_TIERS, Arrivals, Loop, Tier, Transport
 from twin.profile import load_profile, resolve_profile_path, write_profile
 from twin.scenario import scenarios_dir
@@ -573,7 +574,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     profile = result["profile"]
     if args.veth_campaign:
         veth = Path(args.veth_campaign)
-        rows = json.loads((veth / "campaign.json").read_text())["rows"]
+        rows = read_json(veth / "campaign.json")["rows"]
         veth_scenario = load_scenario(args.veth_scenario)
         # Named without the directory: the profile's provenance check reads any word with
         # two underscores as a parameter or published-row id.

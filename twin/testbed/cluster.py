@@ -42,6 +42,7 @@ import numpy as np
 
 from twin.atomic import write_json
 from twin.errors import ConfigError, TopologyError
+from twin.jsontext import read_json
 from twin.testbed.netns import Namespaces, _ip, netns_available
 from twin.testbed.processes import stop
 from twin.testbed.relay import RelayDelay
@@ -363,7 +364,7 @@ def run_cluster_lab(
                 server_cpu_s = sum(cpu_seconds(pid) for pid in servers) - before
             for stats in data.glob("relay_m*.json"):  # written as the relays stop
                 shutil.copy(stats, run_dir / stats.name)
-            run = json.loads((run_dir / "summary.json").read_text())
+            run = read_json(run_dir / "summary.json")
             # CPU per write: the members' and relays' over the run, plus the client's own; and
             # the marginal part, less the background the idle cluster burns meanwhile.
             requests = max(run["requests"], 1)
@@ -387,7 +388,7 @@ def run_cluster_lab(
                     follower, rate, duration_s, run_dir, seed, kill=(kill_leader_at_s, leader)
                 )
                 _finish(proc, duration_s + 60)
-            runs["leader_loss"] = json.loads((run_dir / "summary.json").read_text())
+            runs["leader_loss"] = read_json(run_dir / "summary.json")
     summary = {
         "layout": layout.name,
         "peer_delay": asdict(layout.peer_delay) if layout.peer_delay else None,

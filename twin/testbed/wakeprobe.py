@@ -64,6 +64,8 @@ CLUSTER_GAPS_US = (10, 100, 1000, 3000, 10000, 30000, 100000)
 FRAME = struct.Struct("<qq")  # sequence, send time (ns, CLOCK_MONOTONIC)
 REPLY = struct.Struct("<qqqq")  # sequence, one-way latency, receiver's idle time and CPU (ns)
 
+RECEIVER_START_S = 60.0  # how long the receiver may take to start (s)
+
 
 class Waiter(StrEnum):
     """How the probe's sender waits for each reply."""
@@ -133,12 +135,15 @@ def measure_wakeups(
              f"from pathlib import Path; serve(Path({str(port_file)!r}))"],
         )  # fmt: skip
         try:
-            for _ in range(500):
-                if port_file.exists() and port_file.read_text():
-                    break
+            # A fresh interpreter's imports take seconds on a busy host (over 5 s at a load
+            # average of 9): wait while it is alive, up to a minute, not a fixed 5 s.
+            deadline = time.monotonic() + RECEIVER_START_S
+            while not (port_file.exists() and port_file.read_text()):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SimulationError(
+                        f"the wake-up probe's receiver did not start (exit {proc.poll()})"
+                    )
                 time.sleep(0.01)
-            else:
-                raise SimulationError("the wake-up probe's receiver did not start")
             port = int(port_file.read_text())
             sequence = gap_sequence(gaps_us, samples, seed, order)
             latencies: dict[float, list[float]] = {float(g): [] for g in gaps_us}

@@ -1,9 +1,10 @@
 """Issue 21: clients protected from each other on the live gateway.
 
-Attackers connect from other loopback source addresses (127.0.0.2..4), as other hosts would,
-while a well-behaved load client runs from 127.0.0.1: an idle flood, a client filling the book
-and a client sending far prices. The good client must keep at least 95% of the answered rate it
-gets from the same gateway unattacked, with none of its orders rejected.
+Attackers connect from other loopback source addresses (127.0.0.2..6), as other hosts would,
+while a well-behaved load client runs from 127.0.0.1: an idle flood, a client filling the book,
+a client sending far prices, a flood of cancels for unknown orders and a client claiming other
+clients' account labels (issue 73), one test each. The good client must keep at least 95% of
+the answered rate it gets from the same gateway unattacked, with none of its orders rejected.
 """
 
 from __future__ import annotations
@@ -20,14 +21,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine_ext.types import REJ_MAX_OPEN_ORDERS, REJ_OUT_OF_WINDOW, REJ_PRICE_BAND
+from engine_ext.types import (
+    REJ_MAX_OPEN_ORDERS,
+    REJ_OUT_OF_WINDOW,
+    REJ_PRICE_BAND,
+    REJ_UNKNOWN_ORDER,
+)
 from twin.testbed import protocol as P
 from twin.testbed.campaign import gateway_process
 from twin.testbed.gateway import MAX_OPEN_ORDERS, Gateway
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.exclusive]
 
-FILLER, FLOODER, FAR = "127.0.0.2", "127.0.0.3", "127.0.0.4"
+FILLER, FLOODER, FAR, CANCELLER, CLAIMER = (f"127.0.0.{i}" for i in range(2, 7))
 BOOK_ROWS = Gateway().config.capacity_orders
 
 
@@ -40,8 +46,9 @@ def _connect(port: int, source: str) -> socket.socket:
     return s
 
 
-def _orders(first_seq: int, prices: np.ndarray, symbol: int = 0) -> bytes:
-    """GTC buy orders at ``prices``, order ids 0.. and sequence numbers from ``first_seq``."""
+def _orders(first_seq: int, prices: np.ndarray, symbol: int = 0, account: int = 0) -> bytes:
+    """GTC buy orders at ``prices``, order ids 0.. and sequence numbers from ``first_seq``;
+    ``account`` is the label the frames claim (the gateway trades them as their source's)."""
     f = P.new_frames(len(prices))
     f["msg_type"] = P.MSG_NEW
     f["seq"] = np.arange(first_seq, first_seq + len(prices))
@@ -49,6 +56,16 @@ def _orders(first_seq: int, prices: np.ndarray, symbol: int = 0) -> bytes:
     f["price_ticks"] = prices
     f["qty_lots"] = 1
     f["symbol"] = symbol
+    f["account"] = account
+    return f.tobytes()
+
+
+def _cancels(first_seq: int, order_ids: np.ndarray) -> bytes:
+    """Cancels of ``order_ids`` (none of them live) with sequence numbers from ``first_seq``."""
+    f = P.new_frames(len(order_ids))
+    f["msg_type"] = P.MSG_CANCEL
+    f["seq"] = np.arange(first_seq, first_seq + len(order_ids))
+    f["order_id"] = order_ids
     return f.tobytes()
 
 
@@ -121,28 +138,28 @@ def test_a_far_price_from_another_connection_does_not_move_the_window() -> None:
 
 
 class _Attack:
-    """An idle flood, a book filler and a far-price sender, in threads, until stopped."""
+    """One attack, in a thread, until stopped: ``fill`` (more resting orders than the book
+    holds, then more), ``far`` (far prices, 2,000 a second), ``cancels`` (a flood of cancels
+    for orders that do not exist), ``idle`` (as many idle connections as one source may hold,
+    reopened when closed) or ``claim`` (a source filling its limit in frames that claim the
+    account labels other clients use)."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, kind: str) -> None:
         self.port = port
         self.stop = threading.Event()
-        self.counts = {"flood_connects": 0, "filler_orders": 0, "far_orders": 0}
-        self.threads = [
-            threading.Thread(target=run, daemon=True)
-            for run in (self._flood, self._filler, self._far)
-        ]
+        self.counts = {"flood_connects": 0, "filler_orders": 0, "far_orders": 0, "cancels": 0}
+        self.counts.update(claimed_orders=0)
+        self.thread = threading.Thread(target=getattr(self, f"_{kind}"), daemon=True)
 
     def __enter__(self) -> _Attack:
-        for t in self.threads:
-            t.start()
+        self.thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
-        for t in self.threads:
-            t.join(timeout=30)
+        self.thread.join(timeout=30)
 
-    def _flood(self) -> None:
+    def _idle(self) -> None:
         """Hold as many idle connections as the gateway lets one source have, reopening the
         ones it closes."""
         held: list[socket.socket] = []
@@ -168,7 +185,7 @@ class _Attack:
         for s in held:
             s.close()
 
-    def _filler(self) -> None:
+    def _fill(self) -> None:
         """Send more resting orders than the whole book holds, then keep sending."""
         filled = _fill_book(self.port, connections=BOOK_ROWS // 4096 + 1, per_connection=4096)
         self.counts["filler_orders"] += len(filled) * 4096
@@ -198,6 +215,43 @@ class _Attack:
                 self.counts["far_orders"] += len(far)
                 self.stop.wait(0.05)
 
+    def _cancels(self) -> None:
+        """Cancels for unknown orders, 200 a read, as fast as they are answered."""
+        rng = np.random.default_rng(73)
+        with _connect(self.port, CANCELLER) as s:
+            seq = 1
+            while not self.stop.is_set():
+                s.sendall(_cancels(seq, rng.integers(0, P.ORDER_IDS_PER_CONNECTION, 200)))
+                answers = _replies(s, 200)
+                assert (answers["code"] == REJ_UNKNOWN_ORDER).all()
+                seq += 200
+                self.counts["cancels"] += 200
+                self.stop.wait(0.002)
+
+    def _claim(self) -> None:
+        """Rest the source's whole limit on every symbol in frames claiming labels 0..7 (the
+        load client's among them), at the good client's prices; keep claiming."""
+        held = []
+        try:
+            for symbol in range(4):
+                s = _connect(self.port, CLAIMER)
+                prices = 99_999 - (np.arange(4096) % 1_500)
+                s.sendall(_orders(1, prices, symbol=symbol, account=symbol))
+                _replies(s, 4096)
+                held.append(s)
+                self.counts["claimed_orders"] += 4096
+            seq = 4097
+            while not self.stop.is_set():
+                for label in range(8):
+                    held[0].sendall(_orders(seq, np.full(10, 99_500), account=label))
+                    _replies(held[0], 10)  # over the source's limit: rejected, whatever label
+                    seq += 10
+                    self.counts["claimed_orders"] += 10
+                self.stop.wait(0.05)
+        finally:
+            for s in held:
+                s.close()
+
 
 def _good_client(port: int, out: Path) -> dict:
     subprocess.run(
@@ -209,14 +263,53 @@ def _good_client(port: int, out: Path) -> dict:
     return json.loads((out / "summary.json").read_text())
 
 
-def test_a_good_client_keeps_its_answered_rate_under_attack(tmp_path) -> None:
+#: What each attack must have done for its run to count (it ran through the good client's).
+ATTACKED = {
+    "fill": lambda c: c["filler_orders"] > BOOK_ROWS,
+    "far": lambda c: c["far_orders"] > 1000,
+    "cancels": lambda c: c["cancels"] > 10_000,
+    "idle": lambda c: c["flood_connects"] >= 256,
+    "claim": lambda c: c["claimed_orders"] > 4 * 4096,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(ATTACKED))
+def test_a_good_client_keeps_its_answered_rate_under_attack(tmp_path, kind) -> None:
+    """The good client's answered rate beside one attack, against its rate on the same gateway
+    unattacked just before: at least 95%, none of its orders rejected, none lost."""
     with gateway_process(options=["--handshake-timeout", "1"]) as (_, port):
         calm = _good_client(port, tmp_path / "calm")
-        with _Attack(port) as attack:
-            time.sleep(1.0)  # the book is full and the flood holds its connections
+        with _Attack(port, kind) as attack:
+            time.sleep(1.0)  # the book is full, the flood holds its connections
             attacked = _good_client(port, tmp_path / "attacked")
-        assert attack.counts["flood_connects"] >= 256
-        assert attack.counts["filler_orders"] > BOOK_ROWS and attack.counts["far_orders"] > 1000
+        assert ATTACKED[kind](attack.counts), attack.counts
     rate, base = attacked["achieved_msgs_per_s"], calm["achieved_msgs_per_s"]
     assert rate >= 0.95 * base, (rate, base, attack.counts)
     assert attacked["counts"]["order_rejects"] == 0 and attacked["lost"] == 0
+
+
+def test_a_connection_cannot_trade_as_another_sources_account() -> None:
+    """The frame's account is a label: whatever it claims, a connection's orders count against
+    its own source's limit, and the source whose account number it claims is unaffected."""
+    from twin.testbed import _kernel
+    from twin.testbed.gateway import GatewayLimits
+
+    gw = Gateway(GatewayLimits(max_open_orders=2))
+    a, b = gw.join("10.0.0.1"), gw.join("10.0.0.2")
+    assert a != b
+
+    def send(slot: int, account: int, label: int, conn: np.ndarray) -> np.ndarray:
+        frames = P.decode(_orders(int(conn[_kernel.S_EXPECT_SEQ]), np.full(3, 99_000)))
+        frames = frames.copy()
+        frames["account"] = label
+        out = np.zeros(3, dtype=P.WIRE_DTYPE)
+        status, k = _kernel.handle_frames(gw.state, frames, slot, account, conn, out, gw.events)
+        assert status == _kernel.STATUS_OK and k == 3
+        return out
+
+    claimed = send(0, a, b, _kernel.empty_connection_state())  # A claims B's account number
+    assert claimed["msg_type"].tolist() == [P.MSG_ACK, P.MSG_ACK, P.MSG_REJECT]
+    assert claimed["code"][2] == REJ_MAX_OPEN_ORDERS and (claimed["account"] == b).all()
+    own = send(1, b, b, _kernel.empty_connection_state())  # B's own limit is untouched
+    assert own["msg_type"].tolist() == [P.MSG_ACK, P.MSG_ACK, P.MSG_REJECT]
+    assert int(gw.state.accounts["open_orders"].sum()) == 4
