@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import streamlit as st
@@ -31,6 +33,7 @@ from twin import (  # noqa: E402
     load_scenario,
     scenario_profile,
 )
+from twin.errors import one_line  # noqa: E402
 from twin.kinds import WorkloadKind  # noqa: E402
 from twin.profile import resolve_profile_path  # noqa: E402
 from twin.scenario import scenarios_dir  # noqa: E402
@@ -44,6 +47,29 @@ CEILINGS_US = (20, 50, 100, 150, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000,
 
 
 @st.cache_data(show_spinner=False)
+def failure_message(what: str, exc: Exception) -> str:
+    """One line for a what-if that failed: the twin's own error as it words it (bad settings,
+    a run that cannot be done), anything else named as a fault of the explorer."""
+    if isinstance(exc, TwinError):
+        return f"{what} failed: {one_line(str(exc))}"
+    detail = one_line(str(exc)) or "no message"
+    return (
+        f"{what} failed on an unexpected {type(exc).__name__}: {detail} (a fault of the twin, "
+        "not of these settings)"
+    )
+
+
+@contextmanager
+def shown_errors(what: str) -> Iterator[None]:
+    """Any error of the what-if inside is one message in the page, and the page goes on:
+    the other views, the controls and the next change keep working (Streamlit's own
+    stop and rerun signals are not errors and pass through)."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 -- one view's fault must not take the page down
+        st.error(failure_message(what, exc), icon=":material/warning:")
+
+
 def shipped_scenarios() -> dict[str, str]:
     """Shipped cloud scenario name -> TOML text (live-testbed and broken files left out)."""
     out = {}
@@ -515,8 +541,8 @@ def main() -> None:
             reference = None
             if scenario.raw != base.raw:
                 reference = cached_run(base.to_toml(), base.source, engine, messages)
-    except TwinError as exc:
-        st.error(f"The run failed: {exc}", icon=":material/warning:")
+    except Exception as exc:  # noqa: BLE001 -- one message in the page, never a traceback
+        st.error(failure_message("The run", exc), icon=":material/warning:")
         st.stop()
     headline(summary, reference)
     downloads(scenario, summary)
@@ -533,32 +559,27 @@ def main() -> None:
     if feed:
         names.append("Tick to trade")
     tabs = st.tabs(names, key="view", on_change="rerun")
-    with tabs[0]:
-        if tabs[0].open:
-            distribution_tab(summary, scenario, sweep_messages)
-    with tabs[1]:
-        if tabs[1].open:
-            tiers_tab(values, base, engine, messages)
-    with tabs[2]:
-        if tabs[2].open:
-            curve_tab(scenario, engine, sweep_messages)
-    with tabs[3]:
-        if tabs[3].open:
-            hops_tab(summary)
-    with tabs[4]:
-        if tabs[4].open:
-            calibration_tab(scenario)
-    with tabs[5]:
-        if tabs[5].open:
-            st.code(scenario.to_toml(), language="toml")
-            st.json(summary.placements)
-    with tabs[6]:
-        if tabs[6].open:
-            flow_tab(scenario)
+    views = [
+        lambda: distribution_tab(summary, scenario, sweep_messages),
+        lambda: tiers_tab(values, base, engine, messages),
+        lambda: curve_tab(scenario, engine, sweep_messages),
+        lambda: hops_tab(summary),
+        lambda: calibration_tab(scenario),
+        lambda: scenario_tab(scenario, summary),
+        lambda: flow_tab(scenario),
+    ]
     if feed:
-        with tabs[7]:
-            if tabs[7].open:
-                tick_tab(summary, scenario)
+        views.append(lambda: tick_tab(summary, scenario))
+    for name, tab, view in zip(names, tabs, views, strict=True):
+        with tab:
+            if tab.open:
+                with shown_errors(f"The {name} view"):
+                    view()
+
+
+def scenario_tab(scenario: Scenario, summary: runner.Summary) -> None:
+    st.code(scenario.to_toml(), language="toml")
+    st.json(summary.placements)
 
 
 main()
