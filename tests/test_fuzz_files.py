@@ -1,5 +1,6 @@
 """Fuzzing the newer files a user hands the twin (issue 73): lab corpora, cluster and feed
-corpora, hunt files and targets files with ``measurement``, seeded as :mod:`tests.test_fuzz`.
+corpora, hunt files, targets files with ``measurement``, and ``twin replay``'s order flows and
+rate traces, seeded as :mod:`tests.test_fuzz`.
 
 Each example copies a corpus (its files as symlinks to the committed ones, the one mutated as
 a file of its own), then mutates one file: one JSON value made a wrong type, negative, NaN,
@@ -245,3 +246,83 @@ def test_mutated_targets_with_measurements_load_or_fail_in_one_line(tmp_path, ca
         tmp_path, capsys, data, text, load_targets,
         lambda path, out: ["calibrate", str(path), "--profile-out", str(out)],
     )  # fmt: skip
+
+
+# Hostile CSV cells of an order flow or a rate trace.
+CSV_CELLS = st.sampled_from(
+    ["", "nan", "inf", "-1", "-5e18", "1e400", str(10**30), "x", "NEW ", "buy", "1.5", '"', "\x00"]
+)
+ORDER_FLOW = "send_ns,kind,account,payload_bytes\n" + "".join(
+    f"{1_000_000 + 50_000 * i},{('new', 'cancel', 'modify')[i % 3]},{i % 2},{64 + i}\n"
+    for i in range(12)
+)
+RATE_TRACE = "time_ns,rate_msgs_per_s\n0,5000\n2000000,50000\n3000000,5000\n4000000,0\n"
+
+
+def _mutate_csv(data: st.DataObject, text: str, path: Path, tmp: Path) -> None:
+    """Write ``text`` to ``path`` with one mutation: a cell made hostile, a column or a row
+    dropped, two rows swapped, the file cut short, or a special file in its place."""
+    how = data.draw(st.sampled_from(["cell"] * 5 + ["column", "row", "swap", "cut", *SPECIAL]))
+    rows = [line.split(",") for line in text.splitlines()]
+    if how in SPECIAL:
+        if how == "fifo":
+            os.mkfifo(path)
+        elif how == "dev_zero":
+            path.symlink_to("/dev/zero")
+        elif how == "outside_text":
+            outside = tmp / "outside.txt"
+            outside.write_text("not a flow\n")
+            path.symlink_to(outside)
+        elif how == "folder":
+            path.mkdir()
+        else:
+            with open(path, "wb") as f:
+                f.truncate(11 * 1024**3)  # 11 GB, sparse: costs no disk
+        return
+    if how == "cell":
+        r = data.draw(st.integers(0, len(rows) - 1))
+        c = data.draw(st.integers(0, len(rows[r]) - 1))
+        rows[r][c] = data.draw(CSV_CELLS)
+    elif how == "column":
+        c = data.draw(st.integers(0, len(rows[0]) - 1))
+        rows = [row[:c] + row[c + 1 :] for row in rows]
+    elif how == "row" and len(rows) > 2:
+        del rows[data.draw(st.integers(1, len(rows) - 1))]
+    elif how == "swap" and len(rows) > 2:
+        i = data.draw(st.integers(1, len(rows) - 2))
+        rows[i], rows[i + 1] = rows[i + 1], rows[i]
+    out = "\n".join(",".join(row) for row in rows) + "\n"
+    if how == "cut":
+        out = out[: data.draw(st.integers(0, len(out)))]
+    path.write_text(out)
+
+
+def _flow_case(tmp_path: Path, capsys, data: st.DataObject, text: str, option: str, load) -> None:
+    work = Path(tempfile.mkdtemp(dir=tmp_path))
+    path = work / "fuzzed_flow.csv"
+    _mutate_csv(data, text, path, work)
+    try:
+        load(path)
+    except Exception as exc:  # noqa: BLE001 - the contract is what is raised
+        _one_line(exc, path.name)
+        out = work / "out"
+        argv = ["replay", "tier1_peering_cpg", option, str(path), "--out", str(out)]
+        _refused_by_command(capsys, argv, out, path.name)
+
+
+@pytest.mark.timeout(600)
+@FUZZ
+@given(data=st.data())
+def test_mutated_order_flows_load_or_fail_in_one_line(tmp_path, capsys, data):
+    from twin.flowfile import read_order_flow
+
+    _flow_case(tmp_path, capsys, data, ORDER_FLOW, "--orders", read_order_flow)
+
+
+@pytest.mark.timeout(600)
+@FUZZ
+@given(data=st.data())
+def test_mutated_rate_traces_load_or_fail_in_one_line(tmp_path, capsys, data):
+    from twin.flowfile import read_rate_trace
+
+    _flow_case(tmp_path, capsys, data, RATE_TRACE, "--rate-trace", read_rate_trace)
