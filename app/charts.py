@@ -315,21 +315,8 @@ def target_rows(profile: Profile) -> list[dict[str, Any]]:
 
 def flow_figure(series: Mapping[str, np.ndarray]) -> go.Figure:
     """A replayed flow's latency over time (p50, p99) with its offered rate on a second axis
-    (:func:`twin.replay_run.latency_over_time`)."""
-    from plotly.subplots import make_subplots
+    (:func:`twin.replay_report.latency_over_time_figure`, ``twin report``'s chart)."""
+    from twin.replay_report import latency_over_time_figure
 
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    for key, name in (("rtt_p50_us", "round trip p50"), ("rtt_p99_us", "round trip p99")):
-        fig.add_trace(go.Scatter(x=series["start_s"], y=series[key], name=f"{name} (µs)"))
-    fig.add_trace(
-        go.Scatter(
-            x=series["start_s"],
-            y=series["rate_msgs_per_s"],
-            name="offered rate (msg/s)",
-            line={"dash": "dot", "color": "grey"},
-        ),
-        secondary_y=True,
-    )
-    fig.update_yaxes(title_text="latency (µs)", secondary_y=False)
-    fig.update_yaxes(title_text="msg/s", secondary_y=True)
+    fig = latency_over_time_figure(series, "µs")
     return _layout(fig, xaxis_title="time (s)")

@@ -82,24 +82,32 @@ def _mirror(source: Path, target: Path) -> list[Path]:
     return sorted(files)
 
 
-def _mutate(data: st.DataObject, path: Path, tmp: Path) -> None:
-    """Mutate one file of a mirrored corpus in place (it stops being a symlink)."""
-    original = path.resolve()
-    path.unlink()
-    how = data.draw(st.sampled_from(["value"] * 6 + ["delete"] * 2 + SPECIAL))
+def _special(how: str, path: Path, tmp: Path, huge_bytes: int) -> None:
+    """Put a special file at ``path`` (one of :data:`SPECIAL`): a FIFO, a symlink to
+    ``/dev/zero`` or to a text file out of the folder, a folder, or a sparse file of
+    ``huge_bytes`` (it costs no disk)."""
     if how == "fifo":
         os.mkfifo(path)
     elif how == "dev_zero":
         path.symlink_to("/dev/zero")
     elif how == "outside_text":
         outside = tmp / "outside.txt"
-        outside.write_text("not a lab file\n")
+        outside.write_text("not a file of the twin's\n")
         path.symlink_to(outside)
     elif how == "folder":
         path.mkdir()
-    elif how == "huge":
+    else:
         with open(path, "wb") as f:
-            f.truncate(300 * 1024 * 1024)  # sparse: costs no disk
+            f.truncate(huge_bytes)
+
+
+def _mutate(data: st.DataObject, path: Path, tmp: Path) -> None:
+    """Mutate one file of a mirrored corpus in place (it stops being a symlink)."""
+    original = path.resolve()
+    path.unlink()
+    how = data.draw(st.sampled_from(["value"] * 6 + ["delete"] * 2 + SPECIAL))
+    if how in SPECIAL:
+        _special(how, path, tmp, 300 * 1024 * 1024)
     elif original.suffix != ".json":  # a histogram or Parquet file: cut short
         raw = original.read_bytes()
         path.write_bytes(raw[: data.draw(st.integers(0, len(raw)))])
@@ -265,19 +273,7 @@ def _mutate_csv(data: st.DataObject, text: str, path: Path, tmp: Path) -> None:
     how = data.draw(st.sampled_from(["cell"] * 5 + ["column", "row", "swap", "cut", *SPECIAL]))
     rows = [line.split(",") for line in text.splitlines()]
     if how in SPECIAL:
-        if how == "fifo":
-            os.mkfifo(path)
-        elif how == "dev_zero":
-            path.symlink_to("/dev/zero")
-        elif how == "outside_text":
-            outside = tmp / "outside.txt"
-            outside.write_text("not a flow\n")
-            path.symlink_to(outside)
-        elif how == "folder":
-            path.mkdir()
-        else:
-            with open(path, "wb") as f:
-                f.truncate(11 * 1024**3)  # 11 GB, sparse: costs no disk
+        _special(how, path, tmp, 11 * 1024**3)  # a flow file of 11 GB
         return
     if how == "cell":
         r = data.draw(st.integers(0, len(rows) - 1))

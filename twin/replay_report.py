@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +21,37 @@ SUMMARY = "summary.json"
 TABLE = "replay.parquet"
 
 
+def latency_over_time_figure(series: Mapping[str, Any], unit: str = "us") -> Any:
+    """A replayed flow's round trip over time (p50, p99, in ``unit``, a label) with its offered
+    rate on a second axis (:func:`twin.replay_run.latency_over_time`'s ``series``): the one
+    plotly chart of ``twin report`` and the explorer's Order flow view."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    for key, name in (("rtt_p50_us", "round trip p50"), ("rtt_p99_us", "round trip p99")):
+        fig.add_trace(go.Scatter(x=series["start_s"], y=series[key], name=f"{name} ({unit})"))
+    fig.add_trace(
+        go.Scatter(
+            x=series["start_s"],
+            y=series["rate_msgs_per_s"],
+            name="offered rate (msg/s)",
+            line={"dash": "dot", "color": "grey"},
+        ),
+        secondary_y=True,
+    )
+    fig.update_yaxes(title_text=f"latency ({unit})", secondary_y=False)
+    fig.update_yaxes(title_text="msg/s", secondary_y=True)
+    return fig
+
+
 def is_replay_folder(folder: Path) -> bool:
     """True when ``folder`` holds a replay's results."""
     return (folder / TABLE).is_file() and (folder / SUMMARY).is_file()
 
 
 def render_replay_report(folder: Path) -> str:
-    import plotly.graph_objects as go
     import pyarrow.parquet as pq
-    from plotly.subplots import make_subplots
 
     from twin.replay_run import latency_over_time
 
@@ -42,21 +65,8 @@ def render_replay_report(folder: Path) -> str:
         table.column("rtt_ns").to_numpy(),
         table.column("rejected").to_numpy(zero_copy_only=False),
     )
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    for key, name in (("rtt_p50_us", "round trip p50"), ("rtt_p99_us", "round trip p99")):
-        fig.add_trace(go.Scatter(x=series["start_s"], y=series[key], name=f"{name} (us)"))
-    fig.add_trace(
-        go.Scatter(
-            x=series["start_s"],
-            y=series["rate_msgs_per_s"],
-            name="offered rate (msg/s)",
-            line={"dash": "dot", "color": "grey"},
-        ),
-        secondary_y=True,
-    )
+    fig = latency_over_time_figure(series, "us")
     fig.update_layout(template="plotly_white", margin={"t": 30}, xaxis_title="time (s)")
-    fig.update_yaxes(title_text="latency (us)", secondary_y=False)
-    fig.update_yaxes(title_text="msg/s", secondary_y=True)
     rows = []
     for stat in ("rtt_us", "entry_us", "response_us"):
         values = summary.get(stat) or {}

@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -61,16 +62,17 @@ def wait_for_health(url: str, server: subprocess.Popen, timeout_s: float = 60.0)
     raise TimeoutError(f"streamlit did not answer on {url} within {timeout_s} s")
 
 
-@pytest.fixture(scope="module")
-def app_url() -> Iterator[str]:
+@contextmanager
+def served(command: list[str], log_name: str) -> Iterator[str]:
+    """The explorer served by ``command`` (a Python script and its arguments, before
+    Streamlit's own) on a free port of 127.0.0.1, its log in ``tests/artifacts``; its URL."""
     port = free_port()
     ARTIFACTS.mkdir(exist_ok=True)
-    log = (ARTIFACTS / "streamlit.log").open("w")
+    log = (ARTIFACTS / log_name).open("w")
     server = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "app.serve",  # as make app serves it: warmed, then streamlit run app/explorer.py
+            *command,
             "--server.port",
             str(port),
             "--server.headless",
@@ -97,6 +99,13 @@ def app_url() -> Iterator[str]:
             server.kill()
             server.wait()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def app_url() -> Iterator[str]:
+    # As make app serves it: warmed, then streamlit run app/explorer.py.
+    with served(["-m", "app.serve"], "streamlit.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

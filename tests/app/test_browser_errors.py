@@ -9,26 +9,21 @@ other views, the controls and the next change must keep working.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 
 from tests.app.test_browser import (
-    ARTIFACTS,
     CHROMIUM,
     CHROMIUM_ARGS,
     REPO,
     SETTLE_TIMEOUT_MS,
     displayed_p99_us,
-    free_port,
     rerun_for,
+    served,
     settle,
     shot,
-    wait_for_health,
 )
 
 pytestmark = [
@@ -69,39 +64,16 @@ def faulty_page(tmp_path_factory) -> Iterator:
 
     wrapper = tmp_path_factory.mktemp("faults") / "serve_with_faults.py"
     wrapper.write_text(FAULTS)
-    port = free_port()
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = (ARTIFACTS / "streamlit_faults.log").open("w")
-    args = ["--server.port", str(port), "--server.headless", "true"]
-    args += ["--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
-    server = subprocess.Popen(
-        [sys.executable, str(wrapper), *args],
-        cwd=REPO,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_for_health(url, server)
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(
-                executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-            )
-            try:
-                page = browser.new_context(viewport={"width": 1500, "height": 1000}).new_page()
-                page.goto(url)
-                yield page
-            finally:
-                browser.close()
-    finally:
-        server.terminate()
+    with served([str(wrapper)], "streamlit_faults.log") as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
         try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
+            page = browser.new_context(viewport={"width": 1500, "height": 1000}).new_page()
+            page.goto(url)
+            yield page
+        finally:
+            browser.close()
 
 
 def alert(page, text: str):
